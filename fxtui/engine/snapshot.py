@@ -1,0 +1,234 @@
+"""Immutable data the engine hands to its consumers (the UI, reports, exports).
+
+Nothing here imports torch: the UI process may import this module without paying
+for torch, and every value is a plain Python object that pickles cheaply. Rows are
+keyed by the FX node name (``node.name``), never by a ``torch.fx.Node``.
+
+Two kinds of object travel:
+
+* :class:`GraphInfo` describes what was traced. It is built once per session.
+* :class:`Snapshot` carries the statistics at one moment. A running session
+  publishes a fresh one every few hundred milliseconds; each refers to the same
+  ``GraphInfo``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol
+
+#: The six FX opcodes, in the order the UI lists them.
+OPCODES: tuple[str, ...] = (
+    "placeholder",
+    "get_attr",
+    "call_function",
+    "call_method",
+    "call_module",
+    "output",
+)
+
+#: A node is flagged noisy when its IQR exceeds this fraction of its median
+#: (the threshold torch.utils.benchmark uses).
+NOISY_IQR_RATIO = 0.1
+
+
+class State(str, enum.Enum):
+    """Where a profiling session is in its life."""
+
+    LOADING = "loading"
+    TRACING = "tracing"
+    WARMING_UP = "warming up"
+    RUNNING = "running"
+    PAUSED = "paused"
+    ERROR = "error"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """What is known about one FX node without running it repeatedly.
+
+    ``target`` is the display form (``Conv2d``, ``operator.add``, ``torch.flatten``,
+    ``.view``); ``type_name`` is the short name a user filters by (``Conv2d``,
+    ``add``, ``flatten``, ``view``).
+    """
+
+    name: str
+    index: int
+    op: str
+    target: str
+    type_name: str
+    module_path: str
+    node_text: str
+    shape: str = ""
+    dtype: str = ""
+    input_shapes: tuple[str, ...] = ()
+    module_repr: str = ""
+    source: str = ""
+    flops: float | None = None
+    bytes_moved: float | None = None
+    params: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleInfo:
+    """One entry of the module tree. The root has the path ``""``."""
+
+    path: str
+    class_name: str
+    parent: str | None
+    children: tuple[str, ...]
+    nodes: tuple[str, ...]
+    """Names of the FX nodes directly in this module (not in its children), graph order."""
+    leaf_fallback: bool = False
+    """True when tracing kept this module whole because its code could not be traced."""
+
+
+@dataclass(frozen=True)
+class GraphInfo:
+    """The traced model as the UI and reports see it."""
+
+    model: str
+    inputs: tuple[str, ...]
+    """One description per example input, e.g. ``"5×3×224×224"``."""
+    dtype: str
+    threads: int
+    nodes: tuple[NodeInfo, ...]
+    """Every FX node, graph order."""
+    modules: Mapping[str, ModuleInfo]
+    """Every module path on the tree, root (``""``) included."""
+    leaf_modules: tuple[str, ...] = ()
+
+    @cached_property
+    def by_name(self) -> Mapping[str, NodeInfo]:
+        """Nodes keyed by name."""
+        return {n.name: n for n in self.nodes}
+
+    def node(self, name: str) -> NodeInfo:
+        """The node called ``name``."""
+        return self.by_name[name]
+
+    def subtree_nodes(self, path: str) -> list[str]:
+        """Names of all nodes at or below module ``path``, graph order."""
+        if path == "":
+            return [n.name for n in self.nodes]
+        prefix = path + "."
+        return [n.name for n in self.nodes if n.module_path == path or n.module_path.startswith(prefix)]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    """Statistics of one node's timings, in seconds.
+
+    ``median_s``, ``p90_s``, ``iqr_s`` and ``recent`` come from a bounded window of
+    the latest samples; ``count``, ``mean_s``, ``min_s`` and ``max_s`` from running
+    aggregates over every sample since the last reset.
+    """
+
+    count: int
+    median_s: float
+    mean_s: float
+    p90_s: float
+    min_s: float
+    max_s: float
+    iqr_s: float
+    pct: float
+    """Median as a share of the profiled run's median, in percent."""
+    recent: tuple[float, ...] = ()
+    """The latest samples, oldest first (for a sparkline)."""
+
+    @property
+    def noisy(self) -> bool:
+        """True when the spread (IQR) exceeds a tenth of the median."""
+        return self.median_s > 0 and self.iqr_s / self.median_s > NOISY_IQR_RATIO
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleStats:
+    """Time attributed to one module path."""
+
+    path: str
+    inclusive_s: float
+    """Sum of node medians in the module's subtree."""
+    self_s: float
+    """Sum of node medians directly in the module."""
+    pct: float
+    """Inclusive time as a share of the profiled run's median, in percent."""
+    nodes: int
+    """Nodes in the subtree."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunError:
+    """A failure inside the model during a run."""
+
+    message: str
+    node: str | None = None
+    runs_failed: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The state of a profiling session at one moment."""
+
+    graph: GraphInfo | None
+    state: State
+    seq: int = 0
+    runs: int = 0
+    run_median_s: float | None = None
+    """Median wall time of one profiled run."""
+    eager_median_s: float | None = None
+    """Median wall time of the same graph run uninstrumented, interleaved."""
+    nodes: Mapping[str, NodeStats] = field(default_factory=dict)
+    modules: Mapping[str, ModuleStats] = field(default_factory=dict)
+    error: RunError | None = None
+    message: str = ""
+    """A one-line status for the user (what is happening, or what went wrong)."""
+
+    @property
+    def attributed_s(self) -> float:
+        """Sum of all node medians."""
+        return sum(s.median_s for s in self.nodes.values())
+
+    @property
+    def fidelity(self) -> float | None:
+        """Sum of node medians divided by the uninstrumented run median."""
+        if not self.eager_median_s or not self.nodes:
+            return None
+        return self.attributed_s / self.eager_median_s
+
+    @property
+    def overhead(self) -> float | None:
+        """Profiled-run median divided by the uninstrumented run median."""
+        if not self.eager_median_s or self.run_median_s is None:
+            return None
+        return self.run_median_s / self.eager_median_s
+
+    @property
+    def unattributed_s(self) -> float | None:
+        """Uninstrumented run time the nodes do not account for (Python glue)."""
+        if self.eager_median_s is None or not self.nodes:
+            return None
+        return self.eager_median_s - self.attributed_s
+
+
+class SnapshotSource(Protocol):
+    """Anything that produces snapshots: a live session, a saved file, a test fake.
+
+    ``run`` blocks in a worker thread and calls ``publish`` with each new snapshot
+    until ``stop`` is called; the other methods are called from the UI thread and
+    must return at once.
+    """
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def stop(self) -> None: ...
