@@ -1,0 +1,450 @@
+"""Headless results: the Python API's :class:`Report`, its table, and file exports.
+
+Exports are written whole or not at all: to a temporary file beside the target,
+then renamed over it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import tabulate
+
+from fxtui.engine.errors import FxtuiError
+from fxtui.engine.filters import FilterSpec, matches
+from fxtui.engine.snapshot import GraphInfo, NodeInfo, Snapshot
+from fxtui.engine.units import format_pct, format_ratio, format_seconds
+
+#: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
+SCHEMA = "fxtui.report"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One FX node's statistics (seconds) and description."""
+
+    name: str
+    op: str
+    target: str
+    type_name: str
+    module_path: str
+    shape: str
+    dtype: str
+    median_s: float
+    mean_s: float
+    p90_s: float
+    min_s: float
+    max_s: float
+    iqr_s: float
+    count: int
+    pct: float
+    """Median as a share of the profiled run's median, in percent."""
+    noisy: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    """Time attributed to one module path (``""`` is the root)."""
+
+    path: str
+    class_name: str
+    inclusive_s: float
+    self_s: float
+    pct: float
+    nodes: int
+    leaf_fallback: bool
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of a headless profile: per-node rows (graph order), per-module rows, run figures."""
+
+    model: str
+    inputs: tuple[str, ...]
+    dtype: str
+    threads: int
+    runs: int
+    rows: list[NodeRow]
+    modules: list[ModuleRow]
+    run_median_s: float | None
+    """Median wall time of one profiled run."""
+    eager_median_s: float | None
+    """Median wall time of the same graph run uninstrumented, interleaved with the profiled runs."""
+    leaf_modules: tuple[str, ...] = ()
+    failures: int = 0
+    last_error: str = ""
+    clock_overhead_ns: int = 0
+    warnings: tuple[str, ...] = ()
+    timeline: list[tuple[str, float, float]] = field(default_factory=list)
+    """One representative profiled run: (node name, start s, duration s), graph order."""
+    graph: GraphInfo | None = field(default=None, repr=False, compare=False)
+
+    # -- derived figures -----------------------------------------------------------
+
+    @property
+    def attributed_s(self) -> float:
+        """Sum of node medians."""
+        return sum(r.median_s for r in self.rows)
+
+    @property
+    def fidelity(self) -> float | None:
+        """Sum of node medians ÷ uninstrumented run median (1.0: the nodes account for the whole run)."""
+        return self.attributed_s / self.eager_median_s if self.eager_median_s else None
+
+    @property
+    def overhead(self) -> float | None:
+        """Profiled-run median ÷ uninstrumented run median (the cost of profiling)."""
+        if not self.eager_median_s or self.run_median_s is None:
+            return None
+        return self.run_median_s / self.eager_median_s
+
+    @property
+    def unattributed_s(self) -> float | None:
+        """Uninstrumented run time no node accounts for: the Python glue between ops."""
+        return None if self.eager_median_s is None else self.eager_median_s - self.attributed_s
+
+    # -- construction --------------------------------------------------------------
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot, **extra: Any) -> Report:
+        """Copy a session's snapshot into report rows."""
+        graph = snapshot.graph
+        if graph is None:
+            raise ValueError("a snapshot without a traced graph has nothing to report")
+        rows = []
+        for info in graph.nodes:
+            st = snapshot.nodes.get(info.name)
+            if st is None:
+                continue
+            rows.append(
+                NodeRow(
+                    name=info.name,
+                    op=info.op,
+                    target=info.target,
+                    type_name=info.type_name,
+                    module_path=info.module_path,
+                    shape=info.shape,
+                    dtype=info.dtype,
+                    median_s=st.median_s,
+                    mean_s=st.mean_s,
+                    p90_s=st.p90_s,
+                    min_s=st.min_s,
+                    max_s=st.max_s,
+                    iqr_s=st.iqr_s,
+                    count=st.count,
+                    pct=st.pct,
+                    noisy=st.noisy,
+                    index=info.index,
+                )
+            )
+        modules = [
+            ModuleRow(
+                path=path,
+                class_name=graph.modules[path].class_name,
+                inclusive_s=m.inclusive_s,
+                self_s=m.self_s,
+                pct=m.pct,
+                nodes=m.nodes,
+                leaf_fallback=graph.modules[path].leaf_fallback,
+            )
+            for path, m in snapshot.modules.items()
+        ]
+        error = snapshot.error
+        return cls(
+            model=graph.model,
+            inputs=graph.inputs,
+            dtype=graph.dtype,
+            threads=graph.threads,
+            runs=snapshot.runs,
+            rows=rows,
+            modules=modules,
+            run_median_s=snapshot.run_median_s,
+            eager_median_s=snapshot.eager_median_s,
+            leaf_modules=graph.leaf_modules,
+            failures=error.runs_failed if error else 0,
+            last_error=error.message if error else "",
+            graph=graph,
+            **extra,
+        )
+
+    # -- presentation ----------------------------------------------------------------
+
+    def select(self, spec: FilterSpec | None = None, sort: str = "median", top: int | None = None) -> list[NodeRow]:
+        """Rows passing ``spec``, sorted by ``sort`` (descending, except name/order/path), at most ``top``."""
+        rows = self.rows
+        if spec is not None and spec.active:
+            infos = self.graph.by_name if self.graph else {}
+            rows = [r for r in rows if matches(infos.get(r.name) or _info_of(r), spec)]
+        key, reverse = sort_key(sort)
+        rows = sorted(rows, key=key, reverse=reverse)
+        return rows[:top] if top else rows
+
+    def header(self) -> str:
+        """The lines above the table: model, inputs, threads, runs and the run figures."""
+        lines = [
+            f"model      {self.model}   inputs {', '.join(self.inputs)}   dtype {self.dtype}   threads {self.threads}",
+            f"runs       {self.runs} profiled, each interleaved with an uninstrumented run",
+            f"run        {format_seconds(self.run_median_s)} profiled median   "
+            f"{format_seconds(self.eager_median_s)} uninstrumented median",
+            f"fidelity   {format_ratio(self.fidelity)} (Σ node medians ÷ uninstrumented)   "
+            f"overhead {format_ratio(self.overhead)} (profiled ÷ uninstrumented)",
+            f"unattributed {format_seconds(self.unattributed_s)} of the uninstrumented run is Python glue "
+            f"between ops, not charged to any node",
+        ]
+        if self.leaf_modules:
+            lines.append("leaves     kept whole (untraceable code): " + ", ".join(self.leaf_modules))
+        if self.failures:
+            lines.append(f"failures   {self.failures} runs failed; last: {self.last_error}")
+        lines.extend(f"warning    {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+    def table(self, sort: str = "median", top: int | None = 20, spec: FilterSpec | None = None) -> str:
+        """A tabulate table of the rows: op type, node, target, module path, shape, median, p90, %, calls."""
+        rows = self.select(spec, sort, top)
+        body = [
+            [
+                r.op,
+                r.name,
+                r.target,
+                r.module_path or "(root)",
+                r.shape,
+                format_seconds(r.median_s),
+                format_seconds(r.p90_s),
+                format_pct(r.pct),
+                r.count,
+                "noisy" if r.noisy else "",
+            ]
+            for r in rows
+        ]
+        headers = ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls", ""]
+        text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+        shown = len(rows)
+        total = len(self.select(spec))
+        if shown < total:
+            text += f"\n… {total - shown} more nodes (--top 0 shows all)"
+        return text
+
+    def __str__(self) -> str:
+        return self.header() + "\n\n" + self.table()
+
+    # -- export ----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything in the report as JSON-ready data, with the schema's name and version."""
+        meta = {
+            "model": self.model,
+            "inputs": list(self.inputs),
+            "dtype": self.dtype,
+            "threads": self.threads,
+            "runs": self.runs,
+            "run_median_s": self.run_median_s,
+            "eager_median_s": self.eager_median_s,
+            "fidelity": self.fidelity,
+            "overhead": self.overhead,
+            "unattributed_s": self.unattributed_s,
+            "leaf_modules": list(self.leaf_modules),
+            "failures": self.failures,
+            "last_error": self.last_error,
+            "clock_overhead_ns": self.clock_overhead_ns,
+            "warnings": list(self.warnings),
+        }
+        return {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "metadata": meta,
+            "rows": [asdict(r) for r in self.rows],
+            "modules": [asdict(m) for m in self.modules],
+        }
+
+    def to_json(self) -> str:
+        """The report as JSON text."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False, default=_json_default)
+
+    def to_csv(self) -> str:
+        """One CSV line per node, graph order, with a header line."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        names = [f.name for f in fields(NodeRow)]
+        writer.writerow(names)
+        for r in self.rows:
+            writer.writerow([getattr(r, n) for n in names])
+        return out.getvalue()
+
+    def to_chrome_trace(self) -> dict[str, Any]:
+        """One representative run as nested spans (module → node) in the Chrome trace event format."""
+        if not self.timeline:
+            raise FxtuiError("this report has no recorded run to export as a trace")
+        paths = {r.name: r.module_path for r in self.rows}
+        ops = {r.name: (r.op, r.target) for r in self.rows}
+        events: list[dict[str, Any]] = []
+        open_spans: list[tuple[str, float]] = []  # (module path, start) from the root down
+        end = 0.0
+
+        def close_until(keep: int) -> None:
+            while len(open_spans) > keep:
+                path, start = open_spans.pop()
+                events.append(_span(path.rpartition(".")[2] or path, "module", start, end - start, {"path": path}))
+
+        for name, start, dur in self.timeline:
+            chain = _ancestry(paths.get(name, ""))
+            common = 0
+            while common < min(len(chain), len(open_spans)) and open_spans[common][0] == chain[common]:
+                common += 1
+            close_until(common)
+            for path in chain[common:]:
+                open_spans.append((path, start))
+            op, target = ops.get(name, ("", ""))
+            events.append(_span(name, op, start, dur, {"target": target, "module": paths.get(name, "")}))
+            end = max(end, start + dur)
+        close_until(0)
+        events.insert(0, {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": f"fxtui {self.model}"}})
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def sort_key(sort: str) -> tuple[Callable[[NodeRow], Any], bool]:
+    """Key function and direction for a ``--sort`` name."""
+    keys: dict[str, tuple[Callable[[NodeRow], Any], bool]] = {
+        "median": (lambda r: r.median_s, True),
+        "mean": (lambda r: r.mean_s, True),
+        "p90": (lambda r: r.p90_s, True),
+        "max": (lambda r: r.max_s, True),
+        "pct": (lambda r: r.pct, True),
+        "iqr": (lambda r: r.iqr_s, True),
+        "calls": (lambda r: r.count, True),
+        "name": (lambda r: r.name, False),
+        "path": (lambda r: (r.module_path, r.index), False),
+        "order": (lambda r: r.index, False),
+    }
+    if sort not in keys:
+        raise FxtuiError(f"cannot sort by {sort!r}; choose one of {', '.join(keys)}")
+    return keys[sort]
+
+
+SORT_KEYS = ("median", "mean", "p90", "max", "pct", "iqr", "calls", "name", "path", "order")
+
+
+def _ancestry(path: str) -> list[str]:
+    if not path:
+        return []
+    parts = path.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _span(name: str, cat: str, start: float, dur: float, args: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "cat": cat, "ph": "X", "ts": start * 1e6, "dur": dur * 1e6, "pid": 1, "tid": 1, "args": args}
+
+
+def _info_of(row: NodeRow) -> NodeInfo:
+    return NodeInfo(
+        name=row.name,
+        index=row.index,
+        op=row.op,
+        target=row.target,
+        type_name=row.type_name,
+        module_path=row.module_path,
+        node_text="",
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Fail early, in one sentence, when ``path`` cannot be written (before any profiling)."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise FxtuiError(f"cannot write {p}: it is a directory")
+    if not parent.is_dir():
+        raise FxtuiError(f"cannot write {p}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise FxtuiError(f"cannot write {p}: the directory {parent} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise FxtuiError(f"cannot write {p}: the file is not writable")
+    return p
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (temporary file, then rename)."""
+    p = check_writable(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise FxtuiError(f"cannot write {p}: {e.strerror or e}") from e
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def export(
+    report: Report, *, json_path: str | None = None, csv_path: str | None = None, trace_path: str | None = None
+) -> list[str]:
+    """Write the requested exports; returns the paths written."""
+    written = []
+    if json_path:
+        write_atomic(json_path, report.to_json())
+        written.append(json_path)
+    if csv_path:
+        write_atomic(csv_path, report.to_csv())
+        written.append(csv_path)
+    if trace_path:
+        write_atomic(trace_path, json.dumps(report.to_chrome_trace()))
+        written.append(trace_path)
+    return written
+
+
+def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a report written by ``--json``/``--save``; FxtuiError when it is not one."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FxtuiError(f"{p} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FxtuiError(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
+    except json.JSONDecodeError as e:
+        raise FxtuiError(f"{p} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise FxtuiError(f'{p} is not an fxtui report (no "schema": "{SCHEMA}")')
+    if data.get("version") != SCHEMA_VERSION:
+        raise FxtuiError(
+            f"{p} is an fxtui report of version {data.get('version')!r}; this fxtui reads version {SCHEMA_VERSION}"
+        )
+    rows = data.get("rows")
+    if not isinstance(rows, list) or not all(_valid_row(r) for r in rows):
+        raise FxtuiError(f"{p} is damaged: its rows are not fxtui node rows")
+    if not isinstance(data.get("metadata"), dict) or not isinstance(data.get("modules"), list):
+        raise FxtuiError(f"{p} is damaged: metadata or modules are missing")
+    return data
+
+
+def _valid_row(row: object) -> bool:
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("name"), str)
+        and isinstance(row.get("module_path"), str)
+        and isinstance(row.get("median_s"), (int, float))
+        and not isinstance(row.get("median_s"), bool)
+    )

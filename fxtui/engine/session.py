@@ -1,0 +1,317 @@
+"""A profiling session: warm-up, thread settings, the rerun loop, and snapshots of it.
+
+Each :meth:`Session.step` runs the graph twice on fresh copies of the inputs: once
+under the :class:`~fxtui.engine.timing.TimingInterpreter` and once uninstrumented
+(the GraphModule's own forward). The order alternates from step to step, so
+neither kind of run systematically inherits warm caches from the other, and the
+two medians are measured under the same conditions. Their ratio is the profiler's
+overhead; the sum of node medians over the uninstrumented median is its fidelity.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxtui.engine.errors import FxtuiError, NodeError
+from fxtui.engine.graphinfo import build_graph_info
+from fxtui.engine.snapshot import GraphInfo, ModuleStats, NodeStats, RunError, Snapshot, State
+from fxtui.engine.stats import SampleWindow
+from fxtui.engine.timing import Clock, TimingInterpreter, clone_inputs
+
+
+@contextlib.contextmanager
+def thread_limit(threads: int | None) -> Iterator[int]:
+    """Run torch's intra-op work on ``threads`` threads inside the block; yields the value in force."""
+    if threads is None:
+        yield torch.get_num_threads()
+        return
+    if threads < 1:
+        raise FxtuiError(f"--threads must be at least 1, not {threads}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+class Session:
+    """Reruns one traced model and accumulates per-node timing statistics.
+
+    Construction runs the graph once (outside the statistics) to check that the
+    inputs fit and to record every node's output shape; a model that raises there
+    raises :class:`FxtuiError` naming the node.
+    """
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        inputs: Sequence[Any],
+        *,
+        model: str = "model",
+        input_desc: Sequence[str] = (),
+        dtype: str = "float32",
+        module_paths: dict[str, str] | None = None,
+        module_classes: dict[str, str] | None = None,
+        leaf_modules: Sequence[str] = (),
+        window: int = 256,
+        clock: Clock = time.perf_counter_ns,
+        clock_overhead_ns: int | None = None,
+    ) -> None:
+        self.gm = gm
+        self.inputs = tuple(inputs)
+        self.interp = TimingInterpreter(gm, clock=clock, clock_overhead_ns=clock_overhead_ns)
+        self.clock = clock
+        with torch.inference_mode():
+            try:
+                self.interp.run(*clone_inputs(self.inputs))
+            except NodeError as e:
+                raise FxtuiError(f"the model does not run on these inputs: {e}") from e
+        meta = self.interp.meta or []
+        self.nonfinite = tuple(n for n, m in zip(self.interp.names, meta, strict=False) if not m.finite)
+        self.graph: GraphInfo = build_graph_info(
+            gm,
+            model=model,
+            inputs=input_desc
+            or tuple(m.shape for n, m in zip(self.interp.nodes, meta, strict=False) if n.op == "placeholder"),
+            dtype=dtype,
+            threads=torch.get_num_threads(),
+            module_paths=module_paths or {},
+            module_classes=module_classes or {"": type(gm).__name__},
+            leaf_modules=leaf_modules,
+            meta=meta,
+        )
+        self.samples = SampleWindow(len(self.interp.nodes), window)
+        self.failures = 0
+        self.last_error: RunError | None = None
+        self._eager_first = False
+
+    # -- running -----------------------------------------------------------------
+
+    def step(self, record: bool = True) -> None:
+        """One profiled run and one uninstrumented run, in alternating order.
+
+        A run that raises is counted and kept as :attr:`last_error`; its samples are
+        dropped, and the session stays usable.
+        """
+        self._eager_first = not self._eager_first
+        with torch.inference_mode():
+            if self._eager_first:
+                self._eager(record)
+                self._profiled(record)
+            else:
+                self._profiled(record)
+                self._eager(record)
+
+    def warm_up(self, runs: int) -> None:
+        """Run ``runs`` steps whose timings are not recorded (caches, allocator, thread pools)."""
+        for _ in range(runs):
+            self.step(record=False)
+
+    def representative_run(self, runs: int = 5) -> list[tuple[float, float]]:
+        """Start and duration (seconds) of every node in one typical profiled run.
+
+        Runs the graph ``runs`` more times (not recorded) and keeps the run whose
+        wall time is the median of them.
+        """
+        candidates = []
+        with torch.inference_mode():
+            for _ in range(max(runs, 1)):
+                self.interp.run(*clone_inputs(self.inputs))
+                origin = self.interp.last_run_start_ns
+                timeline = [
+                    ((s - origin) / 1e9, max(d, 0) / 1e9)
+                    for s, d in zip(self.interp.last_start_ns, self.interp.last_ns, strict=True)
+                ]
+                candidates.append((self.interp.last_run_ns, timeline))
+        candidates.sort(key=lambda c: c[0])
+        return candidates[len(candidates) // 2][1]
+
+    def reset(self) -> None:
+        """Forget every sample and failure."""
+        self.samples.reset()
+        self.failures = 0
+        self.last_error = None
+
+    def _profiled(self, record: bool) -> None:
+        inputs = clone_inputs(self.inputs)
+        try:
+            self.interp.run(*inputs)
+        except NodeError as e:
+            self._failed(e)
+            return
+        if record:
+            self.samples.add(self.interp.last_ns, self.interp.last_run_ns)
+
+    def _eager(self, record: bool) -> None:
+        inputs = clone_inputs(self.inputs)
+        clock = self.clock
+        try:
+            t0 = clock()
+            self.gm(*inputs)
+            t1 = clock()
+        except Exception as e:  # the profiled run names the node; here we only keep going
+            first = str(e).splitlines()[0] if str(e).strip() else ""
+            self._failed(NodeError("", f"the model raised {type(e).__name__}: {first}"))
+            return
+        if record:
+            self.samples.add_eager(t1 - t0)
+
+    def _failed(self, error: NodeError) -> None:
+        self.failures += 1
+        self.last_error = RunError(message=str(error), node=error.node or None, runs_failed=self.failures)
+
+    # -- results -----------------------------------------------------------------
+
+    def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
+        """Freeze the current statistics."""
+        summary = self.samples.summary()
+        if summary is None:
+            return Snapshot(self.graph, state, seq=seq, error=self.last_error, message=message)
+        run = summary.run_median or sum(summary.median) or 1e-12
+        names = self.interp.names
+        nodes = {
+            name: NodeStats(
+                count=summary.count,
+                median_s=summary.median[i],
+                mean_s=summary.mean[i],
+                p90_s=summary.p90[i],
+                min_s=summary.min[i],
+                max_s=summary.max[i],
+                iqr_s=summary.q75[i] - summary.q25[i],
+                pct=100.0 * summary.median[i] / run,
+                recent=summary.recent[i],
+            )
+            for i, name in enumerate(names)
+        }
+        return Snapshot(
+            graph=self.graph,
+            state=state,
+            seq=seq,
+            runs=summary.count,
+            run_median_s=summary.run_median,
+            eager_median_s=summary.eager_median,
+            nodes=nodes,
+            modules=module_stats(self.graph, nodes, run),
+            error=self.last_error,
+            message=message,
+        )
+
+
+def module_stats(graph: GraphInfo, nodes: dict[str, NodeStats], run_s: float) -> dict[str, ModuleStats]:
+    """Inclusive and self time of every module path, from the node medians."""
+    inclusive = dict.fromkeys(graph.modules, 0.0)
+    own = dict.fromkeys(graph.modules, 0.0)
+    counts = dict.fromkeys(graph.modules, 0)
+    for info in graph.nodes:
+        stats = nodes.get(info.name)
+        t = stats.median_s if stats else 0.0
+        path = info.module_path
+        own[path] += t
+        while True:
+            inclusive[path] += t
+            counts[path] += 1
+            if path == "":
+                break
+            path = path.rpartition(".")[0]
+    return {
+        p: ModuleStats(
+            path=p, inclusive_s=inclusive[p], self_s=own[p], pct=100.0 * inclusive[p] / run_s, nodes=counts[p]
+        )
+        for p in graph.modules
+    }
+
+
+class LiveSource:
+    """Runs a session in the calling (worker) thread and publishes snapshots.
+
+    ``build`` loads and traces the model and returns a :class:`Session`; it runs
+    inside :meth:`run`, so the UI is up while the model loads. Snapshots are
+    published at most every ``interval`` seconds, never per node.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[Callable[[State, str], None]], Session],
+        *,
+        warmup: int = 3,
+        interval: float = 0.3,
+        max_runs: int | None = None,
+    ) -> None:
+        self._build = build
+        self.warmup = warmup
+        self.interval = interval
+        self.max_runs = max_runs
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._reset = threading.Event()
+        self.session: Session | None = None
+
+    def pause(self) -> None:
+        """Stop rerunning until :meth:`resume`."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        """Continue rerunning."""
+        self._running.set()
+
+    def reset(self) -> None:
+        """Forget the statistics so far (done by the loop, between runs)."""
+        self._reset.set()
+
+    def stop(self) -> None:
+        """End :meth:`run` after the current run."""
+        self._stop.set()
+        self._running.set()
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        """Load, trace, warm up, then rerun until stopped, publishing snapshots."""
+        seq = 0
+
+        def progress(state: State, message: str) -> None:
+            nonlocal seq
+            seq += 1
+            publish(Snapshot(None, state, seq=seq, message=message))
+
+        try:
+            session = self.session = self._build(progress)
+        except FxtuiError as e:
+            progress(State.ERROR, str(e))
+            return
+        seq += 1
+        publish(session.snapshot(State.WARMING_UP, seq, f"warming up ({self.warmup} runs)"))
+        session.warm_up(self.warmup)
+        last = 0.0
+        while not self._stop.is_set():
+            if not self._running.is_set():
+                seq += 1
+                publish(session.snapshot(State.PAUSED, seq, "paused"))
+                self._running.wait()
+                continue
+            if self._reset.is_set():
+                self._reset.clear()
+                session.reset()
+            if self.max_runs is not None and session.samples.count >= self.max_runs:
+                seq += 1
+                publish(session.snapshot(State.DONE, seq, f"done: {session.samples.count} runs"))
+                self._running.clear()
+                self._running.wait()
+                continue
+            session.step()
+            if session.last_error is not None and session.samples.count == 0:
+                time.sleep(0.1)  # every run fails: do not spin
+            now = time.monotonic()
+            if now - last >= self.interval:
+                last = now
+                seq += 1
+                publish(session.snapshot(State.RUNNING, seq))
+        seq += 1
+        publish(session.snapshot(State.DONE, seq, "stopped"))

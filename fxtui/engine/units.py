@@ -1,0 +1,29 @@
+"""Human units for durations and rates, picked per value (torch.utils.benchmark style)."""
+
+from __future__ import annotations
+
+import math
+
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def format_seconds(seconds: float | None, digits: int = 3) -> str:
+    """``0.00123`` → ``"1.23 ms"``; ``None`` → ``"–"``."""
+    if seconds is None or math.isnan(seconds):
+        return "–"
+    if seconds == 0:
+        return "0 s"
+    magnitude = abs(seconds)
+    scale, unit = next(((sc, u) for sc, u in _TIME_UNITS if magnitude >= sc), _TIME_UNITS[-1])
+    value = seconds / scale
+    return f"{value:.{max(digits - len(str(int(abs(value)))), 0)}f} {unit}"
+
+
+def format_pct(pct: float | None) -> str:
+    """``12.345`` → ``"12.3%"``."""
+    return "–" if pct is None else f"{pct:.1f}%"
+
+
+def format_ratio(ratio: float | None) -> str:
+    """``1.0234`` → ``"1.023"``."""
+    return "–" if ratio is None else f"{ratio:.3f}"
