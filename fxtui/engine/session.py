@@ -91,6 +91,8 @@ class Session:
         self.samples = SampleWindow(len(self.interp.nodes), window)
         self.failures = 0
         self.last_error: RunError | None = None
+        self.setup_seconds = 0.0
+        """Time spent tracing and checking the model (set by the pipeline)."""
         self._eager_first = False
 
     # -- running -----------------------------------------------------------------

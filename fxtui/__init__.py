@@ -1,0 +1,60 @@
+"""fxtui: a keyboard-driven terminal profiler for PyTorch models, built on torch.fx.
+
+The Python API profiles a model without any UI::
+
+    import fxtui
+    report = fxtui.profile(model, example_input, runs=30, warmup=3)
+    print(report.table(sort="median", top=20))
+
+Attributes are imported on first use, so ``import fxtui`` stays cheap for the
+parts of the program that never touch torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["FxtuiError", "Report", "__version__", "profile"]
+
+if TYPE_CHECKING:
+    import torch
+
+    from fxtui.engine.errors import FxtuiError
+    from fxtui.engine.report import Report
+
+
+def profile(
+    model: torch.nn.Module,
+    example_input: Any,
+    runs: int = 30,
+    warmup: int = 3,
+    threads: int | None = None,
+    name: str | None = None,
+) -> Report:
+    """Trace ``model`` with torch.fx and time every node over ``runs`` runs after ``warmup``.
+
+    ``example_input`` is a tensor or a tuple of positional inputs. Each profiled run
+    is interleaved with an uninstrumented run of the same graph, so the report's
+    ``fidelity`` and ``overhead`` say how far the per-node figures can be trusted.
+    Submodules whose code cannot be traced are kept whole (``report.leaf_modules``).
+    """
+    from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
+    from fxtui.engine.session import thread_limit
+
+    with thread_limit(threads):
+        session = session_for_module(loaded_from_module(model, example_input, name))
+        run_profile(session, runs, warmup)
+        return make_report(session)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Report":
+        from fxtui.engine.report import Report
+
+        return Report
+    if name == "FxtuiError":
+        from fxtui.engine.errors import FxtuiError
+
+        return FxtuiError
+    raise AttributeError(f"module 'fxtui' has no attribute {name!r}")

@@ -1,0 +1,248 @@
+"""The ``fxtui`` command: parse arguments, build engine objects, then open the app or print a report.
+
+This is the only module that imports both the engine and the UI. Torch and
+Textual are imported only once it is known which of them is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from fxtui.engine.errors import FxtuiError
+
+EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+
+_EPILOG = """\
+TARGET is a torchvision model name (resnet18, mobilenet_v3_small, …), or
+package.module:attr, or path/to/file.py:attr, where attr is an nn.Module class,
+an instance, or a factory returning a module or (module, example_inputs).
+A file.py TARGET is executed as Python code: only name files you trust.
+
+On a terminal fxtui opens the live app; with --once, or when stdout is not a
+terminal, it profiles --runs runs and prints a table.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one sentence and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise FxtuiError(f"{message} (see fxtui --help)")
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    cleaned = text.lower().replace("x", ",").replace("×", ",").strip("()[] ")
+    try:
+        dims = tuple(int(d) for d in cleaned.split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--input-shape {text!r} is not a list of sizes like 1,3,224,224") from None
+    if not dims or any(d < 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"--input-shape {text!r} is not a list of sizes like 1,3,224,224")
+    return dims
+
+
+def _count(name: str, minimum: int) -> type:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} takes a whole number, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be at least {minimum}, not {value}")
+        return value
+
+    parse.__name__ = name
+    return parse  # type: ignore[return-value]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``fxtui TARGET``."""
+    p = _Parser(
+        prog="fxtui",
+        description="Profile a PyTorch model node by node with torch.fx, live in the terminal.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", metavar="TARGET", help="model to profile (see below)")
+    g = p.add_argument_group("model and inputs")
+    g.add_argument(
+        "--input-shape",
+        action="append",
+        type=_shape,
+        metavar="SHAPE",
+        help="shape of one input, e.g. 5,3,224,224 (repeat for several inputs)",
+    )
+    g.add_argument("--dtype", help="input and parameter dtype: float32 (default), float64, bfloat16, float16")
+    g.add_argument("--submodule", metavar="PATH", help="profile only this submodule, e.g. backbone")
+    g.add_argument("--threads", type=_count("--threads", 1), metavar="N", help="torch intra-op threads")
+    r = p.add_argument_group("runs (headless)")
+    r.add_argument("--once", action="store_true", help="profile --runs runs, print a table, exit (no app)")
+    r.add_argument("--runs", type=_count("--runs", 1), default=30, metavar="N", help="profiled runs (default 30)")
+    r.add_argument(
+        "--warmup", type=_count("--warmup", 0), default=3, metavar="N", help="runs before timing starts (default 3)"
+    )
+    t = p.add_argument_group("table")
+    t.add_argument(
+        "--sort",
+        default="median",
+        metavar="KEY",
+        help="median (default), mean, p90, max, pct, iqr, calls, name, path, order",
+    )
+    t.add_argument("--top", type=_count("--top", 0), default=20, metavar="N", help="rows to show (0: all)")
+    t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
+    t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
+    t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
+    e = p.add_argument_group("export (written whole or not at all)")
+    e.add_argument("--json", metavar="FILE", help="rows, modules and metadata as JSON")
+    e.add_argument("--csv", metavar="FILE", help="one line per node")
+    e.add_argument("--chrome-trace", metavar="FILE", help="one representative run for Perfetto / chrome://tracing")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        if args.once or not sys.stdout.isatty():
+            return _headless(args)
+        return _live(args)
+    except FxtuiError as e:
+        if debug:
+            traceback.print_exc()
+        print(f"fxtui: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("fxtui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug in fxtui rather than in the user's input
+        if debug:
+            traceback.print_exc()
+        print(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _filter_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from fxtui.engine.filters import FilterSpec, parse_ops, parse_types
+
+    try:
+        ops = parse_ops(args.op) if args.op else frozenset()
+    except ValueError as e:
+        raise FxtuiError(f"--op: {e}") from None
+    return FilterSpec(ops=ops, path=args.path or "", types=parse_types(args.type) if args.type else frozenset())
+
+
+def _target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from fxtui.engine.pipeline import Target
+
+    shapes = tuple(args.input_shape) if args.input_shape else None
+    return Target(args.target, input_shapes=shapes, dtype=args.dtype, submodule=args.submodule)
+
+
+def _headless(args: argparse.Namespace) -> int:
+    from fxtui.engine.report import check_writable, export, sort_key
+
+    # Everything the user could have mistyped is checked before the model is loaded.
+    sort_key(args.sort)
+    spec = _filter_spec(args)
+    for path in (args.json, args.csv, args.chrome_trace):
+        if path:
+            check_writable(path)
+
+    import torch
+
+    from fxtui.engine.pipeline import make_report, run_profile, session_for_target
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    stop = _StopOnSignal()
+    with stop:
+        session = session_for_target(_target(args))
+        done = run_profile(session, args.runs, args.warmup, should_stop=stop.is_set)
+    warnings = _thread_warnings()
+    if stop.is_set():
+        warnings = (f"interrupted after {done} of {args.runs} runs; figures are from those runs", *warnings)
+    if done == 0 and session.samples.count == 0:
+        if session.last_error is not None:
+            raise FxtuiError(f"every run failed; last: {session.last_error.message}")
+        raise FxtuiError("interrupted before the first profiled run; nothing to report")
+    report = make_report(session, timeline=bool(args.chrome_trace), warnings=warnings)
+    print(report.header())
+    print()
+    print(report.table(sort=args.sort, top=args.top or None, spec=spec))
+    for path in export(report, json_path=args.json, csv_path=args.csv, trace_path=args.chrome_trace):
+        print(f"wrote {path}")
+    return 0
+
+
+def _live(args: argparse.Namespace) -> int:
+    _filter_spec(args)  # fail on a bad --op before the screen is taken over
+    import torch
+
+    from fxtui.engine.pipeline import session_for_target
+    from fxtui.engine.session import LiveSource
+    from fxtui.ui.app import FxtuiApp
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    target = _target(args)
+    source = LiveSource(lambda progress: session_for_target(target, progress), warmup=args.warmup)
+    app = FxtuiApp(source, title=f"fxtui {args.target}")
+    app.run()
+    fatal = getattr(app, "fatal_error", None)
+    if fatal:
+        raise FxtuiError(fatal)
+    return 0
+
+
+def _thread_warnings() -> tuple[str, ...]:
+    import torch
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    threads = torch.get_num_threads()
+    if threads > cores:
+        return (f"{threads} intra-op threads on {cores} available cores: threads compete; try --threads {cores}",)
+    return ()
+
+
+class _StopOnSignal:
+    """Turn the first Ctrl+C or SIGTERM into a request to stop after the current run.
+
+    A second signal interrupts at once. Only the main thread may install handlers;
+    elsewhere (tests calling main() from a thread) this does nothing.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._previous: dict[int, object] = {}
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self._event.is_set():
+            raise KeyboardInterrupt
+        self._event.set()
+
+    def __enter__(self) -> _StopOnSignal:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
