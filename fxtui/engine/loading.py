@@ -187,7 +187,8 @@ def _load_torchvision(name: str) -> tuple[torch.nn.Module, tuple[Any, ...], str]
         else:
             close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
             if close:
-                hint = "; did you mean " + " or ".join([", ".join(close[:-1]), close[-1]] if len(close) > 1 else close) + "?"
+                listed = ", ".join(close[:-1]) + " or " + close[-1] if len(close) > 1 else close[0]
+                hint = f"; did you mean {listed}?"
         raise FxtuiError(f"unknown model {name!r}{hint}")
     builder = tvm.get_model_builder(name)
     kwargs: dict[str, Any] = {"weights": None}
@@ -506,4 +507,3 @@ def _exception_text(e: BaseException) -> str:
     if len(message) > 200:
         message = message[:199] + "…"
     return f"{type(e).__name__}: {message}" if message else type(e).__name__
-
