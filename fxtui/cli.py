@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -39,14 +40,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    cleaned = text.lower().replace("x", ",").replace("×", ",").strip("()[] ")
-    try:
-        dims = tuple(int(d) for d in cleaned.split(",") if d.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--input-shape {text!r} is not a list of sizes like 1,3,224,224") from None
-    if not dims or any(d < 0 for d in dims):
+    parts = re.split(r"[,x×\s]+", text.strip().strip("()[]").strip())
+    if not parts or not all(p.isdigit() for p in parts):
         raise argparse.ArgumentTypeError(f"--input-shape {text!r} is not a list of sizes like 1,3,224,224")
-    return dims
+    return tuple(int(p) for p in parts)
 
 
 def _count(name: str, minimum: int) -> type:

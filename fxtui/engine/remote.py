@@ -1,0 +1,167 @@
+"""Run a live profiling session in a child process and relay its snapshots.
+
+Why a process and not a thread: a torch operator releases the GIL while it
+computes, but must take it back to return to Python. In one process, whenever the
+UI thread is rendering at that moment the node's timed region grows by the wait —
+the UI would distort what it measures. In a child process the model has an
+interpreter of its own; the UI only unpickles a snapshot a few times a second.
+It also keeps torch out of the UI process, which starts faster for it.
+
+The graph description (:class:`GraphInfo`) crosses the pipe once; each later
+snapshot travels without it and is re-attached here.
+
+This module imports neither torch nor the engine's torch-using modules at import
+time: the child imports them itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing as mp
+import signal
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from fxtui.engine.snapshot import GraphInfo, Snapshot, State
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildOptions:
+    """What the child needs to build and run the session (all picklable)."""
+
+    target: Any  # fxtui.engine.pipeline.Target
+    threads: int | None = None
+    warmup: int = 3
+    interval: float = 0.3
+
+
+class ProcessSource:
+    """A :class:`~fxtui.engine.snapshot.SnapshotSource` backed by a child process."""
+
+    def __init__(self, options: ChildOptions) -> None:
+        self.options = options
+        self._ctx = mp.get_context("spawn")
+        self._commands, self._child_commands = self._ctx.Pipe()
+        self._process: Any = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def _send(self, command: str) -> None:
+        with self._lock:
+            if self._process is None or (self._stopped and command != "stop"):
+                return
+            with contextlib.suppress(OSError):  # the child is gone; run() reports it
+                self._commands.send(command)
+
+    def pause(self) -> None:
+        """Ask the child to stop rerunning."""
+        self._send("pause")
+
+    def resume(self) -> None:
+        """Ask the child to continue."""
+        self._send("resume")
+
+    def reset(self) -> None:
+        """Ask the child to forget its statistics."""
+        self._send("reset")
+
+    def stop(self) -> None:
+        """Ask the child to finish; :meth:`run` returns once it has."""
+        self._send("stop")
+        self._stopped = True
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        """Start the child and publish what it sends until it ends."""
+        receive, send = self._ctx.Pipe(duplex=False)
+        with self._lock:
+            if self._stopped:
+                return
+            self._process = self._ctx.Process(
+                target=_child_main, args=(self.options, send, self._child_commands), daemon=True, name="fxtui-engine"
+            )
+            self._process.start()
+        send.close()
+        graph: GraphInfo | None = None
+        last: Snapshot | None = None
+        try:
+            while True:
+                try:
+                    kind, payload = receive.recv()
+                except EOFError:
+                    break
+                if kind == "graph":
+                    graph = payload
+                    continue
+                snapshot = payload if graph is None or payload.graph is not None else _with_graph(payload, graph)
+                last = snapshot
+                publish(snapshot)
+        finally:
+            self._process.join(timeout=5)
+            if self._process.is_alive():
+                self._process.terminate()
+                self._process.join(timeout=5)
+        if not self._stopped and (last is None or last.state not in (State.DONE, State.ERROR)):
+            code = self._process.exitcode
+            why = " (killed: perhaps out of memory)" if code == -signal.SIGKILL else ""
+            publish(
+                Snapshot(
+                    graph,
+                    State.ERROR,
+                    seq=(last.seq + 1) if last else 1,
+                    message=f"the profiling process ended unexpectedly with exit code {code}{why}",
+                )
+            )
+
+
+def _with_graph(snapshot: Snapshot, graph: GraphInfo) -> Snapshot:
+    return dataclasses.replace(snapshot, graph=graph)
+
+
+def _child_main(options: ChildOptions, send: Connection, commands: Connection) -> None:
+    """The child: build the session, rerun it, send snapshots (graph once), obey commands."""
+    # The parent owns the terminal and decides when to stop; Ctrl+C reaching the
+    # whole process group must not kill the child mid-write.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import torch
+
+    from fxtui.engine.pipeline import session_for_target
+    from fxtui.engine.session import LiveSource
+
+    if options.threads:
+        torch.set_num_threads(options.threads)
+    source = LiveSource(
+        lambda progress: session_for_target(options.target, progress),
+        warmup=options.warmup,
+        interval=options.interval,
+    )
+    sent_graph: list[GraphInfo] = []
+
+    def publish(snapshot: Snapshot) -> None:
+        if snapshot.graph is not None:
+            if not sent_graph:
+                send.send(("graph", snapshot.graph))
+                sent_graph.append(snapshot.graph)
+            snapshot = dataclasses.replace(snapshot, graph=None)
+        send.send(("snapshot", snapshot))
+
+    def obey() -> None:
+        while True:
+            try:
+                command = commands.recv()
+            except (EOFError, OSError):
+                command = "stop"  # the parent is gone
+            if command == "stop":
+                source.stop()
+                return
+            getattr(source, command)()
+
+    threading.Thread(target=obey, daemon=True, name="fxtui-commands").start()
+    try:
+        source.run(publish)
+    except Exception as e:  # an engine bug: tell the UI in one line rather than vanish
+        send.send(("snapshot", Snapshot(None, State.ERROR, message=f"internal error {type(e).__name__}: {e}")))
+    finally:
+        send.close()

@@ -1,0 +1,191 @@
+"""Engine benchmark: prints fidelity, overhead, stability, memory and start-up figures.
+
+    python tests/benchmarks/bench_engine.py            # everything (about 3 minutes on 2 cores)
+    python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, stability, memory, startup
+
+Every ratio is measured side by side in one process, runs interleaved, medians
+taken, because a shared machine drifts by 10-15% between sessions. The baseline
+is the approach of the FX profiling tutorial: an Interpreter whose run_node is
+wrapped with time.time(), everything else stock.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxtui.engine.pipeline import Target, session_for_target
+from fxtui.engine.session import Session
+from fxtui.engine.timing import clone_inputs
+
+CASES = [
+    ("resnet18", (5, 3, 224, 224)),
+    ("mobilenet_v3_small", (1, 3, 224, 224)),
+    ("resnet18", (1, 3, 64, 64)),
+]
+
+
+class TutorialInterpreter(torch.fx.Interpreter):
+    """The tutorial's measurement: time.time() around the stock run_node."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.node_s: dict[str, list[float]] = {}
+        self.run_s: list[float] = []
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.time()
+        out = super().run(*args, **kwargs)
+        self.run_s.append(time.time() - t0)
+        return out
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        t0 = time.time()
+        out = super().run_node(n)
+        self.node_s.setdefault(n.name, []).append(time.time() - t0)
+        return out
+
+
+def session(name: str, shape: tuple[int, ...]) -> Session:
+    return session_for_target(Target(name, input_shapes=(shape,)))
+
+
+def fidelity(runs: int = 30) -> None:
+    print("== fidelity and overhead (30 runs each, interleaved with uninstrumented runs; medians)")
+    print(
+        f"{'model':<22}{'input':<16}{'fxtui fidelity':>15}{'tutorial':>10}{'fxtui overhead':>16}{'tutorial':>10}"
+        f"{'unattributed':>14}"
+    )
+    for name, shape in CASES:
+        s = session(name, shape)
+        tut = TutorialInterpreter(s.gm)
+        eager_for_tutorial: list[float] = []
+        s.warm_up(3)
+        with torch.inference_mode():
+            for _ in range(3):
+                tut.run(*clone_inputs(s.inputs))
+            tut.node_s.clear()
+            tut.run_s.clear()
+            for _ in range(runs):
+                s.step()
+                inputs = clone_inputs(s.inputs)
+                tut.run(*clone_inputs(s.inputs))
+                t0 = time.perf_counter()
+                s.gm(*inputs)
+                eager_for_tutorial.append(time.perf_counter() - t0)
+        snap = s.snapshot()
+        eager_t = statistics.median(eager_for_tutorial)
+        tut_fid = sum(statistics.median(v) for v in tut.node_s.values()) / eager_t
+        tut_ovh = statistics.median(tut.run_s) / eager_t
+        unattr = (snap.unattributed_s or 0) / (snap.eager_median_s or 1)
+        print(
+            f"{name:<22}{'×'.join(map(str, shape)):<16}{snap.fidelity:>15.3f}{tut_fid:>10.3f}"
+            f"{snap.overhead:>16.3f}{tut_ovh:>10.3f}{unattr:>13.1%}"
+        )
+
+
+def _spearman(a: list[float], b: list[float]) -> float:
+    def ranks(v: list[float]) -> list[float]:
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.mean(ra), statistics.mean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    return cov / (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+
+
+_BURNER = """
+import time
+end = time.time() + {seconds}
+while time.time() < end:
+    t = time.time()
+    while time.time() - t < 0.15:
+        pass
+    time.sleep(0.6)
+"""
+
+
+def stability(runs: int = 30) -> None:
+    print("== stability: two independent 30-run sessions on resnet18 5×3×224×224")
+    for competing in (False, True):
+        burner = None
+        if competing:
+            burner = subprocess.Popen([sys.executable, "-c", _BURNER.format(seconds=120)])
+        results = []
+        for _ in range(2):
+            s = session("resnet18", (5, 3, 224, 224))
+            s.warm_up(3)
+            for _ in range(runs):
+                s.step()
+            results.append(s.snapshot())
+        if burner:
+            burner.terminate()
+            burner.wait()
+        a, b = results
+        names = [n.name for n in a.graph.nodes if n.op not in ("placeholder", "output")]
+        rho = _spearman([a.nodes[n].median_s for n in names], [b.nodes[n].median_s for n in names])
+        worst = max(names, key=lambda n: abs(a.nodes[n].pct - b.nodes[n].pct))
+        delta = abs(a.nodes[worst].pct - b.nodes[worst].pct)
+        label = "with a competing process (150 ms busy every 750 ms)" if competing else "quiet"
+        print(f"  {label:<52} Spearman {rho:.4f}   largest share difference {delta:.2f} pp ({worst})")
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def memory() -> None:
+    print("== memory: RSS after 100 and after 5,000 reruns of a small model")
+    model = torch.nn.Sequential(*(torch.nn.Linear(64, 64) for _ in range(8))).eval()
+    gm = torch.fx.symbolic_trace(model)
+    s = Session(gm, (torch.randn(4, 64),))
+    for _ in range(100):
+        s.step()
+        s.snapshot()
+    at_100 = _rss_mb()
+    for k in range(4900):
+        s.step()
+        if k % 50 == 0:
+            s.snapshot()
+    at_5000 = _rss_mb()
+    print(f"  RSS after 100: {at_100:.1f} MB   after 5,000: {at_5000:.1f} MB   growth {at_5000 - at_100:+.2f} MB")
+
+
+def startup(reps: int = 5) -> None:
+    print("== start-up: `fxtui resnet18 --once --runs 1` against `python -c 'import torch, torchvision'`")
+    fx = [sys.executable, "-m", "fxtui", "resnet18", "--once", "--runs", "1"]
+    base = [sys.executable, "-c", "import torch, torchvision"]
+    t_fx, t_base = [], []
+    for _ in range(reps):
+        for cmd, out in ((base, t_base), (fx, t_fx)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            out.append(time.perf_counter() - t0)
+    mf, mb = statistics.median(t_fx), statistics.median(t_base)
+    print(f"  import torch, torchvision {mb:.2f} s   fxtui --once --runs 1 {mf:.2f} s   difference {mf - mb:+.2f} s")
+
+
+PARTS = {"fidelity": fidelity, "stability": stability, "memory": memory, "startup": startup}
+
+if __name__ == "__main__":
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
+    for part in sys.argv[1:] or list(PARTS):
+        PARTS[part]()
