@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import torch
 import torch.fx
 from torch import nn
@@ -41,3 +43,12 @@ def test_only_requested_nodes_are_covered() -> None:
     ops = aten_breakdown(gm, inputs, node_names=["_1"], runs=1)
     assert set(ops) == {"_1"}
     assert ops["_1"][0].name == "aten::relu"
+
+
+def test_profiler_chatter_stays_off_stderr(capfd) -> None:
+    gm, inputs = _model()
+    aten_breakdown(gm, inputs, runs=1)
+    print("still here", file=sys.stderr)
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err
+    assert "still here" in err

@@ -9,7 +9,10 @@ aten event be attributed to the node whose range encloses it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import contextlib
+import os
+import sys
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +54,8 @@ def aten_breakdown(
     inputs: Sequence[Any],
     node_names: Collection[str] | None = None,
     runs: int = 3,
+    *,
+    quiet: bool = True,
 ) -> dict[str, tuple[AtenOp, ...]]:
     """Profile ``runs`` runs of ``gm`` and list the aten operators of each node.
 
@@ -58,15 +63,41 @@ def aten_breakdown(
     tuple is sorted by depth, then by total time, largest first; ops of the same name
     at the same depth are merged. One warm-up run precedes the profiled ones so
     one-off initialisation is not charged to the first node that triggers it.
+
+    The profiler's C++ backend logs status lines straight to file descriptor 2;
+    ``quiet`` sends them to ``/dev/null`` while it runs. That silences the whole
+    process's stderr for the moment, so pass ``quiet=False`` while a terminal UI
+    is drawing on stderr (better: run the breakdown before the UI starts).
     """
     wanted = None if node_names is None else set(node_names)
     interp = _RangeInterpreter(gm, wanted)
     with torch.inference_mode():
         interp.run(*inputs)
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with _silenced_fd(2, quiet), profile(activities=[ProfilerActivity.CPU]) as prof:
             for _ in range(max(runs, 1)):
                 interp.run(*inputs)
     return _attribute(prof.events(), max(runs, 1))
+
+
+@contextlib.contextmanager
+def _silenced_fd(fd: int, enabled: bool) -> Iterator[None]:
+    """Point ``fd`` at ``/dev/null`` inside the block (C++ code writes to the descriptor, not sys.stderr)."""
+    if not enabled:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(fd)
+    except (OSError, ValueError):  # no real descriptor (e.g. captured by a test runner)
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 class _RangeInterpreter(torch.fx.Interpreter):
