@@ -1,0 +1,155 @@
+"""Tracing: the leaf fallback, top-level failures, and each node's module path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+
+from fxtui.engine.errors import FxtuiError
+from fxtui.engine.tracing import trace_model
+
+
+class Branchy(nn.Module):
+    """Control flow on a tensor value: torch.fx cannot trace this."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return self.lin(x)
+        return -x
+
+
+class Plain(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x)) + 1
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = Plain()
+        self.blocks = nn.Sequential(Plain(), Branchy(), Plain())
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.first(x)))
+
+
+class TopLevelBranch(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.backbone = Plain()
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.backbone(x)
+        if y.mean() > 0:
+            y = y * 2
+        return self.head(y)
+
+
+class Reuse(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Plain()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(self.block(x))
+
+
+def test_untraceable_block_is_kept_whole_and_the_graph_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = Net().eval()
+    traced = trace_model(model, name="net")
+    assert traced.leaf_modules == ("blocks.1",)
+    assert "control flow" in traced.leaf_reasons["blocks.1"]
+    leaf_nodes = [n for n in traced.gm.graph.nodes if n.op == "call_module" and n.target == "blocks.1"]
+    assert len(leaf_nodes) == 1
+    # The blocks around the leaf are still traced through, node by node.
+    assert traced.module_paths["blocks_0_lin"] == "blocks.0.lin"
+    assert any(path == "blocks.2" for path in traced.module_paths.values())
+    for sign in (1.0, -1.0):  # both sides of the branch
+        x = sign * torch.rand(3, 4)
+        torch.testing.assert_close(traced.gm(x), model(x))
+
+
+def test_top_level_control_flow_names_the_line_and_suggests_submodule() -> None:
+    with pytest.raises(FxtuiError) as info:
+        trace_model(TopLevelBranch(), name="toplevel")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("toplevel cannot be traced: data-dependent control flow at ")
+    assert "test_tracing.py:" in message
+    assert "(`if y.mean() > 0:`)" in message
+    assert "--submodule backbone" in message
+
+
+def test_failure_reason_points_at_the_model_line_not_torch() -> None:
+    traced = trace_model(Net())
+    assert "(`if x.sum() > 0:`)" in traced.leaf_reasons["blocks.1"]
+    assert "torch/fx" not in traced.leaf_reasons["blocks.1"]
+
+
+def test_reused_module_gets_one_consistent_path() -> None:
+    traced = trace_model(Reuse())
+    relus = [n.name for n in traced.gm.graph.nodes if n.op == "call_function" and n.target is torch.relu]
+    assert len(relus) == 2
+    assert [traced.module_paths[n] for n in relus] == ["block", "block"]
+    assert {p for n, p in traced.module_paths.items() if n.startswith("block_lin")} == {"block.lin"}
+
+
+def test_resnet18_module_paths_and_classes() -> None:
+    traced = trace_model(torchvision.models.resnet18(weights=None).eval(), name="resnet18")
+    paths = traced.module_paths
+    assert paths["layer1_0_conv1"] == "layer1.0.conv1"
+    assert paths["add"] == "layer1.0"
+    assert paths["flatten"] == ""
+    assert paths["x"] == "" and paths["output"] == ""
+    assert set(paths) == {n.name for n in traced.gm.graph.nodes}
+    classes = traced.module_classes
+    assert classes["layer1.0"] == "BasicBlock"
+    assert classes["layer1"] == "Sequential"
+    assert classes[""] == "ResNet"
+    # Every path a node uses has a class, and so does each of its ancestors.
+    for path in set(paths.values()):
+        while path:
+            assert classes[path]
+            path = path.rpartition(".")[0]
+    assert traced.leaf_modules == ()
+
+
+def test_stack_traces_point_at_model_code() -> None:
+    traced = trace_model(Net())
+    node = next(n for n in traced.gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
+    assert node.stack_trace is not None
+    assert "return torch.relu(self.lin(x)) + 1" in node.stack_trace
+    assert "fxtui/engine" not in node.stack_trace
+
+
+def test_get_attr_belongs_to_the_module_owning_the_parameter() -> None:
+    class Holder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(4))
+
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = Holder()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.inner.scale
+
+    traced = trace_model(Scaled())
+    get_attrs = [n.name for n in traced.gm.graph.nodes if n.op == "get_attr"]
+    assert [traced.module_paths[n] for n in get_attrs] == ["inner"]
+    assert traced.module_classes["inner"] == "Holder"
