@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 
 import torch
 import torch.fx
@@ -66,3 +67,19 @@ def test_site_packages_paths_are_shortened() -> None:
     assert short_path(path) == "torchvision/models/resnet.py"
     loc = SourceLocation(path, 92, "out = self.conv1(x)")
     assert str(loc) == "torchvision/models/resnet.py:92  out = self.conv1(x)"
+
+
+def test_torch_fxtui_and_generated_frames_are_skipped() -> None:
+    import fxtui
+
+    fxtui_file = os.path.join(os.path.dirname(fxtui.__file__), "engine", "tracing.py")
+    node = next(n for n in _traced().graph.nodes if n.name == "relu")
+    node.stack_trace = (
+        'File "/home/me/model.py", line 7, in forward\n    return self.head(x)\n'
+        f'  File "{fxtui_file}", line 80, in call_module\n    return super().call_module(m)\n'
+        '  File "<eval_with_key>.3", line 5, in forward\n    relu = torch.relu(x)\n'
+        f'  File "{torch.fx.proxy.__file__}", line 300, in create_proxy\n    node = self.create_node()\n'
+    )
+    loc = source_of(node)
+    assert loc is not None
+    assert (loc.file, loc.line, loc.code) == ("/home/me/model.py", 7, "return self.head(x)")

@@ -134,3 +134,18 @@ def test_measure_peaks_restores_the_thread_setting() -> None:
     assert peaks.threads == 1
     assert peaks.gflops > 0 and peaks.gbytes_per_s > 0
     assert torch.get_num_threads() == before
+
+
+def test_views_move_nothing_but_in_place_ops_do() -> None:
+    class Reshapes(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = nn.ReLU(inplace=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.flatten(x, 1)
+            return self.act(y).contiguous()
+
+    work = measure_work(torch.fx.symbolic_trace(Reshapes()), (torch.randn(4, 3, 5),))
+    assert work["flatten"].bytes_moved == 0
+    assert work["act"].bytes_read == work["act"].bytes_written == 4 * 15 * 4

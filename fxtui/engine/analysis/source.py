@@ -18,6 +18,8 @@ import torch.fx
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)\n(?P<code>[^\n]*)')
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+# fxtui's own tracer sits between the user's code and torch.fx; its frames are never the answer.
+_FXTUI_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 
 
@@ -91,11 +93,12 @@ def short_path(path: str) -> str:
 
 
 def _user_frame(stack_trace: str) -> tuple[str, int, str, str] | None:
-    """The last frame (innermost: FX lists outermost first) not inside torch."""
+    """The last frame (innermost: FX lists outermost first) not inside torch or fxtui."""
     found = None
     for m in _FRAME.finditer(stack_trace):
         file = m.group("file")
-        if os.path.abspath(file).startswith(_TORCH_DIR):
+        # "<eval_with_key>" and the like are generated code with no file to show.
+        if file.startswith("<") or os.path.abspath(file).startswith((_TORCH_DIR, _FXTUI_DIR)):
             continue
         found = (file, int(m.group("line")), m.group("func").strip(), m.group("code").strip())
     return found

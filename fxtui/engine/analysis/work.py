@@ -26,6 +26,7 @@ class NodeWork:
 
     ``bytes_read`` counts the node's tensor inputs once each, plus the parameters and
     buffers of a ``call_module`` node; ``bytes_written`` counts its tensor outputs.
+    A node whose outputs are all views of its inputs moves nothing (both are 0).
     This is the traffic the operation cannot avoid if every tensor is touched once;
     caches can make the real figure lower and poor blocking higher.
     """
@@ -120,7 +121,16 @@ class _WorkInterpreter(torch.fx.Interpreter):
             weights = _unique_tensors((list(mod.parameters()), list(mod.buffers())))
             params = sum(p.numel() for p in mod.parameters())
             read = _unique_tensors((read, weights))
-        written = _unique_tensors(out)
+        input_ids = {id(t) for t in read}
+        input_storages = {_storage(t) for t in read}
+        outputs = _unique_tensors(out)
+        # A view (flatten, getitem, reshape of a contiguous tensor) shares its input's
+        # memory and copies nothing; an in-place op returns the input object itself and
+        # does read and write it.
+        views = [t for t in outputs if id(t) not in input_ids and _storage(t) in input_storages]
+        if outputs and len(views) == len(outputs):
+            return NodeWork(flops, 0, 0, params)
+        written = [t for t in outputs if not any(v is t for v in views)]
         return NodeWork(flops, sum(_nbytes(t) for t in read), sum(_nbytes(t) for t in written), params)
 
 
@@ -167,6 +177,14 @@ def _unique_tensors(value: Any) -> list[torch.Tensor]:
     for t in _tensors(value):
         seen.setdefault(id(t), t)
     return list(seen.values())
+
+
+def _storage(t: torch.Tensor) -> int:
+    """Address of the memory block behind ``t`` (shared by a tensor and its views)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+        return -id(t)
 
 
 def _nbytes(t: torch.Tensor) -> int:
