@@ -2,4 +2,7 @@
 
 from fxtui.cli import main
 
-raise SystemExit(main())
+# The guard matters: the engine's child process is started with "spawn", which
+# imports the parent's main module again under another name.
+if __name__ == "__main__":
+    raise SystemExit(main())

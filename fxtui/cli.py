@@ -140,7 +140,7 @@ def _filter_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from fxtui.engine.pipeline import Target
+    from fxtui.engine.target import Target
 
     shapes = tuple(args.input_shape) if args.input_shape else None
     return Target(args.target, input_shapes=shapes, dtype=args.dtype, submodule=args.submodule)
@@ -184,17 +184,12 @@ def _headless(args: argparse.Namespace) -> int:
 
 def _live(args: argparse.Namespace) -> int:
     _filter_spec(args)  # fail on a bad --op before the screen is taken over
-    import torch
-
-    from fxtui.engine.pipeline import session_for_target
-    from fxtui.engine.session import LiveSource
+    # torch is imported by the engine's child process only; the app stays light.
+    from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    target = _target(args)
-    source = LiveSource(lambda progress: session_for_target(target, progress), warmup=args.warmup)
-    app = FxtuiApp(source, title=f"fxtui {args.target}")
+    options = ChildOptions(target=_target(args), threads=args.threads, warmup=args.warmup)
+    app = FxtuiApp(ProcessSource(options), title=f"fxtui {args.target}")
     app.run()
     fatal = getattr(app, "fatal_error", None)
     if fatal:

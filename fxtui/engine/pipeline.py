@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -17,19 +16,10 @@ from fxtui.engine.loading import LoadedModel, load_target
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
 from fxtui.engine.snapshot import State
+from fxtui.engine.target import Target
 from fxtui.engine.tracing import trace_model
 
 Progress = Callable[[State, str], None]
-
-
-@dataclass(frozen=True)
-class Target:
-    """What to profile and on what inputs, as the user gave it."""
-
-    target: str
-    input_shapes: tuple[tuple[int, ...], ...] | None = None
-    dtype: str | None = None
-    submodule: str | None = None
 
 
 def _quiet(state: State, message: str) -> None:

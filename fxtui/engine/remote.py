@@ -26,13 +26,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from fxtui.engine.snapshot import GraphInfo, Snapshot, State
+from fxtui.engine.target import Target
 
 
 @dataclasses.dataclass(frozen=True)
 class ChildOptions:
     """What the child needs to build and run the session (all picklable)."""
 
-    target: Any  # fxtui.engine.pipeline.Target
+    target: Target
     threads: int | None = None
     warmup: int = 3
     interval: float = 0.3

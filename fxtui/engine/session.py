@@ -11,6 +11,7 @@ overhead; the sum of node medians over the uninstrumented median is its fidelity
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -252,60 +253,67 @@ class LiveSource:
         self.interval = interval
         self.max_runs = max_runs
         self._stop = threading.Event()
-        self._running = threading.Event()
-        self._running.set()
-        self._reset = threading.Event()
+        self._paused = False
+        self._reset = False
+        self._wake = threading.Event()
         self.session: Session | None = None
+
+    def _command(self, *, paused: bool | None = None, reset: bool = False, stop: bool = False) -> None:
+        if paused is not None:
+            self._paused = paused
+        self._reset = self._reset or reset
+        if stop:
+            self._stop.set()
+        self._wake.set()
 
     def pause(self) -> None:
         """Stop rerunning until :meth:`resume`."""
-        self._running.clear()
+        self._command(paused=True)
 
     def resume(self) -> None:
         """Continue rerunning."""
-        self._running.set()
+        self._command(paused=False)
 
     def reset(self) -> None:
-        """Forget the statistics so far (done by the loop, between runs)."""
-        self._reset.set()
+        """Forget the statistics so far (done by the loop between runs, shown at once)."""
+        self._command(reset=True)
 
     def stop(self) -> None:
         """End :meth:`run` after the current run."""
-        self._stop.set()
-        self._running.set()
+        self._command(stop=True)
 
     def run(self, publish: Callable[[Snapshot], None]) -> None:
         """Load, trace, warm up, then rerun until stopped, publishing snapshots."""
         seq = 0
 
-        def progress(state: State, message: str) -> None:
+        def send(snapshot: Snapshot) -> None:
             nonlocal seq
             seq += 1
-            publish(Snapshot(None, state, seq=seq, message=message))
+            publish(dataclasses.replace(snapshot, seq=seq))
 
         try:
-            session = self.session = self._build(progress)
+            session = self.session = self._build(lambda state, message: send(Snapshot(None, state, message=message)))
         except FxtuiError as e:
-            progress(State.ERROR, str(e))
+            send(Snapshot(None, State.ERROR, message=str(e)))
             return
-        seq += 1
-        publish(session.snapshot(State.WARMING_UP, seq, f"warming up ({self.warmup} runs)"))
+        send(session.snapshot(State.WARMING_UP, message=f"warming up ({self.warmup} runs)"))
         session.warm_up(self.warmup)
         last = 0.0
         while not self._stop.is_set():
-            if not self._running.is_set():
-                seq += 1
-                publish(session.snapshot(State.PAUSED, seq, "paused"))
-                self._running.wait()
-                continue
-            if self._reset.is_set():
-                self._reset.clear()
+            self._wake.clear()
+            if self._reset:
+                self._reset = False
                 session.reset()
-            if self.max_runs is not None and session.samples.count >= self.max_runs:
-                seq += 1
-                publish(session.snapshot(State.DONE, seq, f"done: {session.samples.count} runs"))
-                self._running.clear()
-                self._running.wait()
+                send(session.snapshot(State.PAUSED if self._paused else State.RUNNING, message="statistics reset"))
+            done = self.max_runs is not None and session.samples.count >= self.max_runs
+            if self._paused or done:
+                send(
+                    session.snapshot(
+                        State.PAUSED if self._paused else State.DONE,
+                        message="paused" if self._paused else f"done: {session.samples.count} runs",
+                    )
+                )
+                self._wake.wait()
                 continue
             session.step()
             if session.last_error is not None and session.samples.count == 0:
@@ -313,7 +321,5 @@ class LiveSource:
             now = time.monotonic()
             if now - last >= self.interval:
                 last = now
-                seq += 1
-                publish(session.snapshot(State.RUNNING, seq))
-        seq += 1
-        publish(session.snapshot(State.DONE, seq, "stopped"))
+                send(session.snapshot(State.RUNNING))
+        send(session.snapshot(State.DONE, message="stopped"))

@@ -21,8 +21,9 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxtui.engine.pipeline import Target, session_for_target
+from fxtui.engine.pipeline import session_for_target
 from fxtui.engine.session import Session
+from fxtui.engine.target import Target
 from fxtui.engine.timing import clone_inputs
 
 CASES = [

@@ -1,0 +1,97 @@
+"""The live session in a child process: snapshots, commands, failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fxtui.engine.remote import ChildOptions, ProcessSource
+from fxtui.engine.snapshot import Snapshot, State
+from fxtui.engine.target import Target
+
+MODEL = """
+import torch
+from torch import nn
+
+def make():
+    return nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4)), torch.randn(2, 16)
+"""
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.snapshots: list[Snapshot] = []
+        self.arrived = threading.Condition()
+
+    def __call__(self, snapshot: Snapshot) -> None:
+        with self.arrived:
+            self.snapshots.append(snapshot)
+            self.arrived.notify_all()
+
+    def wait_for(self, predicate, timeout: float = 60.0) -> Snapshot:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for s in reversed(self.snapshots):
+                    if predicate(s):
+                        return s
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no such snapshot; last: {self.snapshots[-1:]}")
+                self.arrived.wait(left)
+
+
+def start(target: str, **kwargs) -> tuple[ProcessSource, Collector, threading.Thread]:  # type: ignore[no-untyped-def]
+    source = ProcessSource(ChildOptions(Target(target), warmup=1, interval=0.05, **kwargs))
+    collector = Collector()
+    worker = threading.Thread(target=source.run, args=(collector,), daemon=True)
+    worker.start()
+    return source, collector, worker
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> str:
+    path = tmp_path / "small.py"
+    path.write_text(MODEL)
+    return f"{path}:make"
+
+
+def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str) -> None:
+    source, got, worker = start(model_file, threads=1)
+    running = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
+    assert running.graph is not None and running.graph.threads == 1
+    assert {n.name for n in running.graph.nodes} >= {"_0", "_1", "_2"}
+    assert running.nodes["_0"].count == running.runs
+    source.pause()
+    paused = got.wait_for(lambda s: s.state is State.PAUSED)
+    source.reset()
+    cleared = got.wait_for(lambda s: s.seq > paused.seq)
+    assert cleared.state is State.PAUSED and cleared.runs == 0 and not cleared.nodes  # shown at once, still paused
+    source.resume()
+    got.wait_for(lambda s: s.state is State.RUNNING and s.seq > cleared.seq and s.runs > 0)
+    source.stop()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert got.snapshots[-1].state is State.DONE
+
+
+def test_a_bad_target_ends_in_an_error_snapshot() -> None:
+    _, got, worker = start("resnet19")
+    error = got.wait_for(lambda s: s.state is State.ERROR)
+    assert "resnet18" in error.message and error.graph is None
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+
+
+def test_a_child_that_dies_is_reported(model_file: str) -> None:
+    source, got, worker = start(model_file)
+    got.wait_for(lambda s: s.state is State.RUNNING)
+    os.kill(source._process.pid, signal.SIGKILL)
+    error = got.wait_for(lambda s: s.state is State.ERROR)
+    assert "ended unexpectedly" in error.message and "out of memory" in error.message
+    worker.join(timeout=30)
