@@ -224,6 +224,8 @@ def test_submodule_inputs_are_captured_from_a_full_run(model_file: Path) -> None
     with torch.no_grad():
         expected = parent.module.get_submodule("stem")(parent.inputs[0]) * 2
     torch.testing.assert_close(loaded.inputs[0], expected)
+    # Usable outside inference mode too (a run that records autograd would reject inference tensors).
+    assert loaded.module(*loaded.inputs).shape == (4, 2)
 
 
 def test_detection_backbone_submodule(no_network: Path) -> None:

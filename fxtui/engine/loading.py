@@ -498,7 +498,19 @@ def _capture_inputs(
         handle.remove()
     if not captured:
         raise FxtuiError(f"{name} never calls {path} on its example inputs; give its shapes with --input-shape")
-    return captured[0]
+    # Cloned outside inference mode: inference tensors would fail in any later run that
+    # is not itself under inference_mode (parameters still require grad).
+    return tuple(_clone(v) for v in captured[0])
+
+
+def _clone(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((k, _clone(v)) for k, v in value.items())
+    return value
 
 
 def _exception_text(e: BaseException) -> str:
