@@ -51,7 +51,9 @@ class Roofline:
     """The roofline at this intensity: min(peak GFLOP/s, intensity × peak GB/s)."""
     fraction: float
     """Achieved over attainable: for a compute-bound node GFLOP/s over the ceiling; for a
-    memory-bound one GB/s over peak bandwidth (so nodes without FLOPs still get a figure)."""
+    memory-bound one GB/s over peak bandwidth (so nodes without FLOPs still get a figure).
+    Peak bandwidth is measured on a copy far larger than the caches, so a node whose
+    data stays in cache (an element-wise op on a few MB) can exceed 1."""
 
 
 def measure_peaks(
