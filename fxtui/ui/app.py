@@ -1,0 +1,131 @@
+"""The fxtui app: a live view of a :class:`~fxtui.engine.snapshot.SnapshotSource`.
+
+The source runs in a worker thread and publishes snapshots; the worker never
+touches a widget. Each snapshot travels as a :class:`SnapshotReady` message to the
+main screen, which applies it in one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker
+
+from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
+from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.screens.help import HelpScreen
+from fxtui.ui.screens.main import MainScreen
+
+
+class FxtuiApp(App[None]):
+    """Profile view: module tree, timing table, detail pane, driven by ``source``.
+
+    After :meth:`run` returns, :attr:`fatal_error` holds the message when the session
+    failed before anything could be shown (a model that does not load or trace), and
+    :attr:`return_code` is 2; the command line prints the message and exits with it.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "fxtui"
+    ENABLE_COMMAND_PALETTE = True
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (36, "-tall")]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        # Textual's default Ctrl+C only explains how to quit; in a profiler it should quit.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(self, source: SnapshotSource, *, title: str = "fxtui") -> None:
+        super().__init__()
+        self.source = source
+        self.title = title
+        self.fatal_error: str | None = None
+        """Why the session could not start, when it could not (then the app exits with status 2)."""
+        self.main = MainScreen(source, on_fatal=self._fatal)
+        self._source_worker: Worker[None] | None = None
+
+    def get_default_screen(self) -> Screen[None]:
+        """The main view."""
+        return self.main
+
+    def on_mount(self) -> None:
+        self._source_worker = self.run_worker(
+            self._run_source, thread=True, name="snapshot-source", group="source", exit_on_error=False
+        )
+
+    @property
+    def source_worker(self) -> Worker[None] | None:
+        """The worker thread that runs the source."""
+        return self._source_worker
+
+    def _run_source(self) -> None:
+        """Runs in the worker thread: nothing here may touch a widget."""
+        try:
+            self.source.run(self._publish)
+        except Exception as error:  # a source that breaks must show, not vanish with its thread
+            self._publish(Snapshot(None, State.ERROR, message=f"{type(error).__name__}: {error}"))
+
+    def _publish(self, snapshot: Snapshot) -> None:
+        """Called by the source from the worker thread; post_message is thread-safe."""
+        self.main.post_message(SnapshotReady(snapshot))
+
+    def _fatal(self, message: str) -> None:
+        self.fatal_error = message
+        self.source.stop()
+        self.exit(return_code=2)
+
+    async def action_quit(self) -> None:
+        """Stop the source, then leave."""
+        self.source.stop()
+        self.exit()
+
+    def action_help(self) -> None:
+        """Show every key."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen([("session and view", self.main.BINDINGS), ("app", self.BINDINGS)]))
+
+    def on_unmount(self) -> None:
+        # However the app ends (an exception included), the session must not keep running.
+        self.source.stop()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The command palette offers the app's own actions besides Textual's."""
+        yield from super().get_system_commands(screen)
+        main = self.main
+        if main.graph is None:
+            return
+        for action, title, help_text in (
+            ("toggle_pause", "Pause / resume", "Stop or restart the reruns (Space)"),
+            ("reset", "Reset statistics", "Forget every sample so far (r)"),
+            ("hottest", "Hottest child", "Go to the slowest child of the current module (h)"),
+            ("hotspot(1)", "Next hotspot", "Select the next node by median (n)"),
+            ("hotspot(-1)", "Previous hotspot", "Select the previous node by median (N)"),
+            ("scope_up", "Up a module", "Show the parent module's subtree (Backspace)"),
+            ("filter_path", "Filter by module path", "A glob like layer[12]* or a substring (/)"),
+            ("filter_type", "Filter by target type", "Conv2d, add … (t)"),
+            ("filter_ops", "Choose op types", "placeholder, call_module … (o)"),
+            ("clear_filters", "Clear filters", "Back to the default filter (Esc)"),
+            ("sort_next", "Sort by next column", "Cycle the sort key (s)"),
+            ("sort_reverse", "Reverse sort", "Flip the sort order (S)"),
+            ("goto_error", "Go to the error", "Select the node that raised (e)"),
+            ("toggle_detail", "Toggle detail pane", "Show or hide the detail pane (d)"),
+            ("app.help", "Keys", "List every key (?)"),
+        ):
+            name = action.partition("(")[0]
+            if action.startswith("app.") or main.check_action(name, ()):
+                yield SystemCommand(title, help_text, self._palette_callback(main, action))
+
+    @staticmethod
+    def _palette_callback(screen: MainScreen, action: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            await screen.run_action(action)
+
+        return run

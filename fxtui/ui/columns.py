@@ -1,0 +1,74 @@
+"""The timing table's columns: header, width, how a cell reads, and how the column sorts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from fxtui.engine.snapshot import NodeInfo, NodeStats
+from fxtui.engine.units import format_pct, format_seconds
+
+SortValue = float | str
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the timing table."""
+
+    key: str
+    label: str
+    width: int
+    numeric: bool
+    """Right-aligned, and sorted largest first when first chosen."""
+    cell: Callable[[NodeInfo, NodeStats | None], str]
+    sort: Callable[[NodeInfo, NodeStats | None], SortValue]
+
+
+def _stat(attr: str) -> Callable[[NodeInfo, NodeStats | None], float]:
+    return lambda _info, stats: -1.0 if stats is None else float(getattr(stats, attr))
+
+
+def _time_cell(attr: str) -> Callable[[NodeInfo, NodeStats | None], str]:
+    return lambda _info, stats: "–" if stats is None or stats.count == 0 else format_seconds(getattr(stats, attr))
+
+
+# Numbers come right after the node name so they stay on screen in an 80-column terminal;
+# the descriptive columns follow and scroll into view on narrow screens.
+COLUMNS: tuple[Column, ...] = (
+    Column("node", "node", 22, False, lambda i, _s: i.name, lambda i, _s: i.name),
+    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s")),
+    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s")),
+    Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct")),
+    Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count")),
+    Column("noisy", "~", 1, False, lambda _i, s: "~" if s is not None and s.noisy else " ",
+           lambda _i, s: 1.0 if s is not None and s.noisy else 0.0),
+    Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
+    Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target),
+    Column("module", "module", 18, False, lambda i, _s: i.module_path or "(root)", lambda i, _s: i.module_path),
+    Column("shape", "output shape", 16, False, lambda i, _s: i.shape, lambda i, _s: i.shape),
+)
+
+COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
+
+
+def sort_names(
+    nodes: list[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool
+) -> list[str]:
+    """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
+    column = BY_KEY[key]
+    get = stats.get
+    sort = column.sort
+    decorated = [(sort(n, get(n.name)), n.index, n.name) for n in nodes]
+    if descending:
+        # Reverse on the value only, so equal values still read in graph order.
+        decorated.sort(key=lambda t: t[1])
+        decorated.sort(key=lambda t: t[0], reverse=True)
+    else:
+        decorated.sort(key=lambda t: (t[0], t[1]))
+    return [t[2] for t in decorated]
+
+
+def hotspots(nodes: list[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:
+    """Names of ``nodes`` by median, slowest first."""
+    return sort_names(nodes, stats, "median", descending=True)

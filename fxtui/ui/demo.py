@@ -1,0 +1,281 @@
+"""A deterministic, torch-free demo source: a resnet18-shaped graph with plausible CPU timings.
+
+Used for screenshots and by the UI tests' fake source. Nothing here is measured: the
+numbers are fixed so that pictures and tests come out the same on every machine.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from fxtui.engine.snapshot import (
+    GraphInfo,
+    ModuleInfo,
+    ModuleStats,
+    NodeInfo,
+    NodeStats,
+    RunError,
+    Snapshot,
+    State,
+)
+
+# (name, op, target, type_name, module path, output shape, median in µs)
+_Row = tuple[str, str, str, str, str, str, float]
+
+_CONV_REPR = "Conv2d({c_in}, {c_out}, kernel_size=({k}, {k}), stride=({s}, {s}), padding=({p}, {p}), bias=False)"
+
+
+def _block(layer: int, index: int, c_in: int, c_out: int, hw: int, downsample: bool, scale: float) -> list[_Row]:
+    """The FX nodes of one torchvision BasicBlock, named as symbolic tracing names them."""
+    path = f"layer{layer}.{index}"
+    pre = f"layer{layer}_{index}"
+    shape = f"1×{c_out}×{hw}×{hw}"
+    rows: list[_Row] = [
+        (f"{pre}_conv1", "call_module", "Conv2d", "Conv2d", path, shape, 410 * scale),
+        (f"{pre}_bn1", "call_module", "BatchNorm2d", "BatchNorm2d", path, shape, 38 * scale),
+        (f"{pre}_relu", "call_module", "ReLU", "ReLU", path, shape, 14 * scale),
+        (f"{pre}_conv2", "call_module", "Conv2d", "Conv2d", path, shape, 395 * scale),
+        (f"{pre}_bn2", "call_module", "BatchNorm2d", "BatchNorm2d", path, shape, 36 * scale),
+    ]
+    if downsample:
+        rows += [
+            (f"{pre}_downsample_0", "call_module", "Conv2d", "Conv2d", f"{path}.downsample", shape, 62 * scale),
+            (f"{pre}_downsample_1", "call_module", "BatchNorm2d", "BatchNorm2d", f"{path}.downsample", shape, 21),
+        ]
+    add = "add" if (layer, index) == (1, 0) else f"add_{2 * (layer - 1) + index}"
+    relu = f"{pre}_relu_1"
+    rows += [
+        (add, "call_function", "operator.add", "add", path, shape, 19 * scale),
+        (relu, "call_module", "ReLU", "ReLU", path, shape, 12 * scale),
+    ]
+    return rows
+
+
+def _resnet18_rows() -> list[_Row]:
+    rows: list[_Row] = [
+        ("x", "placeholder", "x", "input", "", "1×3×224×224", 0.4),
+        ("conv1", "call_module", "Conv2d", "Conv2d", "", "1×64×112×112", 1480.0),
+        ("bn1", "call_module", "BatchNorm2d", "BatchNorm2d", "", "1×64×112×112", 182.0),
+        ("relu", "call_module", "ReLU", "ReLU", "", "1×64×112×112", 71.0),
+        ("maxpool", "call_module", "MaxPool2d", "MaxPool2d", "", "1×64×56×56", 240.0),
+    ]
+    widths = {1: 64, 2: 128, 3: 256, 4: 512}
+    sizes = {1: 56, 2: 28, 3: 14, 4: 7}
+    # Later layers have fewer pixels but more channels; per-block cost stays roughly level.
+    scales = {1: 1.0, 2: 0.93, 3: 0.97, 4: 1.12}
+    for layer in (1, 2, 3, 4):
+        c_in = widths[layer - 1] if layer > 1 else 64
+        for index in (0, 1):
+            down = layer > 1 and index == 0
+            rows += _block(layer, index, c_in if index == 0 else widths[layer], widths[layer], sizes[layer], down,
+                           scales[layer] * (1.04 if index == 0 else 1.0))
+    rows += [
+        ("avgpool", "call_module", "AdaptiveAvgPool2d", "AdaptiveAvgPool2d", "", "1×512×1×1", 9.0),
+        ("flatten", "call_function", "torch.flatten", "flatten", "", "1×512", 2.1),
+        ("fc", "call_module", "Linear", "Linear", "", "1×1000", 61.0),
+        ("output", "output", "output", "output", "", "1×1000", 0.3),
+    ]
+    return rows
+
+
+_CLASSES = {"": "ResNet", "layer1": "Sequential", "layer2": "Sequential", "layer3": "Sequential",
+            "layer4": "Sequential"}
+
+
+def _module_class(path: str) -> str:
+    if path in _CLASSES:
+        return _CLASSES[path]
+    if path.endswith("downsample"):
+        return "Sequential"
+    return "BasicBlock"
+
+
+def _node_text(name: str, op: str, target: str, prev: str) -> str:
+    if op == "placeholder":
+        return f"%{name} : [num_users=1] = placeholder[target={name}]"
+    if op == "output":
+        return f"return {prev}"
+    if op == "call_function":
+        args = f"(%{prev}, 1)" if target == "torch.flatten" else f"(%{prev}, %{prev})"
+        return f"%{name} : [num_users=1] = call_function[target={target}](args = {args}, kwargs = {{}})"
+    module = name.replace("_", ".")
+    return f"%{name} : [num_users=1] = call_module[target={module}](args = (%{prev},), kwargs = {{}})"
+
+
+def build_graph(rows: Sequence[_Row], *, model: str, inputs: tuple[str, ...], leaf: Iterable[str] = ()) -> GraphInfo:
+    """A :class:`GraphInfo` from flat rows; the module tree is derived from the module paths."""
+    nodes: list[NodeInfo] = []
+    prev = ""
+    prev_shape = inputs[0] if inputs else ""
+    for index, (name, op, target, type_name, path, shape, _) in enumerate(rows):
+        module_repr = ""
+        if op == "call_module" and target == "Conv2d":
+            c_in = prev_shape.split("×")[1] if prev_shape.count("×") >= 1 else "?"
+            module_repr = _CONV_REPR.format(c_in=c_in, c_out=shape.split("×")[1], k=3, s=1, p=1)
+        elif op == "call_module":
+            module_repr = f"{target}()"
+        nodes.append(
+            NodeInfo(
+                name=name,
+                index=index,
+                op=op,
+                target=target,
+                type_name=type_name,
+                module_path=path,
+                node_text=_node_text(name, op, target, prev),
+                shape=shape,
+                dtype="float32",
+                input_shapes=(prev_shape,) if op != "placeholder" else (),
+                module_repr=module_repr,
+            )
+        )
+        prev, prev_shape = name, shape
+    direct: dict[str, list[str]] = {"": []}
+    children: dict[str, list[str]] = {"": []}
+
+    def ensure(path: str) -> None:
+        if path in direct:
+            return
+        parent = path.rpartition(".")[0]
+        ensure(parent)
+        direct[path], children[path] = [], []
+        children[parent].append(path)
+
+    for node in nodes:
+        ensure(node.module_path)
+        direct[node.module_path].append(node.name)
+    leaves = set(leaf)
+    modules = {
+        p: ModuleInfo(p, _module_class(p), None if p == "" else p.rpartition(".")[0], tuple(children[p]),
+                      tuple(direct[p]), leaf_fallback=p in leaves)
+        for p in direct
+    }
+    return GraphInfo(model=model, inputs=inputs, dtype="float32", threads=2, nodes=tuple(nodes), modules=modules,
+                     leaf_modules=tuple(sorted(leaves)))
+
+
+def _recent(median_s: float, index: int, n: int = 24) -> tuple[float, ...]:
+    """A fixed, wiggly sample history around ``median_s`` (deterministic)."""
+    return tuple(median_s * (1.0 + 0.08 * (((i * 7 + index * 3) % 11) - 5) / 5) for i in range(n))
+
+
+def make_snapshot(
+    graph: GraphInfo,
+    medians_us: Sequence[float],
+    *,
+    state: State = State.RUNNING,
+    seq: int = 1,
+    runs: int = 200,
+    scale: float = 1.0,
+    error: RunError | None = None,
+    message: str = "",
+) -> Snapshot:
+    """A snapshot with the given per-node medians (µs, graph order), derived statistics and module totals."""
+    nodes: dict[str, NodeStats] = {}
+    total = sum(medians_us) * scale * 1e-6
+    run_s = total * 1.06
+    for i, (info, med_us) in enumerate(zip(graph.nodes, medians_us, strict=True)):
+        med = med_us * scale * 1e-6
+        spread = 0.25 if i % 9 == 4 else 0.04  # every ninth node is noisy
+        nodes[info.name] = NodeStats(
+            count=runs, median_s=med, mean_s=med * 1.02, p90_s=med * (1 + spread * 1.5), min_s=med * 0.91,
+            max_s=med * (1.4 + spread), iqr_s=med * spread, pct=100.0 * med / run_s, recent=_recent(med, i),
+        )
+    inclusive: dict[str, float] = dict.fromkeys(graph.modules, 0.0)
+    own: dict[str, float] = dict.fromkeys(graph.modules, 0.0)
+    counts: dict[str, int] = dict.fromkeys(graph.modules, 0)
+    for info in graph.nodes:
+        med = nodes[info.name].median_s
+        own[info.module_path] += med
+        path: str | None = info.module_path
+        while path is not None:
+            inclusive[path] += med
+            counts[path] += 1
+            path = None if path == "" else path.rpartition(".")[0]
+    modules = {p: ModuleStats(p, inclusive[p], own[p], 100.0 * inclusive[p] / run_s, counts[p]) for p in graph.modules}
+    return Snapshot(graph=graph, state=state, seq=seq, runs=runs, run_median_s=run_s, eager_median_s=total * 1.01,
+                    nodes=nodes, modules=modules, error=error, message=message)
+
+
+def resnet18_graph() -> GraphInfo:
+    """The resnet18 graph as fxtui's tracer describes it (1×3×224×224, float32)."""
+    return build_graph(_resnet18_rows(), model="resnet18", inputs=("1×3×224×224",))
+
+
+def resnet18_medians() -> list[float]:
+    """Plausible per-node CPU medians for resnet18, µs, graph order."""
+    return [row[6] for row in _resnet18_rows()]
+
+
+def synthetic_rows(n_nodes: int) -> list[_Row]:
+    """``n_nodes`` nodes in a deep module tree: stage → block → (conv, bn, relu, add …) nodes."""
+    kinds = [
+        ("conv", "call_module", "Conv2d", "Conv2d", 300.0),
+        ("bn", "call_module", "BatchNorm2d", "BatchNorm2d", 30.0),
+        ("relu", "call_module", "ReLU", "ReLU", 10.0),
+        ("add", "call_function", "operator.add", "add", 15.0),
+        ("view", "call_method", "Tensor.view", "view", 2.0),
+        ("linear", "call_module", "Linear", "Linear", 120.0),
+        ("gelu", "call_function", "torch.nn.functional.gelu", "gelu", 20.0),
+        ("mul", "call_function", "operator.mul", "mul", 12.0),
+    ]
+    per_block = len(kinds)
+    blocks_per_stage = 25
+    rows: list[_Row] = [("x", "placeholder", "x", "input", "", "8×256", 0.4)]
+    i = 0
+    while len(rows) < n_nodes - 1:
+        stage, block = divmod(i // per_block, blocks_per_stage)
+        kind, op, target, type_name, base = kinds[i % per_block]
+        name = f"stage{stage}_{block}_{kind}_{i}"
+        wiggle = 1.0 + ((i * 37) % 17) / 17.0
+        rows.append((name, op, target, type_name, f"stage{stage}.{block}", "8×256", base * wiggle))
+        i += 1
+    rows.append(("output", "output", "output", "output", "", "8×256", 0.3))
+    return rows
+
+
+def synthetic_graph(n_nodes: int) -> tuple[GraphInfo, list[float]]:
+    """A deep synthetic graph of ``n_nodes`` nodes and its fixed medians (µs)."""
+    rows = synthetic_rows(n_nodes)
+    return build_graph(rows, model=f"synthetic{n_nodes}", inputs=("8×256",)), [r[6] for r in rows]
+
+
+@dataclass
+class DemoSource:
+    """A :class:`~fxtui.engine.snapshot.SnapshotSource` that publishes fixed snapshots.
+
+    ``run`` publishes ``snapshots`` in order and then waits for :meth:`stop`; nothing
+    depends on the clock, so what the app shows is the same on every run.
+    """
+
+    snapshots: Sequence[Snapshot]
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        """Publish every snapshot, then block until stopped."""
+        for snapshot in self.snapshots:
+            publish(snapshot)
+        self._stop.wait()
+
+    def pause(self) -> None:
+        """Nothing to pause: the demo's numbers are fixed."""
+
+    def resume(self) -> None:
+        """Nothing to resume."""
+
+    def reset(self) -> None:
+        """Nothing to reset."""
+
+    def stop(self) -> None:
+        """End :meth:`run`."""
+        self._stop.set()
+
+
+def resnet18_demo_source() -> DemoSource:
+    """A demo source showing a resnet18 profile after 200 runs."""
+    graph = resnet18_graph()
+    return DemoSource([make_snapshot(graph, resnet18_medians())])

@@ -1,0 +1,101 @@
+"""Which nodes and modules the app shows: pure functions over a :class:`GraphInfo`.
+
+The filter itself (:class:`FilterSpec`, :func:`matches`) is the engine's, so the
+headless report's ``--path 'layer1*'`` and the app's ``/ layer1*`` select the same
+nodes. What lives here is what only a view needs: the app's default, a compact
+description for the status line, and which branches of the module tree still hold
+a visible node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from fxtui.engine.filters import FilterSpec, matches, path_matches
+from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo
+
+__all__ = [
+    "DEFAULT_FILTER",
+    "FilterSpec",
+    "describe",
+    "matches",
+    "module_ancestors",
+    "path_matches",
+    "scope_nodes",
+    "visible_modules",
+    "with_op_toggled",
+    "with_ops",
+]
+
+#: Inputs and the output take no time worth reading; the app hides them until asked.
+DEFAULT_FILTER = FilterSpec(ops=frozenset(OPCODES) - {"placeholder", "output"})
+
+
+def with_ops(spec: FilterSpec, shown: frozenset[str]) -> FilterSpec:
+    """``spec`` showing exactly the opcodes in ``shown``."""
+    shown = shown & frozenset(OPCODES)
+    # An empty set means "every opcode" to FilterSpec; hiding all of them needs a set that matches none.
+    ops = frozenset() if shown == frozenset(OPCODES) else shown or frozenset({"none"})
+    return FilterSpec(ops=ops, path=spec.path, types=spec.types)
+
+
+def with_op_toggled(spec: FilterSpec, op: str) -> FilterSpec:
+    """``spec`` with opcode ``op`` shown if it was hidden and hidden if it was shown."""
+    shown = shown_ops(spec)
+    return with_ops(spec, shown - {op} if op in shown else shown | {op})
+
+
+def shown_ops(spec: FilterSpec) -> frozenset[str]:
+    """The opcodes ``spec`` lets through."""
+    return frozenset(OPCODES) if not spec.ops else spec.ops & frozenset(OPCODES)
+
+
+def describe(spec: FilterSpec) -> str:
+    """A short text for the status line: ``-placeholder -output path=layer1* type=Conv2d``, or ``none``."""
+    hidden = [op for op in OPCODES if op not in shown_ops(spec)]
+    parts = ["-" + op for op in hidden]
+    if spec.path:
+        parts.append(f"path={spec.path}")
+    if spec.types:
+        parts.append("type=" + ",".join(sorted(spec.types)))
+    return " ".join(parts) or "none"
+
+
+def module_ancestors(path: str) -> list[str]:
+    """``"layer1.0.downsample"`` → ``["", "layer1", "layer1.0", "layer1.0.downsample"]``."""
+    out = [""]
+    if path:
+        parts = path.split(".")
+        out += [".".join(parts[: i + 1]) for i in range(len(parts))]
+    return out
+
+
+def in_scope(module_path: str, scope: str) -> bool:
+    """True when a node in ``module_path`` lies at or below module ``scope``."""
+    return scope == "" or module_path == scope or module_path.startswith(scope + ".")
+
+
+def scope_nodes(graph: GraphInfo, spec: FilterSpec, scope: str = "") -> list[NodeInfo]:
+    """The nodes at or below module ``scope`` that pass ``spec``, graph order."""
+    return [n for n in graph.nodes if in_scope(n.module_path, scope) and matches(n, spec)]
+
+
+def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
+    """Module paths holding at least one of ``nodes`` in their subtree (the branches the tree keeps)."""
+    seen: set[str] = set()
+    for node in nodes:
+        for path in reversed(module_ancestors(node.module_path)):
+            if path in seen:
+                break
+            seen.add(path)
+    return seen & set(graph.modules) | {""}
+
+
+def module_totals(nodes: Iterable[NodeInfo], medians: Mapping[str, float]) -> dict[str, float]:
+    """Sum of the medians of ``nodes`` per module path, inclusive of submodules."""
+    totals: dict[str, float] = {}
+    for node in nodes:
+        median = medians.get(node.name, 0.0)
+        for path in module_ancestors(node.module_path):
+            totals[path] = totals.get(path, 0.0) + median
+    return totals

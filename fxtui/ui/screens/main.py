@@ -1,0 +1,463 @@
+"""The profiler's main view: status, module tree, timing table, detail pane, footer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static, Tree
+
+from fxtui.engine.filters import parse_types
+from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
+from fxtui.ui.columns import BY_KEY, COLUMN_KEYS, hotspots
+from fxtui.ui.filtering import (
+    DEFAULT_FILTER,
+    FilterSpec,
+    describe,
+    in_scope,
+    matches,
+    module_ancestors,
+    shown_ops,
+    visible_modules,
+    with_ops,
+)
+from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.screens.op_filter import OpFilterScreen
+from fxtui.ui.widgets.detail_pane import DetailPane
+from fxtui.ui.widgets.module_tree import Entry, ModuleTree
+from fxtui.ui.widgets.node_table import NodeTable
+from fxtui.ui.widgets.status_bar import StatusBar, ViewState
+
+# Actions that mean nothing until a graph has been traced.
+_NEED_GRAPH = frozenset(
+    {"toggle_pause", "reset", "hottest", "hotspot", "filter_path", "filter_type", "filter_ops", "sort_next",
+     "sort_reverse", "toggle_detail"}
+)
+
+
+class MainScreen(Screen[None]):
+    """Live view of one profiling session."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "toggle_pause", "Pause/Resume"),
+        Binding("r", "reset", "Reset stats"),
+        Binding("backspace", "scope_up", "Up a module"),
+        Binding("h", "hottest", "Hottest child"),
+        Binding("n", "hotspot(1)", "Next hotspot"),
+        Binding("N", "hotspot(-1)", "Prev hotspot", show=False),
+        Binding("slash", "filter_path", "Filter path"),
+        Binding("t", "filter_type", "Filter type", show=False),
+        Binding("o", "filter_ops", "Op types"),
+        Binding("escape", "clear_filters", "Clear filters"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("S", "sort_reverse", "Reverse sort", show=False),
+        Binding("e", "goto_error", "Go to error"),
+        Binding("d", "toggle_detail", "Detail pane", show=False),
+    ]
+
+    def __init__(self, source: SnapshotSource, on_fatal: Callable[[str], None]) -> None:
+        super().__init__()
+        self.source = source
+        self.on_fatal = on_fatal
+        """Called when the session failed before there was anything to show."""
+        self.snapshot: Snapshot | None = None
+        self.graph: GraphInfo | None = None
+        self.spec: FilterSpec = DEFAULT_FILTER
+        self.scope = ""
+        self.selected: str | None = None
+        self.paused = False
+        self.applied = 0
+        """How many snapshots were applied (tests wait on it)."""
+        self._filtered: list[NodeInfo] = []
+        self._ancestry: list[tuple[str, list[str]]] = []
+        self._view: list[NodeInfo] = []
+        self._input_mode: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        yield Static(id="error-banner")
+        with Horizontal(id="body"):
+            yield ModuleTree(id="tree")
+            with Vertical(id="right"):
+                yield NodeTable(id="table")
+                yield DetailPane(id="detail")
+        yield Input(id="filter-input")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#error-banner").display = False
+        self.query_one("#filter-input").display = False
+        self.query_one(NodeTable).focus()
+        self._show_status()
+        self.query_one(DetailPane).show(None, None)
+
+    # -- widgets ------------------------------------------------------------
+
+    @property
+    def table(self) -> NodeTable:
+        """The timing table."""
+        return self.query_one(NodeTable)
+
+    @property
+    def tree(self) -> ModuleTree:
+        """The module tree."""
+        return self.query_one(ModuleTree)
+
+    # -- snapshots ----------------------------------------------------------
+
+    @on(SnapshotReady)
+    def _on_snapshot(self, message: SnapshotReady) -> None:
+        self.apply_snapshot(message.snapshot)
+
+    def apply_snapshot(self, snapshot: Snapshot) -> None:
+        """Show ``snapshot``: numbers change in place; cursor, scroll, selection, sort and filters stay."""
+        if snapshot.state is State.ERROR and snapshot.graph is None and self.graph is None:
+            self.on_fatal(snapshot.message or "loading the model failed")
+            return
+        if snapshot.graph is None and self.graph is not None:
+            # The source failed after tracing: keep the graph and numbers on screen, show the state.
+            snapshot = Snapshot(self.graph, snapshot.state, snapshot.seq, message=snapshot.message,
+                                error=snapshot.error, runs=self.snapshot.runs if self.snapshot else 0,
+                                run_median_s=self.snapshot.run_median_s if self.snapshot else None,
+                                eager_median_s=self.snapshot.eager_median_s if self.snapshot else None,
+                                nodes=self.snapshot.nodes if self.snapshot else {},
+                                modules=self.snapshot.modules if self.snapshot else {})
+        before_error = self.snapshot.error if self.snapshot is not None else None
+        with self.app.batch_update():
+            self.snapshot = snapshot
+            if snapshot.graph is not None and snapshot.graph is not self.graph:
+                self._set_graph(snapshot.graph)
+            elif self.graph is not None:
+                self.table.set_stats(snapshot.nodes)
+            self._show_numbers()
+            self._show_error()
+            self._show_detail()
+            self._show_status()
+        self.applied += 1
+        if snapshot.error != before_error or self.applied == 1:
+            self.refresh_bindings()
+
+    def _set_graph(self, graph: GraphInfo) -> None:
+        self.graph = graph
+        self.table.set_graph(graph)
+        self._apply_filter(self.spec)
+        self.refresh_bindings()
+
+    def _medians(self) -> Mapping[str, NodeStats]:
+        return self.snapshot.nodes if self.snapshot is not None else {}
+
+    def _show_numbers(self) -> None:
+        if self.graph is None or self.snapshot is None:
+            return
+        stats = self.snapshot.nodes
+        totals: dict[str, float] = {}
+        for name, ancestors in self._ancestry:
+            node_stats = stats.get(name)
+            if node_stats is None:
+                continue
+            median = node_stats.median_s
+            for path in ancestors:
+                totals[path] = totals.get(path, 0.0) + median
+        self.tree.update_numbers(totals, stats, self.snapshot.run_median_s or 0.0)
+
+    def _show_error(self) -> None:
+        banner = self.query_one("#error-banner", Static)
+        snapshot = self.snapshot
+        error = snapshot.error if snapshot is not None else None
+        node = error.node if error is not None else None
+        self.table.error_node = node
+        self.tree.error_node = node
+        if error is not None:
+            where = f"in node {node}" if node else "in the model"
+            if node and self.graph is not None and node in self.graph.by_name:
+                where += f" ({self.graph.node(node).target})"
+            runs = f" · {error.runs_failed} failed run{'s' if error.runs_failed != 1 else ''}"
+            hint = " · e: go to it" if node else ""
+            banner.update(Text(f"✖ error {where}: {error.message}{runs}{hint}"))
+            banner.display = True
+        elif snapshot is not None and snapshot.state is State.ERROR:
+            banner.update(Text(f"✖ {snapshot.message or 'the session stopped with an error'}"))
+            banner.display = True
+        else:
+            banner.display = False
+
+    def _show_detail(self) -> None:
+        detail = self.query_one(DetailPane)
+        if self.graph is None or self.selected is None or self.selected not in self.graph.by_name:
+            detail.show(None, None)
+            return
+        error = self.snapshot.error if self.snapshot is not None else None
+        detail.show(self.graph.node(self.selected), self._medians().get(self.selected), error)
+
+    def view_state(self) -> ViewState:
+        """What the status line's second row describes."""
+        table = self.table
+        arrow = "↓" if table.sort_descending else "↑"
+        return ViewState(
+            scope=self.scope,
+            shown=len(self._view),
+            total=len(self.graph.nodes) if self.graph is not None else 0,
+            sort=f"{BY_KEY[table.sort_key].label} {arrow}",
+            filters=describe(self.spec),
+            paused=self.paused,
+        )
+
+    def _show_status(self) -> None:
+        self.query_one(StatusBar).show(self.snapshot, self.view_state())
+
+    # -- filters and scope --------------------------------------------------
+
+    def _apply_filter(self, spec: FilterSpec) -> None:
+        """Filter the tree and the table by ``spec``; empty branches disappear."""
+        self.spec = spec
+        graph = self.graph
+        if graph is None:
+            self._show_status()
+            return
+        self._filtered = [n for n in graph.nodes if matches(n, spec)]
+        self._ancestry = [(n.name, module_ancestors(n.module_path)) for n in self._filtered]
+        modules = visible_modules(graph, self._filtered)
+        with self.app.batch_update():
+            self.tree.show(graph, modules, {n.name for n in self._filtered})
+            if self.scope not in modules:
+                self.scope = next(p for p in reversed(module_ancestors(self.scope)) if p in modules)
+            self._set_view()
+            self._show_numbers()
+            self._show_status()
+        self.refresh_bindings()
+
+    def _set_view(self) -> None:
+        """Show the filtered nodes at or below the scope in the table."""
+        self._view = [n for n in self._filtered if in_scope(n.module_path, self.scope)]
+        self.table.set_nodes(self._view, self._medians())
+        if self.table.cursor_name != self.selected:
+            self.select_node(self.table.cursor_name, origin="table", reveal=False)
+
+    def set_scope(self, path: str, *, reveal: bool = True) -> None:
+        """Show the subtree of module ``path`` in the table (the tree's cursor follows when ``reveal``)."""
+        if self.graph is None or path not in self.graph.modules:
+            return
+        self.scope = path
+        with self.app.batch_update():
+            self._set_view()
+            if reveal:
+                self.tree.reveal(Entry("module", path))
+            self._show_status()
+        self.refresh_bindings()
+
+    def select_node(self, name: str | None, *, origin: str = "key", reveal: bool = True) -> None:
+        """Select node ``name`` in the table, the tree (when ``reveal``) and the detail pane."""
+        if name is None:
+            self.selected = None
+            self._show_detail()
+            return
+        if name == self.selected and origin != "key":
+            return
+        self.selected = name
+        if origin != "table":
+            self.table.move_to(name)
+        if origin != "tree" and reveal:
+            self.tree.reveal(Entry("node", name))
+        self._show_detail()
+
+    # -- widget events ------------------------------------------------------
+
+    @on(NodeTable.Highlighted)
+    def _table_moved(self, message: NodeTable.Highlighted) -> None:
+        self.select_node(message.name, origin="table")
+
+    @on(NodeTable.SortRequested)
+    def _header_clicked(self, message: NodeTable.SortRequested) -> None:
+        table = self.table
+        if message.key == table.sort_key:
+            table.sort_by(message.key, not table.sort_descending)
+        else:
+            table.sort_by(message.key)
+        self._show_status()
+
+    @on(Tree.NodeHighlighted)
+    def _tree_moved(self, message: Tree.NodeHighlighted[Entry]) -> None:
+        entry = message.node.data
+        if entry is not None and entry.kind == "node" and entry.key != self.selected:
+            if entry.key in {n.name for n in self._view}:
+                self.select_node(entry.key, origin="tree")
+            else:
+                # A node outside the current scope: widen the scope to its module so the table can show it.
+                node = self.graph.node(entry.key) if self.graph is not None else None
+                if node is not None:
+                    self.set_scope(node.module_path, reveal=False)
+                    self.select_node(entry.key, origin="tree")
+
+    @on(Tree.NodeSelected)
+    def _tree_selected(self, message: Tree.NodeSelected[Entry]) -> None:
+        entry = message.node.data
+        if entry is None:
+            return
+        if entry.kind == "module":
+            message.node.expand()
+            self.set_scope(entry.key, reveal=False)
+        else:
+            self.select_node(entry.key, origin="tree")
+
+    # -- actions ------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide keys that do nothing in the current state."""
+        if action in _NEED_GRAPH and self.graph is None:
+            return False
+        if action == "scope_up":
+            return self.scope != ""
+        if action == "clear_filters":
+            return self._input_mode is not None or self.spec != DEFAULT_FILTER
+        if action == "goto_error":
+            error = self.snapshot.error if self.snapshot is not None else None
+            return error is not None and error.node is not None
+        return True
+
+    def action_toggle_pause(self) -> None:
+        """Pause the reruns, or resume them."""
+        self.paused = not self.paused
+        if self.paused:
+            self.source.pause()
+        else:
+            self.source.resume()
+        self._show_status()
+
+    def action_reset(self) -> None:
+        """Forget the statistics so far."""
+        self.source.reset()
+        self.notify("statistics reset", timeout=2)
+
+    def action_scope_up(self) -> None:
+        """Show the parent module's subtree."""
+        if self.scope:
+            self.set_scope(self.scope.rpartition(".")[0])
+
+    def action_hottest(self) -> None:
+        """Go to the hottest child of the current module; repeated, it walks the hottest path down to a node."""
+        graph = self.graph
+        if graph is None:
+            return
+        module = graph.modules[self.scope]
+        shown = {n.name for n in self._view}
+        stats = self._medians()
+        totals = self.tree.totals
+        candidates: list[tuple[float, Entry]] = [
+            (totals.get(child, 0.0), Entry("module", child)) for child in module.children if child in totals
+        ]
+        candidates += [
+            (stats[name].median_s if name in stats else 0.0, Entry("node", name))
+            for name in module.nodes if name in shown
+        ]
+        if not candidates:
+            self.app.bell()
+            return
+        _, best = max(candidates, key=lambda c: c[0])
+        if best.kind == "module":
+            self.set_scope(best.key)
+        else:
+            self.select_node(best.key)
+
+    def action_hotspot(self, step: int) -> None:
+        """Select the next (1) or previous (-1) node by median in the current view."""
+        order = hotspots(self._view, self._medians())
+        if not order:
+            return
+        if self.selected in order:
+            index = (order.index(self.selected) + step) % len(order)
+        else:
+            index = 0 if step > 0 else len(order) - 1
+        self.select_node(order[index])
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column."""
+        table = self.table
+        table.sort_by(COLUMN_KEYS[(COLUMN_KEYS.index(table.sort_key) + 1) % len(COLUMN_KEYS)])
+        self._show_status()
+
+    def action_sort_reverse(self) -> None:
+        """Reverse the sort order."""
+        table = self.table
+        table.sort_by(table.sort_key, not table.sort_descending)
+        self._show_status()
+
+    def action_toggle_detail(self) -> None:
+        """Show or hide the detail pane."""
+        detail = self.query_one(DetailPane)
+        detail.display = not detail.display
+
+    def action_goto_error(self) -> None:
+        """Select the node that raised."""
+        error = self.snapshot.error if self.snapshot is not None else None
+        if error is None or error.node is None or self.graph is None or error.node not in self.graph.by_name:
+            return
+        node = self.graph.node(error.node)
+        if not matches(node, self.spec):
+            self._apply_filter(with_ops(self.spec, shown_ops(self.spec) | {node.op}))
+        if not in_scope(node.module_path, self.scope):
+            self.set_scope("", reveal=False)
+        self.select_node(error.node)
+        self.table.focus()
+
+    def _open_input(self, mode: str, value: str, placeholder: str) -> None:
+        box = self.query_one("#filter-input", Input)
+        self._input_mode = mode
+        box.placeholder = placeholder
+        box.value = value
+        box.display = True
+        box.focus()
+        self.refresh_bindings()
+
+    def action_filter_path(self) -> None:
+        """Filter by module path: a glob (layer[12]*) or a substring."""
+        self._open_input("path", self.spec.path, "module path: glob like layer[12]* or a substring · Esc clears")
+
+    def action_filter_type(self) -> None:
+        """Filter by target type (Conv2d, add …)."""
+        self._open_input("type", ",".join(sorted(self.spec.types)), "target types, comma separated: Conv2d,add")
+
+    def action_filter_ops(self) -> None:
+        """Choose which op types are shown."""
+
+        def chosen(ops: frozenset[str] | None) -> None:
+            if ops is not None:
+                self._apply_filter(with_ops(self.spec, ops))
+
+        self.app.push_screen(OpFilterScreen(shown_ops(self.spec)), chosen)
+
+    def _close_input(self) -> None:
+        box = self.query_one("#filter-input", Input)
+        box.display = False
+        self._input_mode = None
+        self.table.focus()
+        self.refresh_bindings()
+
+    @on(Input.Submitted, "#filter-input")
+    def _filter_submitted(self, message: Input.Submitted) -> None:
+        value = message.value.strip()
+        if self._input_mode == "path":
+            spec = FilterSpec(ops=self.spec.ops, path=value, types=self.spec.types)
+        else:
+            spec = FilterSpec(ops=self.spec.ops, path=self.spec.path, types=parse_types(value))
+        self._close_input()
+        self._apply_filter(spec)
+
+    def action_clear_filters(self) -> None:
+        """Esc: clear the filter being typed, or else the path and type filters."""
+        if self._input_mode == "path":
+            spec = FilterSpec(ops=self.spec.ops, path="", types=self.spec.types)
+            self._close_input()
+        elif self._input_mode == "type":
+            spec = FilterSpec(ops=self.spec.ops, path=self.spec.path, types=frozenset())
+            self._close_input()
+        elif self.spec.path or self.spec.types:
+            spec = FilterSpec(ops=self.spec.ops)
+        else:
+            spec = DEFAULT_FILTER
+        self._apply_filter(spec)

@@ -1,0 +1,229 @@
+"""The module tree: root → layer1 → layer1.0 → its FX nodes, each with its time and share.
+
+Branches are populated only when first expanded, so a graph of ten thousand nodes
+costs only the rows a user has opened. Labels are drawn from the current totals
+when a line is rendered, so a refresh changes numbers without touching tree nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from fxtui.engine.snapshot import GraphInfo, NodeStats
+from fxtui.engine.units import format_pct, format_seconds
+from fxtui.ui.filtering import module_ancestors
+
+BAR_WIDTH = 8
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What a tree line stands for: a module path or a node name."""
+
+    kind: str
+    """``"module"`` or ``"node"``."""
+    key: str
+
+
+def bar(fraction: float, width: int = BAR_WIDTH) -> str:
+    """A left-aligned bar of eighth-blocks, ``width`` cells wide, for ``fraction`` in [0, 1]."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (_BLOCKS[part] if part else "")
+    return text.ljust(width)
+
+
+class ModuleTree(Tree[Entry]):
+    """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "module-tree--time",
+        "module-tree--bar",
+        "module-tree--dim",
+        "module-tree--leaf-fallback",
+        "module-tree--error",
+    }
+
+    DEFAULT_CSS = """
+    ModuleTree > .module-tree--time { color: $text-muted; }
+    ModuleTree > .module-tree--bar { color: $primary; }
+    ModuleTree > .module-tree--dim { color: $text-muted; }
+    ModuleTree > .module-tree--leaf-fallback { color: $warning; text-style: bold; }
+    ModuleTree > .module-tree--error { color: $error; text-style: bold; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Space pauses the session everywhere; the tree's own toggle moves to the arrow keys.
+        Binding("space", "screen.toggle_pause", "Pause/resume", show=False),
+        Binding("right", "expand_cursor", "Expand", show=False),
+        Binding("left", "collapse_cursor", "Collapse", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("model", data=Entry("module", ""), id=id)
+        self.auto_expand = False
+        self.guide_depth = 3
+        self._graph: GraphInfo | None = None
+        self._visible_modules: set[str] = {""}
+        self._visible_nodes: set[str] = set()
+        self._module_nodes: dict[str, TreeNode[Entry]] = {}
+        self._leaf_nodes: dict[str, TreeNode[Entry]] = {}
+        self._populated: set[str] = set()
+        self.totals: Mapping[str, float] = {}
+        self.stats: Mapping[str, NodeStats] = {}
+        self.run_s: float = 0.0
+        self.error_node: str | None = None
+
+    # -- structure ----------------------------------------------------------
+
+    def show(self, graph: GraphInfo, visible_modules: set[str], visible_nodes: set[str]) -> None:
+        """(Re)build the tree for ``graph`` keeping only visible branches; expanded entries stay expanded."""
+        expanded = {path for path, node in self._module_nodes.items() if node.is_expanded} or {""}
+        cursor = self.cursor_node.data if self.cursor_node is not None else None
+        self._graph = graph
+        self._visible_modules = visible_modules
+        self._visible_nodes = visible_nodes
+        self.clear()
+        self.root.data = Entry("module", "")
+        self.root.set_label(graph.model)
+        self._module_nodes = {"": self.root}
+        self._leaf_nodes = {}
+        self._populated = set()
+        self._populate(self.root)
+        self.root.expand()
+        for path in sorted(expanded, key=lambda p: p.count(".") if p else -1):
+            node = self._module_nodes.get(path)
+            if node is not None:
+                self._populate(node)
+                node.expand()
+        if cursor is not None:
+            self.reveal(cursor)
+
+    def _populate(self, node: TreeNode[Entry]) -> None:
+        assert self._graph is not None and node.data is not None
+        path = node.data.key
+        if path in self._populated:
+            return
+        self._populated.add(path)
+        info = self._graph.modules[path]
+        for child in info.children:
+            if child in self._visible_modules:
+                self._module_nodes[child] = node.add(child.rpartition(".")[2], data=Entry("module", child))
+        for name in info.nodes:
+            if name in self._visible_nodes:
+                self._leaf_nodes[name] = node.add_leaf(name, data=Entry("node", name))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
+        """Fill a branch the first time it opens."""
+        self._populate(event.node)
+
+    def action_expand_cursor(self) -> None:
+        """Open the module under the cursor."""
+        node = self.cursor_node
+        if node is not None and node.allow_expand:
+            self._populate(node)
+            node.expand()
+
+    def action_collapse_cursor(self) -> None:
+        """Close the module under the cursor, or go to its parent."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None:
+            self.move_cursor(node.parent)
+
+    def reveal(self, entry: Entry) -> bool:
+        """Open the branches down to ``entry`` and put the cursor on it; False when it is filtered out."""
+        if self._graph is None:
+            return False
+        path = entry.key if entry.kind == "module" else self._graph.node(entry.key).module_path
+        for ancestor in module_ancestors(path)[: None if entry.kind == "node" else -1]:
+            node = self._module_nodes.get(ancestor)
+            if node is None:
+                return False
+            self._populate(node)
+            node.expand()
+        target = self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key)
+        if target is None:
+            return False
+        if self.cursor_node is not target:
+            _ = self.last_line  # lay out the lines just expanded, so the target knows its line
+            self.move_cursor(target)
+        return True
+
+    @property
+    def cursor_entry(self) -> Entry | None:
+        """What the cursor is on."""
+        node = self.cursor_node
+        return node.data if node is not None else None
+
+    def visible_entries(self) -> list[str]:
+        """The keys of the entries currently listed (expanded branches only), top to bottom."""
+        out = []
+        for line in range(self.last_line + 1):
+            node = self.get_node_at_line(line)
+            if node is not None and node.data is not None:
+                out.append(node.data.key)
+        return out
+
+    # -- numbers ------------------------------------------------------------
+
+    def update_numbers(self, totals: Mapping[str, float], stats: Mapping[str, NodeStats], run_s: float) -> None:
+        """New inclusive module times and node statistics; labels redraw, structure stays."""
+        self.totals = totals
+        self.stats = stats
+        self.run_s = run_s
+        # Labels are computed in render_label; bumping the tree's update counter makes its
+        # line cache miss once, instead of calling set_label (a callback each) per node.
+        self._updates += 1
+        self.refresh()
+
+    def label_text(self, entry: Entry) -> str:
+        """The plain text of an entry's label (what a user reads)."""
+        return self._label_for(entry).plain
+
+    def _label_for(self, entry: Entry) -> Text:
+        graph = self._graph
+        if graph is None:
+            return Text("model")
+        if entry.kind == "module":
+            info = graph.modules[entry.key]
+            name = graph.model if entry.key == "" else entry.key.rpartition(".")[2]
+            seconds = self.totals.get(entry.key)
+            kind = info.class_name
+        else:
+            node = graph.node(entry.key)
+            name = entry.key
+            stats = self.stats.get(entry.key)
+            seconds = stats.median_s if stats is not None else None
+            kind = node.type_name
+        share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
+        text = Text()
+        text.append(f"{name} ")
+        text.append(kind, style=self.get_component_rich_style("module-tree--dim", partial=True))
+        if entry.kind == "module" and graph.modules[entry.key].leaf_fallback:
+            text.append(" [leaf]", style=self.get_component_rich_style("module-tree--leaf-fallback", partial=True))
+        if entry.kind == "node" and entry.key == self.error_node:
+            text.append(" ✖", style=self.get_component_rich_style("module-tree--error", partial=True))
+        text.append(f" {format_seconds(seconds):>9} {format_pct(share):>6} ",
+                    style=self.get_component_rich_style("module-tree--time", partial=True))
+        text.append(bar((share or 0.0) / 100.0), style=self.get_component_rich_style("module-tree--bar", partial=True))
+        return text
+
+    def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
+        """The label with current numbers, behind the expand/collapse icon."""
+        label = self._label_for(node.data) if node.data is not None else Text(str(node.label))
+        label.stylize(style)
+        prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
+        return Text.assemble((prefix, base_style), label)

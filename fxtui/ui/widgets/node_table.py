@@ -1,0 +1,258 @@
+"""The timing table: one row per FX node, rendered only where it is on screen.
+
+A ``DataTable`` keeps a styled cell object per cell; refreshing ten thousand rows of
+changing medians means tens of thousands of ``update_cell`` calls a few times a
+second. This table keeps only the row order (names) and reads the current
+statistics when a line is drawn, so a refresh costs one sort plus the rows in view.
+The cursor and the selection are keyed by node name, so they survive re-sorting,
+filtering and refreshes; the scroll position is left where the user put it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats
+from fxtui.ui.columns import BY_KEY, COLUMNS, Column, sort_names
+
+
+class NodeTable(ScrollView, can_focus=True):
+    """Per-node timings under the selected module, sorted by any column."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "node-table--header",
+        "node-table--sorted",
+        "node-table--cursor",
+        "node-table--noisy",
+        "node-table--error",
+    }
+
+    DEFAULT_CSS = """
+    NodeTable {
+        background: $surface;
+        scrollbar-gutter: stable;
+    }
+    NodeTable > .node-table--header { background: $panel; color: $foreground; text-style: bold; }
+    NodeTable > .node-table--sorted { background: $panel; color: $accent; text-style: bold; }
+    NodeTable > .node-table--cursor { background: $block-cursor-blurred-background; }
+    NodeTable:focus > .node-table--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    NodeTable > .node-table--noisy { color: $warning; }
+    NodeTable > .node-table--error { color: $error; text-style: bold; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "First row", show=False),
+        Binding("end", "edge(1)", "Last row", show=False),
+    ]
+
+    class Highlighted(Message):
+        """The user moved the cursor onto the node called ``name``."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    class SortRequested(Message):
+        """The user clicked the header of column ``key``."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.columns: tuple[Column, ...] = COLUMNS
+        self._widths: dict[str, int] = {c.key: c.width for c in COLUMNS}
+        self._graph: GraphInfo | None = None
+        self._shown: list[NodeInfo] = []
+        self._stats: Mapping[str, NodeStats] = {}
+        self._keys: list[str] = []
+        self._index: dict[str, int] = {}
+        self.sort_key = "median"
+        self.sort_descending = True
+        self.cursor_name: str | None = None
+        self.error_node: str | None = None
+
+    # -- data ---------------------------------------------------------------
+
+    @property
+    def row_names(self) -> Sequence[str]:
+        """Node names in display order."""
+        return self._keys
+
+    @property
+    def cursor_row(self) -> int:
+        """Index of the cursor's row, or -1 when the table is empty."""
+        return self._index.get(self.cursor_name, -1) if self.cursor_name is not None else -1
+
+    def cell_text(self, name: str, column: str) -> str:
+        """What the table shows for node ``name`` in column ``column``."""
+        info = self._graph.node(name) if self._graph else None
+        if info is None:
+            raise KeyError(name)
+        return BY_KEY[column].cell(info, self._stats.get(name))
+
+    def set_graph(self, graph: GraphInfo) -> None:
+        """Size the descriptive columns to fit ``graph``'s names (within limits)."""
+        self._graph = graph
+        for key, limit in (("node", 34), ("target", 28), ("module", 26), ("shape", 20)):
+            column = BY_KEY[key]
+            longest = max((len(column.cell(n, None)) for n in graph.nodes), default=0)
+            self._widths[key] = max(len(column.label), min(limit, longest))
+
+    def set_nodes(self, nodes: list[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
+        """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown."""
+        self._shown = nodes
+        self._stats = stats
+        self._resort()
+
+    def set_stats(self, stats: Mapping[str, NodeStats]) -> None:
+        """New statistics for the same nodes."""
+        self._stats = stats
+        self._resort()
+
+    def sort_by(self, key: str, descending: bool | None = None) -> None:
+        """Sort by column ``key``; numbers start largest first, text in order."""
+        self.sort_key = key
+        self.sort_descending = BY_KEY[key].numeric if descending is None else descending
+        self._resort()
+
+    def _resort(self) -> None:
+        keys = sort_names(self._shown, self._stats, self.sort_key, self.sort_descending)
+        if keys != self._keys:
+            self._keys = keys
+            self._index = {k: i for i, k in enumerate(keys)}
+        if self.cursor_name not in self._index:
+            self.cursor_name = keys[0] if keys else None
+        width = sum(self._widths.values()) + len(self.columns)
+        self.virtual_size = Size(width, len(keys) + 1)
+        self.refresh()
+
+    # -- cursor -------------------------------------------------------------
+
+    def move_to(self, name: str | None, *, scroll: bool = True) -> None:
+        """Put the cursor on node ``name`` (if shown) and scroll it into view."""
+        if name is None or name not in self._index:
+            return
+        self.cursor_name = name
+        if scroll:
+            self._scroll_to_cursor()
+        self.refresh()
+
+    def _visible_rows(self) -> int:
+        return max(1, self.size.height - 1)
+
+    def _scroll_to_cursor(self) -> None:
+        row = self.cursor_row
+        if row < 0:
+            return
+        top = round(self.scroll_y)
+        if row < top:
+            self.scroll_to(y=row, animate=False)
+        elif row >= top + self._visible_rows():
+            self.scroll_to(y=row - self._visible_rows() + 1, animate=False)
+
+    def _user_move(self, row: int) -> None:
+        if not self._keys:
+            return
+        row = max(0, min(len(self._keys) - 1, row))
+        name = self._keys[row]
+        changed = name != self.cursor_name
+        self.move_to(name)
+        if changed:
+            self.post_message(self.Highlighted(name))
+
+    def action_cursor(self, delta: int) -> None:
+        """Move the cursor ``delta`` rows."""
+        self._user_move(self.cursor_row + delta)
+
+    def action_page(self, direction: int) -> None:
+        """Move the cursor a screenful."""
+        self._user_move(self.cursor_row + direction * self._visible_rows())
+
+    def action_edge(self, end: int) -> None:
+        """Move the cursor to the first (0) or last (1) row."""
+        self._user_move(len(self._keys) - 1 if end else 0)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the header sorts by that column; on a row, selects it."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y == 0:
+            x = offset.x + round(self.scroll_x)
+            for column in self.columns:
+                width = self._widths[column.key] + 1
+                if x < width:
+                    self.post_message(self.SortRequested(column.key))
+                    return
+                x -= width
+            return
+        self._user_move(round(self.scroll_y) + offset.y - 1)
+
+    # -- drawing ------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        """Line 0 is the header (it does not scroll vertically); the others are rows."""
+        width = self.size.width
+        scroll_x = round(self.scroll_x)
+        base = self.rich_style
+        if y == 0:
+            strip = self._header(base)
+        else:
+            row = round(self.scroll_y) + y - 1
+            if row >= len(self._keys) or self._graph is None:
+                return Strip.blank(width, base)
+            strip = self._row(self._keys[row], base)
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
+
+    def _header(self, base: Style) -> Strip:
+        header = base + self.get_component_rich_style("node-table--header")
+        sorted_style = base + self.get_component_rich_style("node-table--sorted")
+        segments = []
+        for column in self.columns:
+            label = column.label
+            style = header
+            if column.key == self.sort_key:
+                label = f"{label}{'↓' if self.sort_descending else '↑'}"
+                style = sorted_style
+            segments.append(Segment(self._fit(label, column) + " ", style))
+        return Strip(segments)
+
+    def _row(self, name: str, base: Style) -> Strip:
+        assert self._graph is not None
+        info = self._graph.node(name)
+        stats = self._stats.get(name)
+        style = base
+        if name == self.cursor_name:
+            style = base + self.get_component_rich_style("node-table--cursor")
+        segments = []
+        for column in self.columns:
+            text = column.cell(info, stats)
+            cell_style = style
+            if column.key == "noisy" and text.strip():
+                cell_style = style + self.get_component_rich_style("node-table--noisy")
+            if column.key == "node" and name == self.error_node:
+                cell_style = style + self.get_component_rich_style("node-table--error")
+            segments.append(Segment(self._fit(text, column) + " ", cell_style))
+        return Strip(segments)
+
+    def _fit(self, text: str, column: Column) -> str:
+        width = self._widths[column.key]
+        if len(text) > width:
+            text = text[: width - 1] + "…"
+        return text.rjust(width) if column.numeric else text.ljust(width)

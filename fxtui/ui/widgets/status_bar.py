@@ -1,0 +1,75 @@
+"""The status line: what is profiled, how it is going, and what the view shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Static
+
+from fxtui.engine.snapshot import Snapshot, State
+from fxtui.engine.units import format_ratio, format_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class ViewState:
+    """What the status line says about the view (not the session)."""
+
+    scope: str = ""
+    shown: int = 0
+    total: int = 0
+    sort: str = "median ↓"
+    filters: str = "none"
+    paused: bool = False
+
+
+def state_text(snapshot: Snapshot | None, paused: bool) -> str:
+    """The session's state as the user should read it now (a key press shows at once)."""
+    if snapshot is None:
+        return "starting"
+    if paused:
+        return State.PAUSED.value
+    if snapshot.state is State.PAUSED:
+        return "resuming"
+    return snapshot.state.value
+
+
+def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
+    """First line: state (first, so a narrow terminal never cuts it), model, inputs, runs, medians, fidelity."""
+    text = Text()
+    state = state_text(snapshot, paused)
+    text.append(f"● {state}", style="bold reverse" if state in ("paused", "error") else "bold")
+    if snapshot is not None and snapshot.message and snapshot.message != state:
+        text.append(f" {snapshot.message}")
+    graph = snapshot.graph if snapshot is not None else None
+    if snapshot is not None and graph is not None:
+        text.append(" │ ")
+        text.append(graph.model, style="bold")
+        text.append(f" {' '.join(graph.inputs)} {graph.dtype} {graph.threads}thr")
+        text.append(f" │ {snapshot.runs} runs · run {format_seconds(snapshot.run_median_s)}")
+        text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(snapshot.fidelity)}")
+    return text
+
+
+def view_line(view: ViewState) -> Text:
+    """Second line: the scope, how many nodes are shown, sort, filters."""
+    text = Text()
+    text.append("view ")
+    text.append(view.scope or "(root)", style="bold")
+    text.append(f" · {view.shown}/{view.total} nodes · sort {view.sort} · filter ")
+    text.append(view.filters, style="bold" if view.filters != "none" else "")
+    return text
+
+
+class StatusBar(Static):
+    """Two lines at the top: the session, then the view."""
+
+    DEFAULT_CSS = """
+    /* Each line keeps its own row on a narrow terminal: cut short rather than wrapped. */
+    StatusBar { height: 2; background: $panel; color: $foreground; padding: 0 1;
+                text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def show(self, snapshot: Snapshot | None, view: ViewState) -> None:
+        """Redraw from the latest snapshot and view."""
+        self.update(Text("\n").join([session_line(snapshot, view.paused), view_line(view)]))
