@@ -14,7 +14,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from fxtui.engine.errors import FxtuiError
 
@@ -29,7 +29,25 @@ A file.py TARGET is executed as Python code: only name files you trust.
 
 On a terminal fxtui opens the live app; with --once, or when stdout is not a
 terminal, it profiles --runs runs and prints a table.
+
+fxtui diff BEFORE.json AFTER.json compares two runs saved with --save.
 """
+
+
+# What fxtui prints beyond ASCII, and what it prints instead where the terminal's
+# encoding (a non-UTF-8 locale) cannot show it.
+_ASCII = str.maketrans({"×": "x", "µ": "u", "Σ": "sum ", "−": "-", "…": "...", "→": "->", "Δ": "d", "÷": "/"})
+
+
+def _say(text: str, file: TextIO | None = None) -> None:
+    """Print ``text``, falling back to ASCII where the stream cannot encode it."""
+    stream = file or sys.stdout
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = text.translate(_ASCII).encode(encoding, "replace").decode(encoding, "replace")
+    print(text, file=stream)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,9 +116,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
     t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
     e = p.add_argument_group("export (written whole or not at all)")
-    e.add_argument("--json", metavar="FILE", help="rows, modules and metadata as JSON")
+    e.add_argument(
+        "--json",
+        "--save",
+        metavar="FILE",
+        help="rows, modules and metadata as versioned JSON (compare two with fxtui diff)",
+    )
     e.add_argument("--csv", metavar="FILE", help="one line per node")
     e.add_argument("--chrome-trace", metavar="FILE", help="one representative run for Perfetto / chrome://tracing")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def build_diff_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``fxtui diff BEFORE AFTER``."""
+    p = _Parser(prog="fxtui diff", description="Compare two runs saved with --save (or --json).")
+    p.add_argument("before", metavar="BEFORE", help="the earlier run's JSON")
+    p.add_argument("after", metavar="AFTER", help="the later run's JSON")
+    p.add_argument("--top", type=_count("--top", 0), default=20, metavar="N", help="nodes to show (0: all)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -110,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
+        if argv[:1] == ["diff"]:
+            return _diff(build_diff_parser().parse_args(argv[1:]))
         args = build_parser().parse_args(argv)
         if args.once or not sys.stdout.isatty():
             return _headless(args)
@@ -117,15 +152,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FxtuiError as e:
         if debug:
             traceback.print_exc()
-        print(f"fxtui: {e}", file=sys.stderr)
+        _say(f"fxtui: {e}", sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("fxtui: interrupted", file=sys.stderr)
+        _say("fxtui: interrupted", sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (fxtui … | head): not an error. Point stdout at
+        # /dev/null so the interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:  # a bug in fxtui rather than in the user's input
         if debug:
             traceback.print_exc()
-        print(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", file=sys.stderr)
+        _say(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", sys.stderr)
         return EXIT_INTERNAL
 
 
@@ -174,11 +214,17 @@ def _headless(args: argparse.Namespace) -> int:
             raise FxtuiError(f"every run failed; last: {session.last_error.message}")
         raise FxtuiError("interrupted before the first profiled run; nothing to report")
     report = make_report(session, timeline=bool(args.chrome_trace), warnings=warnings)
-    print(report.header())
-    print()
-    print(report.table(sort=args.sort, top=args.top or None, spec=spec))
+    _say(report.header() + "\n")
+    _say(report.table(sort=args.sort, top=args.top or None, spec=spec))
     for path in export(report, json_path=args.json, csv_path=args.csv, trace_path=args.chrome_trace):
-        print(f"wrote {path}")
+        _say(f"wrote {path}")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from fxtui.engine.diff import diff_files
+
+    _say(diff_files(args.before, args.after).table(top=args.top or None))
     return 0
 
 

@@ -437,7 +437,17 @@ def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise FxtuiError(f"{p} is damaged: its rows are not fxtui node rows")
     if not isinstance(data.get("metadata"), dict) or not isinstance(data.get("modules"), list):
         raise FxtuiError(f"{p} is damaged: metadata or modules are missing")
+    if not all(_valid_module(m) for m in data["modules"]):
+        raise FxtuiError(f"{p} is damaged: its modules are not fxtui module rows")
     return data
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _valid_module(row: object) -> bool:
+    return isinstance(row, dict) and isinstance(row.get("path"), str) and _is_number(row.get("inclusive_s"))
 
 
 def _valid_row(row: object) -> bool:
@@ -445,6 +455,5 @@ def _valid_row(row: object) -> bool:
         isinstance(row, dict)
         and isinstance(row.get("name"), str)
         and isinstance(row.get("module_path"), str)
-        and isinstance(row.get("median_s"), (int, float))
-        and not isinstance(row.get("median_s"), bool)
+        and _is_number(row.get("median_s"))
     )

@@ -1,0 +1,158 @@
+"""Compare two saved runs: per node and per module change of the median, totals first.
+
+Works on the JSON that ``--json``/``--save`` write (validated by
+:func:`~fxtui.engine.report.load_json`), so it needs neither torch nor the model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import tabulate
+
+from fxtui.engine.report import load_json
+from fxtui.engine.units import format_seconds
+
+
+@dataclass(frozen=True)
+class Change:
+    """One node or module present in both runs."""
+
+    name: str
+    module_path: str
+    before_s: float
+    after_s: float
+
+    @property
+    def delta_s(self) -> float:
+        """After minus before."""
+        return self.after_s - self.before_s
+
+    @property
+    def delta_pct(self) -> float | None:
+        """Change relative to before, in percent (None when before was zero)."""
+        return 100.0 * self.delta_s / self.before_s if self.before_s else None
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Everything that changed between two saved runs."""
+
+    before: dict[str, Any]
+    """Metadata of the first run."""
+    after: dict[str, Any]
+    nodes: list[Change]
+    """Nodes in both runs, largest absolute change first."""
+    modules: list[Change]
+    only_before: list[str]
+    """Nodes that exist only in the first run (e.g. removed by a fusion)."""
+    only_after: list[str]
+
+    @property
+    def run(self) -> Change:
+        """The profiled-run medians."""
+        return Change("run", "", self.before.get("run_median_s") or 0.0, self.after.get("run_median_s") or 0.0)
+
+    @property
+    def eager(self) -> Change:
+        """The uninstrumented-run medians."""
+        return Change("eager", "", self.before.get("eager_median_s") or 0.0, self.after.get("eager_median_s") or 0.0)
+
+    def table(self, top: int | None = 20) -> str:
+        """Totals, then nodes by absolute change, modules, and nodes found in one run only."""
+        lines = [
+            f"before     {_describe(self.before)}",
+            f"after      {_describe(self.after)}",
+            f"run        {_change_text(self.run)} (profiled median)",
+            f"uninstr.   {_change_text(self.eager)} (uninstrumented median)",
+            "",
+        ]
+        rows = self.nodes[:top] if top else self.nodes
+        lines.append(
+            tabulate.tabulate(
+                [_row(c, c.name) for c in rows],
+                headers=["node", "module path", "before", "after", "Δ", "Δ%"],
+                disable_numparse=True,
+            )
+        )
+        if top and len(self.nodes) > top:
+            lines.append(f"… {len(self.nodes) - top} more nodes (--top 0 shows all)")
+        if self.only_before:
+            lines.append(f"\nonly in before ({len(self.only_before)}): " + ", ".join(self.only_before))
+        if self.only_after:
+            lines.append(f"only in after ({len(self.only_after)}): " + ", ".join(self.only_after))
+        mods = [m for m in self.modules if m.name][: top or None]
+        if mods:
+            lines.append("")
+            lines.append(
+                tabulate.tabulate(
+                    [_row(c, c.name)[1:] for c in mods],
+                    headers=["module path", "before", "after", "Δ", "Δ%"],
+                    disable_numparse=True,
+                )
+            )
+        return "\n".join(lines)
+
+
+def diff_files(before: str | os.PathLike[str], after: str | os.PathLike[str]) -> RunDiff:
+    """Load and compare two saved runs; FxtuiError when either is not an fxtui report."""
+    return diff_reports(load_json(before), load_json(after))
+
+
+def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> RunDiff:
+    """Compare two loaded reports (the dictionaries ``Report.to_dict`` produces)."""
+    b_rows = {r["name"]: r for r in before["rows"]}
+    a_rows = {r["name"]: r for r in after["rows"]}
+    nodes = [
+        Change(name, a_rows[name]["module_path"], float(b_rows[name]["median_s"]), float(a_rows[name]["median_s"]))
+        for name in b_rows
+        if name in a_rows
+    ]
+    b_mods = {m.get("path"): m for m in before["modules"] if isinstance(m, dict)}
+    a_mods = {m.get("path"): m for m in after["modules"] if isinstance(m, dict)}
+    modules = [
+        Change(str(p), str(p), float(b_mods[p].get("inclusive_s", 0.0)), float(a_mods[p].get("inclusive_s", 0.0)))
+        for p in b_mods
+        if p in a_mods
+    ]
+    by_size = lambda c: (-abs(c.delta_s), c.name)  # noqa: E731
+    return RunDiff(
+        before=before["metadata"],
+        after=after["metadata"],
+        nodes=sorted(nodes, key=by_size),
+        modules=sorted(modules, key=by_size),
+        only_before=[n for n in b_rows if n not in a_rows],
+        only_after=[n for n in a_rows if n not in b_rows],
+    )
+
+
+def _describe(meta: dict[str, Any]) -> str:
+    inputs = ", ".join(str(i) for i in meta.get("inputs", []))
+    threads, runs = meta.get("threads", "?"), meta.get("runs", "?")
+    return f"{meta.get('model', '?')}   inputs {inputs}   threads {threads}   runs {runs}"
+
+
+def _pct_text(pct: float | None) -> str:
+    return "–" if pct is None else f"{pct:+.1f}%".replace("-", "−")
+
+
+def _change_text(c: Change) -> str:
+    sign = "+" if c.delta_s >= 0 else "−"
+    return (
+        f"{format_seconds(c.before_s)} → {format_seconds(c.after_s)}   "
+        f"Δ {sign}{format_seconds(abs(c.delta_s))} ({_pct_text(c.delta_pct)})"
+    )
+
+
+def _row(c: Change, name: str) -> list[str]:
+    sign = "+" if c.delta_s >= 0 else "−"
+    return [
+        name,
+        c.module_path or "(root)",
+        format_seconds(c.before_s),
+        format_seconds(c.after_s),
+        sign + format_seconds(abs(c.delta_s)),
+        _pct_text(c.delta_pct),
+    ]

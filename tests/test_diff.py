@@ -1,0 +1,59 @@
+"""fxtui diff: two saved runs compared per node and per module."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fxtui.cli import main
+from fxtui.engine.diff import diff_reports
+from fxtui.engine.report import SCHEMA, SCHEMA_VERSION
+
+
+def saved(rows: dict[str, float], modules: dict[str, float], run: float) -> dict:
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "metadata": {
+            "model": "m",
+            "inputs": ["1×4"],
+            "threads": 1,
+            "runs": 5,
+            "run_median_s": run,
+            "eager_median_s": run,
+        },
+        "rows": [{"name": n, "module_path": n.rsplit("_", 1)[0], "median_s": t} for n, t in rows.items()],
+        "modules": [{"path": p, "inclusive_s": t} for p, t in modules.items()],
+    }
+
+
+def test_changes_are_sorted_by_size_and_one_sided_nodes_are_listed() -> None:
+    before = saved({"conv_1": 3e-3, "bn_1": 1e-3, "relu_1": 2e-4}, {"": 4.2e-3, "conv": 3e-3}, 4.5e-3)
+    after = saved({"conv_1": 2.5e-3, "relu_1": 3e-4, "add_1": 1e-4}, {"": 2.9e-3, "conv": 2.5e-3}, 3e-3)
+    d = diff_reports(before, after)
+    assert [c.name for c in d.nodes] == ["conv_1", "relu_1"]
+    assert d.nodes[0].delta_s == pytest.approx(-0.5e-3)
+    assert d.nodes[1].delta_pct == pytest.approx(50.0)
+    assert d.only_before == ["bn_1"] and d.only_after == ["add_1"]
+    assert d.run.delta_pct == pytest.approx(-100 / 3)
+    text = d.table()
+    assert "only in before (1): bn_1" in text and "only in after (1): add_1" in text
+    assert text.index("conv_1") < text.index("relu_1")
+
+
+def test_the_command_compares_two_files_and_rejects_foreign_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, bad = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "bad.json"
+    a.write_text(json.dumps(saved({"x_1": 1e-3}, {"": 1e-3}, 1e-3)))
+    b.write_text(json.dumps(saved({"x_1": 2e-3}, {"": 2e-3}, 2e-3)))
+    bad.write_text('{"rows": []}')
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "x_1" in out and "+100.0%" in out
+    assert main(["diff", str(a), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an fxtui report" in err
+    assert main(["diff", str(a)]) == 2
