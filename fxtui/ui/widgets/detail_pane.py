@@ -56,6 +56,13 @@ class DetailPane(VerticalScroll):
     DetailPane > #detail-repr { color: $text-muted; }
     """
 
+    fields: list[tuple[str, str]]
+    """The label/value pairs shown now."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.fields = []
+
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
         yield Static(id="detail-error")
@@ -77,6 +84,7 @@ class DetailPane(VerticalScroll):
             for widget in (error_line, fields, node_text, module_repr):
                 widget.update("")
             sparkline.data = []
+            self.fields = []
             return
         title.update(Text(info.name))
         error_line.display = error is not None and error.node == info.name
@@ -85,7 +93,8 @@ class DetailPane(VerticalScroll):
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
-        for label, value in _fields(info, stats):
+        self.fields = _fields(info, stats)
+        for label, value in self.fields:
             table.add_row(label, Text(value))
         fields.update(table)
         samples = list(stats.recent) if stats is not None else []

@@ -1,0 +1,105 @@
+"""A deterministic snapshot source for UI tests: fixed graphs, fixed numbers, pushed on demand."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from textual.pilot import Pilot
+
+from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.demo import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
+
+__all__ = ["FailingSource", "FakeSource", "error_snapshot", "resnet_snapshot", "settle", "synthetic_snapshot"]
+
+
+def resnet_snapshot(
+    seq: int = 1, scale: float = 1.0, *, state: State = State.RUNNING, error: RunError | None = None, runs: int = 200
+) -> Snapshot:
+    """resnet18 after ``runs`` runs, with every median multiplied by ``scale``."""
+    return make_snapshot(resnet18_graph_cached(), resnet18_medians(), seq=seq, scale=scale, state=state, error=error,
+                         runs=runs)
+
+
+_GRAPH: GraphInfo | None = None
+
+
+def resnet18_graph_cached() -> GraphInfo:
+    """One GraphInfo shared by every snapshot, as a live session shares it."""
+    global _GRAPH
+    if _GRAPH is None:
+        _GRAPH = resnet18_graph()
+    return _GRAPH
+
+
+def error_snapshot(seq: int = 2, node: str = "layer3_0_bn2", message: str = "RuntimeError: boom") -> Snapshot:
+    """A running snapshot whose latest run raised in ``node``."""
+    return resnet_snapshot(seq=seq, error=RunError(message=message, node=node, runs_failed=3))
+
+
+def synthetic_snapshot(n_nodes: int, seq: int = 1, scale: float = 1.0, graph: GraphInfo | None = None) -> Snapshot:
+    """A snapshot of the synthetic ``n_nodes`` graph."""
+    built, medians = synthetic_graph(n_nodes)
+    return make_snapshot(graph or built, medians, seq=seq, scale=scale)
+
+
+class FakeSource:
+    """Publishes ``initial`` snapshots, then whatever the test pushes, until stopped.
+
+    Records every call from the UI in :attr:`calls`.
+    """
+
+    def __init__(self, initial: Sequence[Snapshot] | None = None) -> None:
+        self.initial = list(initial) if initial is not None else [resnet_snapshot()]
+        self.calls: list[str] = []
+        self.finished = threading.Event()
+        self._stop = threading.Event()
+        self._publish: Callable[[Snapshot], None] | None = None
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        """Publish the initial snapshots and wait for :meth:`stop`."""
+        self._publish = publish
+        for snapshot in self.initial:
+            publish(snapshot)
+        self._stop.wait()
+        self.finished.set()
+
+    def push(self, snapshot: Snapshot) -> None:
+        """Publish ``snapshot`` as the running session would."""
+        assert self._publish is not None, "the app has not started the source"
+        self._publish(snapshot)
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+
+    def resume(self) -> None:
+        self.calls.append("resume")
+
+    def reset(self) -> None:
+        self.calls.append("reset")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+        self._stop.set()
+
+
+class FailingSource(FakeSource):
+    """Fails before any graph exists, as a model that does not load would."""
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        publish(Snapshot(None, State.LOADING, seq=1, message="loading nosuchmodel"))
+        publish(Snapshot(None, State.ERROR, seq=2, message="unknown model 'nosuchmodel'"))
+        self._stop.wait()
+        self.finished.set()
+
+
+async def settle(app: FxtuiApp, pilot: Pilot, applied: int = 1) -> None:
+    """Wait until the app has applied ``applied`` snapshots (published from the worker thread), then idle."""
+    for _ in range(500):
+        if app.main.applied >= applied:
+            break
+        await pilot.pause(0.01)
+    else:
+        raise AssertionError(f"the app applied {app.main.applied} snapshots, expected {applied}")
+    await pilot.pause()

@@ -1,0 +1,130 @@
+"""Filters by op type, module path and target type apply to the table and the tree and survive refreshes."""
+
+from __future__ import annotations
+
+from fakes import FakeSource, resnet_snapshot, settle
+from textual.widgets import Input
+
+from fxtui.engine.snapshot import OPCODES
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, visible_modules, with_op_toggled, with_ops
+from fxtui.ui.screens.op_filter import OpFilterScreen
+from fxtui.ui.widgets.status_bar import StatusBar
+
+SIZE = (120, 36)
+
+
+def status(app: FxtuiApp) -> str:
+    return str(app.main.query_one(StatusBar).render())
+
+
+def test_op_toggling_round_trips_and_describes_hidden_ops() -> None:
+    spec = with_op_toggled(DEFAULT_FILTER, "placeholder")
+    assert describe(spec) == "-output"
+    spec = with_op_toggled(spec, "output")
+    assert describe(spec) == "none" and not spec.active
+    nothing = with_ops(spec, frozenset())
+    assert describe(nothing) == " ".join("-" + op for op in OPCODES)
+
+
+def test_visible_modules_keep_only_branches_with_matching_nodes() -> None:
+    graph = resnet_snapshot().graph
+    assert graph is not None
+    nodes = [n for n in graph.nodes if "downsample" in n.module_path]
+    assert visible_modules(graph, nodes) == {
+        "", "layer2", "layer2.0", "layer2.0.downsample", "layer3", "layer3.0", "layer3.0.downsample",
+        "layer4", "layer4.0", "layer4.0.downsample",
+    }
+
+
+async def type_filter(pilot, key: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    await pilot.press(key)
+    for char in text:
+        await pilot.press(char)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def test_path_glob_filters_table_and_tree_and_esc_clears_it() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await type_filter(pilot, "", "layer[12]*")
+        main = app.main
+        modules = {main.graph.node(n).module_path for n in main.table.row_names}
+        assert modules and all(m.startswith(("layer1", "layer2")) for m in modules)
+        assert main.tree.visible_entries() == ["", "layer1", "layer2"]
+        assert "path=layer[12]*" in status(app)
+        assert app.focused is main.table
+        # The filter survives a refresh.
+        source.push(resnet_snapshot(seq=2, scale=1.5))
+        await settle(app, pilot, 2)
+        assert {main.graph.node(n).module_path[:6] for n in main.table.row_names} == {"layer1", "layer2"}
+        await pilot.press("escape")
+        assert "path=" not in status(app)
+        assert "conv1" in main.table.row_names
+
+
+async def test_path_substring_and_esc_in_the_prompt_clears_it() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await type_filter(pilot, "slash", "downsample")
+        rows = app.main.table.row_names
+        assert sorted(rows) == sorted(f"layer{i}_0_downsample_{j}" for i in (2, 3, 4) for j in (0, 1))
+        await pilot.press("slash")
+        await pilot.press("escape")
+        assert app.main.spec.path == ""
+        assert not app.main.query_one(Input).display
+        assert len(app.main.table.row_names) > 60
+
+
+async def test_type_filter_keeps_one_target_type() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await type_filter(pilot, "t", "add")
+        main = app.main
+        assert {main.graph.node(n).type_name for n in main.table.row_names} == {"add"}
+        assert len(main.table.row_names) == 8
+        assert "type=add" in status(app)
+        # Branches without an add disappear from the tree: the root's own nodes are gone.
+        assert "conv1" not in main.tree.visible_entries()
+
+
+async def test_op_filter_modal_shows_inputs_when_ticked() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("o")
+        assert isinstance(app.screen, OpFilterScreen)
+        await pilot.press("space")  # the first entry, placeholder
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is app.main
+        assert "x" in app.main.table.row_names
+        assert "-placeholder" not in status(app)
+        assert "-output" in status(app)
+
+
+async def test_op_filter_modal_escape_changes_nothing() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("o", "down", "down", "space", "escape")
+        await pilot.pause()
+        assert app.main.spec == DEFAULT_FILTER
+
+
+async def test_hiding_call_module_hides_module_nodes() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main._apply_filter(FilterSpec(ops=frozenset({"call_function"})))
+        await pilot.pause()
+        assert sorted(app.main.table.row_names)[:2] == ["add", "add_1"]
+        assert "flatten" in app.main.table.row_names
+        assert all(app.main.graph.node(n).op == "call_function" for n in app.main.table.row_names)

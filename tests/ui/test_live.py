@@ -1,0 +1,175 @@
+"""The app shows a live session: status, refreshes that keep the view, errors, pause/reset, quitting."""
+
+from __future__ import annotations
+
+from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, settle
+
+from fxtui.engine.snapshot import Snapshot, State
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.widgets.module_tree import Entry
+from fxtui.ui.widgets.status_bar import StatusBar
+
+SIZE = (120, 36)
+
+
+def status(app: FxtuiApp) -> str:
+    return str(app.main.query_one(StatusBar).render())
+
+
+async def test_first_view_shows_the_session_and_the_hottest_nodes_first() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        text = status(app)
+        for part in ("running", "resnet18", "1×3×224×224", "float32", "200 runs", "fidelity", "-placeholder"):
+            assert part in text
+        table = app.main.table
+        assert table.row_names[0] == "conv1"
+        medians = [app.main.snapshot.nodes[n].median_s for n in table.row_names]
+        assert medians == sorted(medians, reverse=True)
+        # Inputs and the output are hidden by default.
+        assert "x" not in table.row_names and "output" not in table.row_names
+        assert table.cell_text("conv1", "target") == "Conv2d"
+        assert table.cell_text("conv1", "median") == "1.48 ms"
+        tree = app.main.tree
+        assert tree.visible_entries()[:5] == ["", "layer1", "layer2", "layer3", "layer4"]
+        assert "1.48 ms" in tree.label_text(Entry("node", "conv1"))
+        assert app.focused is table
+
+
+async def test_loading_states_show_before_the_graph() -> None:
+    source = FakeSource([Snapshot(None, State.TRACING, seq=1, message="tracing resnet18")])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert "tracing" in status(app)
+        assert app.main.table.row_names == []
+        source.push(resnet_snapshot(seq=2))
+        await settle(app, pilot, 2)
+        assert "running" in status(app)
+        assert app.main.table.row_names[0] == "conv1"
+
+
+async def test_refresh_keeps_cursor_expansion_sort_and_scroll() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        await pilot.press("s")  # sort by p90
+        for _ in range(12):
+            await pilot.press("down")
+        chosen = main.table.cursor_name
+        scroll = main.table.scroll_y
+        main.tree.reveal(Entry("module", "layer2.0"))
+        main.tree.action_expand_cursor()
+        main.table.focus()
+        before = main.table.cell_text("conv1", "median")
+        source.push(resnet_snapshot(seq=2, scale=2.0))
+        await settle(app, pilot, 2)
+        assert main.table.cell_text("conv1", "median") != before
+        assert main.table.cursor_name == chosen == main.selected
+        assert main.table.sort_key == "p90"
+        assert main.table.scroll_y == scroll > 0
+        assert "layer2_0_conv1" in main.tree.visible_entries()
+
+
+async def test_a_backlog_of_snapshots_collapses_to_the_newest() -> None:
+    older, newer = SnapshotReady(resnet_snapshot(seq=1)), SnapshotReady(resnet_snapshot(seq=2))
+    assert older.can_replace(newer)
+
+
+async def test_an_error_inside_the_model_shows_the_node_and_the_app_stays_usable() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        source.push(error_snapshot())
+        await settle(app, pilot, 2)
+        banner = str(app.main.query_one("#error-banner").render())
+        assert "layer3_0_bn2" in banner and "RuntimeError: boom" in banner
+        await pilot.press("e")
+        assert app.main.selected == "layer3_0_bn2"
+        assert "raised: RuntimeError: boom" in str(app.main.query_one("#detail-error").render())
+        await pilot.press("n")
+        assert app.main.selected != "layer3_0_bn2"
+        source.push(resnet_snapshot(seq=3))
+        await settle(app, pilot, 3)
+        assert not app.main.query_one("#error-banner").display
+
+
+async def test_a_session_that_fails_to_load_exits_with_its_message() -> None:
+    source = FailingSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            if app.fatal_error:
+                break
+            await pilot.pause(0.01)
+    assert app.fatal_error == "unknown model 'nosuchmodel'"
+    assert app.return_code == 2
+    assert "stop" in source.calls
+
+
+async def test_space_pauses_and_resumes_the_source() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("space")
+        assert source.calls == ["pause"]
+        assert "paused" in status(app)
+        await pilot.press("space")
+        assert source.calls == ["pause", "resume"]
+        assert "paused" not in status(app)
+
+
+async def test_space_pauses_even_with_the_tree_focused() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main.tree.focus()
+        await pilot.press("space")
+        assert source.calls == ["pause"]
+
+
+async def test_r_resets_the_statistics() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("r")
+        assert source.calls == ["reset"]
+
+
+async def test_q_stops_the_source_and_ends_the_worker() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert "stop" in source.calls
+        assert app.return_code == 0  # exit() was called by the key, not by the test harness
+    assert source.finished.wait(5)
+    assert app.return_code == 0 and app.fatal_error is None
+
+
+async def test_ctrl_c_quits() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.return_code is None
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0 and "stop" in source.calls
+    assert source.finished.wait(5)
+
+
+async def test_no_color_is_honoured(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = FxtuiApp(FakeSource())
+    assert app.no_color

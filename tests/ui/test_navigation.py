@@ -1,0 +1,167 @@
+"""Drill-down, hotspots, sorting, tree/table selection sync, help and the command palette."""
+
+from __future__ import annotations
+
+from fakes import FakeSource, settle
+
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.screens.help import HelpScreen
+from fxtui.ui.widgets.detail_pane import DetailPane
+from fxtui.ui.widgets.module_tree import Entry
+from fxtui.ui.widgets.node_table import NodeTable
+from fxtui.ui.widgets.status_bar import StatusBar
+
+SIZE = (120, 36)
+
+
+def status(app: FxtuiApp) -> str:
+    return str(app.main.query_one(StatusBar).render())
+
+
+async def test_enter_on_a_module_scopes_the_table_and_backspace_goes_up() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        assert not main.check_action("scope_up", ())
+        main.tree.focus()
+        await pilot.press("down", "down")  # root → layer1 → layer2
+        assert main.tree.cursor_entry == Entry("module", "layer2")
+        await pilot.press("enter")
+        assert main.scope == "layer2"
+        assert all(main.graph.node(n).module_path.startswith("layer2") for n in main.table.row_names)
+        assert len(main.table.row_names) == 16
+        assert "view layer2" in status(app)
+        assert main.check_action("scope_up", ())
+        await pilot.press("backspace")
+        assert main.scope == ""
+        assert "conv1" in main.table.row_names
+
+
+async def test_h_walks_the_hottest_path_down_to_one_node() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        totals = main.tree.totals
+        await pilot.press("h")
+        assert main.scope == max(("layer1", "layer2", "layer3", "layer4"), key=lambda p: totals[p]) == "layer4"
+        await pilot.press("h")
+        assert main.scope == "layer4.0"
+        await pilot.press("h")
+        assert main.selected == "layer4_0_conv1"
+        assert main.tree.cursor_entry == Entry("node", "layer4_0_conv1")
+        await pilot.press("h")  # at a node: stays
+        assert main.selected == "layer4_0_conv1" and main.scope == "layer4.0"
+
+
+async def test_n_and_N_step_through_hotspots_by_median() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        await pilot.press("s")  # sort by p90: hotspots still go by median
+        assert main.selected == main.table.row_names[0]
+        order = sorted(main._view, key=lambda n: -main.snapshot.nodes[n.name].median_s)
+        main.select_node(order[0].name)
+        await pilot.press("n")
+        assert main.selected == order[1].name
+        await pilot.press("n")
+        assert main.selected == order[2].name
+        await pilot.press("N")
+        assert main.selected == order[1].name
+        assert main.table.cursor_name == order[1].name
+
+
+async def test_table_selection_reveals_the_node_in_the_tree_and_back() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        await pilot.press("down")
+        second = main.table.row_names[1]
+        assert main.selected == second == "layer4_0_conv1"
+        assert main.tree.cursor_entry == Entry("node", second)
+        assert "layer4_0_conv1" in main.tree.visible_entries()
+        assert ("target", "Conv2d") in main.query_one(DetailPane).fields
+        main.tree.focus()
+        await pilot.press("down")  # next leaf in layer4.0
+        assert main.tree.cursor_entry == Entry("node", "layer4_0_bn1")
+        assert main.selected == main.table.cursor_name == "layer4_0_bn1"
+        assert "layer4_0_bn1" in str(main.query_one("#detail-title").render())
+
+
+async def test_sort_keys_and_header_clicks() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        table = app.main.table
+        await pilot.press("s")
+        assert table.sort_key == "p90" and table.sort_descending
+        assert "sort p90 ↓" in status(app)
+        await pilot.press("S")
+        assert not table.sort_descending
+        p90 = [app.main.snapshot.nodes[n].p90_s for n in table.row_names]
+        assert p90 == sorted(p90)
+        await pilot.click(NodeTable, offset=(1, 0))  # the "node" header
+        assert table.sort_key == "node" and not table.sort_descending
+        assert list(table.row_names) == sorted(table.row_names)
+        await pilot.click(NodeTable, offset=(1, 0))
+        assert table.sort_descending
+
+
+async def test_clicking_a_row_selects_it() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.click(NodeTable, offset=(2, 3))
+        assert app.main.selected == app.main.table.row_names[2]
+
+
+async def test_help_lists_every_key_and_closes() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = {key for _group, key, _description in app.screen.rows}
+        for key in ("Space", "r", "Backspace", "h", "n", "N", "/", "t", "o", "Esc", "s", "S", "e", "d", "q", "?"):
+            assert any(key in k.split(", ") for k in keys), key
+        await pilot.press("escape")
+        assert app.screen is app.main
+
+
+async def test_footer_hides_keys_that_do_not_apply() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        active = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        assert "scope_up" not in active and "goto_error" not in active and "clear_filters" not in active
+        assert "toggle_pause" in active
+        await pilot.press("h")  # into layer4: going up now applies
+        active = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        assert "scope_up" in active
+
+
+async def test_command_palette_offers_the_app_actions() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        for title in ("Pause / resume", "Reset statistics", "Hottest child", "Next hotspot", "Filter by module path"):
+            assert title in commands
+        assert "Up a module" not in commands  # does not apply at the root
+        await commands["Pause / resume"].callback()
+        assert source.calls == ["pause"]
+
+
+async def test_d_toggles_the_detail_pane() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        detail = app.main.query_one("#detail")
+        await pilot.press("d")
+        assert not detail.display
+        await pilot.press("d")
+        assert detail.display
