@@ -235,8 +235,13 @@ def _live(args: argparse.Namespace) -> int:
     from fxtui.ui.app import FxtuiApp
 
     options = ChildOptions(target=_target(args), threads=args.threads, warmup=args.warmup)
-    app = FxtuiApp(ProcessSource(options), title=f"fxtui {args.target}")
-    app.run()
+    source = ProcessSource(options)
+    source.start()
+    app = FxtuiApp(source, title=f"fxtui {args.target}")
+    try:
+        app.run()
+    finally:
+        source.stop()
     fatal = getattr(app, "fatal_error", None)
     if fatal:
         raise FxtuiError(fatal)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import multiprocessing as mp
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -74,17 +75,30 @@ class ProcessSource:
         self._send("stop")
         self._stopped = True
 
-    def run(self, publish: Callable[[Snapshot], None]) -> None:
-        """Start the child and publish what it sends until it ends."""
-        receive, send = self._ctx.Pipe(duplex=False)
+    def start(self) -> None:
+        """Start the child process (idempotent).
+
+        Call it before a full-screen app takes over stdio: multiprocessing hands
+        ``sys.stderr``'s file descriptor to its helper process, and an app that
+        has replaced ``sys.stderr`` has none. Starting early also overlaps loading
+        the model with the app's own start-up.
+        """
         with self._lock:
-            if self._stopped:
+            if self._process is not None or self._stopped:
                 return
+            self._receive, send = self._ctx.Pipe(duplex=False)
             self._process = self._ctx.Process(
                 target=_child_main, args=(self.options, send, self._child_commands), daemon=True, name="fxtui-engine"
             )
             self._process.start()
         send.close()
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        """Start the child if needed and publish what it sends until it ends."""
+        self.start()
+        if self._process is None:
+            return
+        receive = self._receive
         graph: GraphInfo | None = None
         last: Snapshot | None = None
         try:
@@ -126,6 +140,11 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     # The parent owns the terminal and decides when to stop; Ctrl+C reaching the
     # whole process group must not kill the child mid-write.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The terminal belongs to the app: a stray warning from torch or a library
+    # would scribble over the screen. Errors reach the app as snapshots instead.
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
     import torch
 
     from fxtui.engine.pipeline import session_for_target
