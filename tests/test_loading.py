@@ -261,6 +261,11 @@ def test_malformed_targets(target: str) -> None:
     user_error(target)
 
 
+def test_file_or_module_without_attribute_says_how_to_name_it() -> None:
+    assert "model.py:ClassOrFactory" in user_error("model.py")
+    assert "zoo.nets:ClassOrFactory" in user_error("zoo.nets")
+
+
 def test_missing_file_module_and_attribute(tmp_path: Path, model_file: Path) -> None:
     assert "no such file" in user_error(f"{tmp_path}/absent.py:Net")
     assert "fxtui_no_such_module" in user_error("fxtui_no_such_module.sub:Net")

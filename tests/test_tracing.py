@@ -8,6 +8,7 @@ import torchvision
 from torch import nn
 
 from fxtui.engine.errors import FxtuiError
+from fxtui.engine.loading import load_target
 from fxtui.engine.tracing import trace_model
 
 
@@ -153,3 +154,18 @@ def test_get_attr_belongs_to_the_module_owning_the_parameter() -> None:
     get_attrs = [n.name for n in traced.gm.graph.nodes if n.op == "get_attr"]
     assert [traced.module_paths[n] for n in get_attrs] == ["inner"]
     assert traced.module_classes["inner"] == "Holder"
+
+
+def test_detection_model_points_at_its_backbone() -> None:
+    loaded = load_target("ssdlite320_mobilenet_v3_large")
+    with pytest.raises(FxtuiError) as info:
+        trace_model(loaded.module, name=loaded.name)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "torchvision/models/detection/" in message
+    assert message.endswith("--submodule backbone")
+    # Following the advice works.
+    backbone = load_target("ssdlite320_mobilenet_v3_large", submodule="backbone")
+    traced = trace_model(backbone.module, name=backbone.name)
+    with torch.inference_mode():
+        traced.gm(*backbone.inputs)
