@@ -78,6 +78,14 @@ def _count(name: str, minimum: int) -> type:
     return parse  # type: ignore[return-value]
 
 
+def _thread_list(text: str) -> tuple[int, ...]:
+    parse = _count("--threads", 1)
+    values = tuple(parse(part) for part in text.split(",") if part.strip())
+    if not values:
+        raise argparse.ArgumentTypeError(f"--threads takes numbers like 2 or 1,2, not {text!r}")
+    return values
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for ``fxtui TARGET``."""
     p = _Parser(
@@ -97,7 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--dtype", help="input and parameter dtype: float32 (default), float64, bfloat16, float16")
     g.add_argument("--submodule", metavar="PATH", help="profile only this submodule, e.g. backbone")
-    g.add_argument("--threads", type=_count("--threads", 1), metavar="N", help="torch intra-op threads")
+    g.add_argument(
+        "--threads",
+        type=_thread_list,
+        metavar="N[,N…]",
+        help="torch intra-op threads; several (1,2) profile each and compare them headless",
+    )
     r = p.add_argument_group("runs (headless)")
     r.add_argument("--once", action="store_true", help="profile --runs runs, print a table, exit (no app)")
     r.add_argument("--runs", type=_count("--runs", 1), default=30, metavar="N", help="profiled runs (default 30)")
@@ -115,6 +128,25 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
     t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
     t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
+    t.add_argument(
+        "--columns",
+        metavar="COLS",
+        help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source",
+    )
+    x = p.add_argument_group("explain (headless)")
+    x.add_argument(
+        "--aten",
+        type=_count("--aten", 1),
+        nargs="?",
+        const=5,
+        metavar="N",
+        help="which aten operators the top N nodes of the table run (default 5)",
+    )
+    x.add_argument(
+        "--hints",
+        action="store_true",
+        help="suggestions with evidence and estimated savings; measures the Conv-BN folding what-if",
+    )
     e = p.add_argument_group("export (written whole or not at all)")
     e.add_argument(
         "--json",
@@ -187,38 +219,84 @@ def _target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _headless(args: argparse.Namespace) -> int:
-    from fxtui.engine.report import check_writable, export, sort_key
+    from fxtui.engine.report import EXTRA_COLUMNS, check_writable, export, sort_key
 
     # Everything the user could have mistyped is checked before the model is loaded.
     sort_key(args.sort)
     spec = _filter_spec(args)
+    columns = tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
+    unknown = [c for c in columns if c not in EXTRA_COLUMNS]
+    if unknown:
+        raise FxtuiError(f"--columns: no column {unknown[0]!r}; choose from {', '.join(EXTRA_COLUMNS)}")
     for path in (args.json, args.csv, args.chrome_trace):
         if path:
             check_writable(path)
 
-    import torch
+    import dataclasses
 
     from fxtui.engine.pipeline import make_report, run_profile, session_for_target
+    from fxtui.engine.report import Report, aten_text, hints_text, threads_text
+    from fxtui.engine.session import thread_limit
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    settings: tuple[int | None, ...] = args.threads or (None,)
+    reports: list[Report] = []
     stop = _StopOnSignal()
-    with stop:
+    with stop, thread_limit(settings[0]):
         session = session_for_target(_target(args))
-        done = run_profile(session, args.runs, args.warmup, should_stop=stop.is_set)
-    warnings = _thread_warnings()
-    if stop.is_set():
-        warnings = (f"interrupted after {done} of {args.runs} runs; figures are from those runs", *warnings)
-    if done == 0 and session.samples.count == 0:
-        if session.last_error is not None:
-            raise FxtuiError(f"every run failed; last: {session.last_error.message}")
-        raise FxtuiError("interrupted before the first profiled run; nothing to report")
-    report = make_report(session, timeline=bool(args.chrome_trace), warnings=warnings)
+    for threads in settings:
+        if stop.is_set():
+            break
+        with stop, thread_limit(threads) as in_force:
+            session.reset()
+            done = run_profile(session, args.runs, args.warmup, should_stop=stop.is_set)
+            if session.samples.count == 0:
+                if session.last_error is not None:
+                    raise FxtuiError(f"every run failed; last: {session.last_error.message}")
+                raise FxtuiError("interrupted before the first profiled run; nothing to report")
+            warnings: tuple[str, ...] = ()
+            if stop.is_set():
+                warnings = (f"interrupted after {done} of {args.runs} runs; figures are from those runs",)
+            if args.hints and not stop.is_set():
+                from fxtui.engine.explain import refresh_hints
+
+                refresh_hints(session)
+            last = threads == settings[-1]
+            report = make_report(session, timeline=bool(args.chrome_trace) and last, warnings=warnings)
+            reports.append(dataclasses.replace(report, threads=in_force))
+    report = reports[-1] if len(reports) > 1 else reports[0]
     _say(report.header() + "\n")
-    _say(report.table(sort=args.sort, top=args.top or None, spec=spec))
+    if len(reports) > 1:
+        _say(threads_text(reports, top=args.top or None))
+    else:
+        _say(report.table(sort=args.sort, top=args.top or None, spec=spec, columns=columns))
+    if args.aten and not stop.is_set():
+        from fxtui.engine.explain import explain_nodes
+
+        shown = report.select(spec, args.sort, args.aten)
+        with thread_limit(settings[-1]):
+            explain_nodes(session, [r.name for r in shown])
+        report = dataclasses.replace(report, aten=dict(session.aten))
+        _say("\n" + aten_text(report.aten, shown))
+    if args.hints and not stop.is_set():
+        _say("\n" + hints_text(report.hints))
+        _say_what_if(session, args.runs)
     for path in export(report, json_path=args.json, csv_path=args.csv, trace_path=args.chrome_trace):
         _say(f"wrote {path}")
     return 0
+
+
+def _say_what_if(session: object, runs: int) -> None:
+    from fxtui.engine.explain import what_if_conv_bn
+    from fxtui.engine.units import format_seconds
+
+    tried = what_if_conv_bn(session, runs=min(runs, 20))  # type: ignore[arg-type]
+    if tried is None:
+        return
+    _say(
+        f"\nwhat-if    {tried.title}: uninstrumented median {format_seconds(tried.before_s)} → "
+        f"{format_seconds(tried.after_s)} ({tried.saving_pct:+.1f}% faster; outputs differ by at most "
+        f"{tried.max_abs_diff:.1e}; runs interleaved)"
+    )
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -230,11 +308,13 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _live(args: argparse.Namespace) -> int:
     _filter_spec(args)  # fail on a bad --op before the screen is taken over
+    if args.threads and len(args.threads) > 1:
+        raise FxtuiError("comparing thread counts is headless: add --once")
     # torch is imported by the engine's child process only; the app stays light.
     from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 
-    options = ChildOptions(target=_target(args), threads=args.threads, warmup=args.warmup)
+    options = ChildOptions(target=_target(args), threads=args.threads[0] if args.threads else None, warmup=args.warmup)
     source = ProcessSource(options)
     source.start()
     app = FxtuiApp(source, title=f"fxtui {args.target}")
@@ -246,19 +326,6 @@ def _live(args: argparse.Namespace) -> int:
     if fatal:
         raise FxtuiError(fatal)
     return 0
-
-
-def _thread_warnings() -> tuple[str, ...]:
-    import torch
-
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    threads = torch.get_num_threads()
-    if threads > cores:
-        return (f"{threads} intra-op threads on {cores} available cores: threads compete; try --threads {cores}",)
-    return ()
 
 
 class _StopOnSignal:

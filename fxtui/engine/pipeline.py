@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fxtui.engine.explain import annotate
 from fxtui.engine.loading import LoadedModel, load_target
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
@@ -26,17 +27,23 @@ def _quiet(state: State, message: str) -> None:
     """A progress callback that reports nothing."""
 
 
-def session_for_target(target: Target, progress: Progress = _quiet, window: int = 256) -> Session:
+def session_for_target(target: Target, progress: Progress = _quiet, window: int = 256, analyse: bool = True) -> Session:
     """Load ``target``, trace it and check it runs; :class:`FxtuiError` on the user's mistakes."""
     progress(State.LOADING, f"loading {target.target}")
     loaded = load_target(
         target.target, input_shapes=target.input_shapes, dtype=target.dtype, submodule=target.submodule
     )
-    return session_for_module(loaded, progress, window)
+    return session_for_module(loaded, progress, window, analyse)
 
 
-def session_for_module(loaded: LoadedModel, progress: Progress = _quiet, window: int = 256) -> Session:
-    """Trace an already loaded model and prepare a session for it."""
+def session_for_module(
+    loaded: LoadedModel, progress: Progress = _quiet, window: int = 256, analyse: bool = True
+) -> Session:
+    """Trace an already loaded model and prepare a session for it.
+
+    ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
+    peaks (about half a second) to the graph description.
+    """
     progress(State.TRACING, f"tracing {loaded.name}")
     started = time.perf_counter()
     traced = trace_model(loaded.module, name=loaded.name)
@@ -51,6 +58,9 @@ def session_for_module(loaded: LoadedModel, progress: Progress = _quiet, window:
         leaf_modules=traced.leaf_modules,
         window=window,
     )
+    if analyse:
+        progress(State.TRACING, "measuring work per node and this machine's peaks")
+        annotate(session)
     session.setup_seconds = time.perf_counter() - started
     return session
 

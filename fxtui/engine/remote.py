@@ -51,12 +51,12 @@ class ProcessSource:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def _send(self, command: str) -> None:
+    def _send(self, command: str, argument: str | None = None) -> None:
         with self._lock:
             if self._process is None or (self._stopped and command != "stop"):
                 return
             with contextlib.suppress(OSError):  # the child is gone; run() reports it
-                self._commands.send(command)
+                self._commands.send((command, argument))
 
     def pause(self) -> None:
         """Ask the child to stop rerunning."""
@@ -74,6 +74,14 @@ class ProcessSource:
         """Ask the child to finish; :meth:`run` returns once it has."""
         self._send("stop")
         self._stopped = True
+
+    def explain(self, node: str) -> None:
+        """Ask the child for the aten operators inside ``node``."""
+        self._send("explain", node)
+
+    def request_hints(self) -> None:
+        """Ask the child for suggestions from its statistics so far."""
+        self._send("request_hints")
 
     def start(self) -> None:
         """Start the child process (idempotent).
@@ -131,6 +139,9 @@ class ProcessSource:
             )
 
 
+_COMMANDS = frozenset({"pause", "resume", "reset", "explain", "request_hints"})
+
+
 def _with_graph(snapshot: Snapshot, graph: GraphInfo) -> Snapshot:
     return dataclasses.replace(snapshot, graph=graph)
 
@@ -170,13 +181,14 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     def obey() -> None:
         while True:
             try:
-                command = commands.recv()
+                command, argument = commands.recv()
             except (EOFError, OSError):
-                command = "stop"  # the parent is gone
+                command, argument = "stop", None  # the parent is gone
             if command == "stop":
                 source.stop()
                 return
-            getattr(source, command)()
+            if command in _COMMANDS:
+                getattr(source, command)(*(() if argument is None else (argument,)))
 
     threading.Thread(target=obey, daemon=True, name="fxtui-commands").start()
     try:

@@ -21,6 +21,7 @@ import tabulate
 
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
+from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, Snapshot
 from fxtui.engine.units import format_pct, format_ratio, format_seconds
 
@@ -51,6 +52,23 @@ class NodeRow:
     """Median as a share of the profiled run's median, in percent."""
     noisy: bool
     index: int
+    flops: float | None = None
+    """FLOPs of one call."""
+    bytes_moved: float | None = None
+    """Bytes read plus written by one call."""
+    params: int | None = None
+    gflops_s: float | None = None
+    """Achieved GFLOP/s at the median."""
+    gbytes_s: float | None = None
+    """Achieved GB/s at the median."""
+    intensity: float | None = None
+    """FLOPs per byte."""
+    bound: str = ""
+    """``compute-bound`` or ``memory-bound`` against this machine's measured peaks."""
+    roofline_fraction: float | None = None
+    """Achieved share of what the roofline allows at this intensity."""
+    source: str = ""
+    forward_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +82,10 @@ class ModuleRow:
     pct: float
     nodes: int
     leaf_fallback: bool
+    flops: float | None = None
+    """FLOPs of the subtree in one run."""
+    gflops_s: float | None = None
+    """Subtree FLOPs over its inclusive time."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,12 @@ class Report:
     warnings: tuple[str, ...] = ()
     timeline: list[tuple[str, float, float]] = field(default_factory=list)
     """One representative profiled run: (node name, start s, duration s), graph order."""
+    peaks: MachinePeaks | None = None
+    """This machine's measured ceilings, against which ``bound`` is judged."""
+    thread_info: tuple[str, ...] = ()
+    thread_warnings: tuple[str, ...] = ()
+    hints: tuple[Hint, ...] = ()
+    aten: dict[str, tuple[AtenOp, ...]] = field(default_factory=dict)
     graph: GraphInfo | None = field(default=None, repr=False, compare=False)
 
     # -- derived figures -----------------------------------------------------------
@@ -146,8 +174,15 @@ class Report:
                     pct=st.pct,
                     noisy=st.noisy,
                     index=info.index,
+                    flops=info.flops,
+                    bytes_moved=info.bytes_moved,
+                    params=info.params,
+                    source=info.source,
+                    forward_source=info.forward_source,
+                    **_efficiency(info.flops, info.bytes_moved, st.median_s, graph.peaks),
                 )
             )
+        flops = _subtree_flops(graph)
         modules = [
             ModuleRow(
                 path=path,
@@ -157,6 +192,8 @@ class Report:
                 pct=m.pct,
                 nodes=m.nodes,
                 leaf_fallback=graph.modules[path].leaf_fallback,
+                flops=flops.get(path),
+                gflops_s=flops[path] / m.inclusive_s / 1e9 if flops.get(path) and m.inclusive_s > 0 else None,
             )
             for path, m in snapshot.modules.items()
         ]
@@ -175,6 +212,11 @@ class Report:
             failures=error.runs_failed if error else 0,
             last_error=error.message if error else "",
             graph=graph,
+            peaks=graph.peaks,
+            thread_info=graph.thread_info,
+            thread_warnings=graph.thread_warnings,
+            hints=snapshot.hints or (),
+            aten=dict(snapshot.aten),
             **extra,
         )
 
@@ -202,15 +244,34 @@ class Report:
             f"unattributed {format_seconds(self.unattributed_s)} of the uninstrumented run is Python glue "
             f"between ops, not charged to any node",
         ]
+        if self.peaks:
+            lines.append(
+                f"machine    {self.peaks.gflops:.0f} GFLOP/s matmul, {self.peaks.gbytes_per_s:.0f} GB/s copy "
+                f"at {self.peaks.threads} threads (the roofline for compute-/memory-bound)"
+            )
+        if self.thread_info:
+            lines.append("threads    " + self.thread_info[0].removeprefix("threads: "))
         if self.leaf_modules:
             lines.append("leaves     kept whole (untraceable code): " + ", ".join(self.leaf_modules))
         if self.failures:
             lines.append(f"failures   {self.failures} runs failed; last: {self.last_error}")
-        lines.extend(f"warning    {w}" for w in self.warnings)
+        lines.extend(f"warning    {w}" for w in (*self.warnings, *self.thread_warnings))
         return "\n".join(lines)
 
-    def table(self, sort: str = "median", top: int | None = 20, spec: FilterSpec | None = None) -> str:
-        """A tabulate table of the rows: op type, node, target, module path, shape, median, p90, %, calls."""
+    def table(
+        self,
+        sort: str = "median",
+        top: int | None = 20,
+        spec: FilterSpec | None = None,
+        columns: tuple[str, ...] = (),
+    ) -> str:
+        """A tabulate table of the rows: op type, node, target, module path, shape, median, p90, %, calls.
+
+        ``columns`` adds any of :data:`EXTRA_COLUMNS` (``flops``, ``gflops``, ``bound`` …).
+        """
+        for c in columns:
+            if c not in EXTRA_COLUMNS:
+                raise FxtuiError(f"no column {c!r}; choose from {', '.join(EXTRA_COLUMNS)}")
         rows = self.select(spec, sort, top)
         body = [
             [
@@ -223,11 +284,13 @@ class Report:
                 format_seconds(r.p90_s),
                 format_pct(r.pct),
                 r.count,
+                *(EXTRA_COLUMNS[c][1](r) for c in columns),
                 "noisy" if r.noisy else "",
             ]
             for r in rows
         ]
-        headers = ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls", ""]
+        headers = ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls"]
+        headers += [EXTRA_COLUMNS[c][0] for c in columns] + [""]
         text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
         shown = len(rows)
         total = len(self.select(spec))
@@ -243,6 +306,11 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """Everything in the report as JSON-ready data, with the schema's name and version."""
         meta = {
+            "peaks": asdict(self.peaks) if self.peaks else None,
+            "thread_info": list(self.thread_info),
+            "thread_warnings": list(self.thread_warnings),
+            "hints": [asdict(h) for h in self.hints],
+            "aten": {name: [asdict(op) for op in ops] for name, ops in self.aten.items()},
             "model": self.model,
             "inputs": list(self.inputs),
             "dtype": self.dtype,
@@ -331,7 +399,137 @@ def sort_key(sort: str) -> tuple[Callable[[NodeRow], Any], bool]:
     return keys[sort]
 
 
-SORT_KEYS = ("median", "mean", "p90", "max", "pct", "iqr", "calls", "name", "path", "order")
+def hints_text(hints: tuple[Hint, ...]) -> str:
+    """Suggestions, largest estimated saving first, each with its evidence."""
+    if not hints:
+        return "hints      none: no rule found anything worth changing"
+    lines = []
+    for h in hints:
+        saving = (
+            f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
+            if (h.saving_s is not None)
+            else "saving: try it and measure"
+        )
+        lines.append(f"• {h.title}  [{h.rule}]\n    {h.evidence}\n    {saving}")
+    return "\n".join(lines)
+
+
+def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow]) -> str:
+    """The aten operators inside each of ``rows`` (those explained), with their share of the node."""
+    blocks = []
+    for r in rows:
+        ops = aten.get(r.name)
+        if ops is None:
+            continue
+        body = [
+            [
+                "  " * op.depth + op.name,
+                f"{op.calls:g}",
+                format_seconds(op.total_s),
+                format_seconds(op.self_s),
+                f"{op.share:.0%}",
+            ]
+            for op in ops
+        ]
+        title = f"{r.name} ({r.target}, median {format_seconds(r.median_s)})"
+        if not body:
+            blocks.append(f"{title}: no aten operator (pure Python or a view)")
+            continue
+        blocks.append(
+            title
+            + "\n"
+            + tabulate.tabulate(
+                body, headers=["aten operator", "calls", "total", "self", "of node"], disable_numparse=True
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+def threads_text(reports: list[Report], top: int | None = 20) -> str:
+    """Side by side: the same model at several thread counts, per node and in total."""
+    first = reports[0]
+    heads = [f"@{r.threads} thr" for r in reports]
+    total = [
+        [
+            "run (profiled median)",
+            *[format_seconds(r.run_median_s) for r in reports],
+            *[_speedup(first.run_median_s, r.run_median_s) for r in reports[1:]],
+        ],
+        [
+            "uninstrumented median",
+            *[format_seconds(r.eager_median_s) for r in reports],
+            *[_speedup(first.eager_median_s, r.eager_median_s) for r in reports[1:]],
+        ],
+    ]
+    by_name = [{row.name: row for row in r.rows} for r in reports]
+    body = []
+    for row in first.select(sort="median", top=top):
+        medians = [m.get(row.name).median_s if m.get(row.name) else None for m in by_name]
+        body.append([row.name, *[format_seconds(x) for x in medians], *[_speedup(medians[0], x) for x in medians[1:]]])
+    speed_heads = [f"speed-up {h}" for h in heads[1:]]
+    return (
+        tabulate.tabulate(total, headers=["", *heads, *speed_heads], disable_numparse=True)
+        + "\n\n"
+        + tabulate.tabulate(body, headers=["node", *heads, *speed_heads], disable_numparse=True)
+    )
+
+
+def _speedup(base: float | None, other: float | None) -> str:
+    return "–" if not base or not other else f"{base / other:.2f}×"
+
+
+def _opt(value: float | None, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+#: Columns ``table(columns=…)`` / ``--columns`` can add: name → (header, formatter).
+EXTRA_COLUMNS: dict[str, tuple[str, Callable[[NodeRow], str]]] = {
+    "flops": ("MFLOP", lambda r: _opt(r.flops / 1e6 if r.flops is not None else None, ".1f")),
+    "gflops": ("GFLOP/s", lambda r: _opt(r.gflops_s, ".1f")),
+    "gbps": ("GB/s", lambda r: _opt(r.gbytes_s, ".1f")),
+    "intensity": ("FLOP/B", lambda r: _opt(r.intensity, ".1f")),
+    "bound": ("bound", lambda r: r.bound.replace("-bound", "") or "–"),
+    "roofline": (
+        "% roofline",
+        lambda r: _opt(r.roofline_fraction * 100 if r.roofline_fraction is not None else None, ".0f"),
+    ),
+    "params": ("params", lambda r: _opt(r.params, ",d")),
+    "mean": ("mean", lambda r: format_seconds(r.mean_s)),
+    "min": ("min", lambda r: format_seconds(r.min_s)),
+    "max": ("max", lambda r: format_seconds(r.max_s)),
+    "iqr": ("IQR", lambda r: format_seconds(r.iqr_s)),
+    "source": ("source", lambda r: r.source),
+}
+
+
+def _efficiency(flops: float | None, moved: float | None, median_s: float, peaks: MachinePeaks | None) -> dict:
+    """Achieved rates and roofline placement of one node, as NodeRow fields."""
+    if flops is None or moved is None or median_s <= 0:
+        return {}
+    out: dict[str, Any] = {
+        "gflops_s": flops / median_s / 1e9,
+        "gbytes_s": moved / median_s / 1e9,
+        "intensity": flops / moved if moved else None,
+    }
+    placed = place_on_roofline(flops, moved, median_s, peaks) if peaks else None
+    if placed:
+        out["bound"] = placed.bound
+        out["roofline_fraction"] = placed.fraction
+    return out
+
+
+def _subtree_flops(graph: GraphInfo) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for info in graph.nodes:
+        if info.flops is None:
+            continue
+        path = info.module_path
+        while True:
+            totals[path] = totals.get(path, 0.0) + info.flops
+            if not path:
+                break
+            path = path.rpartition(".")[0]
+    return totals
 
 
 def _ancestry(path: str) -> list[str]:

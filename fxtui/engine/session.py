@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from fxtui.engine.errors import FxtuiError, NodeError
+from fxtui.engine.findings import AtenOp, Hint
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.snapshot import GraphInfo, ModuleStats, NodeStats, RunError, Snapshot, State
 from fxtui.engine.stats import SampleWindow
@@ -94,6 +95,11 @@ class Session:
         self.last_error: RunError | None = None
         self.setup_seconds = 0.0
         """Time spent tracing and checking the model (set by the pipeline)."""
+        self.work: dict[str, Any] = {}
+        """Per-node work (FLOPs, bytes) once measured: ``fxtui.engine.explain.annotate``."""
+        self.aten: dict[str, tuple[AtenOp, ...]] = {}
+        """Aten operators inside the nodes explained so far."""
+        self.hints: tuple[Hint, ...] | None = None
         self._eager_first = False
 
     # -- running -----------------------------------------------------------------
@@ -177,7 +183,15 @@ class Session:
         """Freeze the current statistics."""
         summary = self.samples.summary()
         if summary is None:
-            return Snapshot(self.graph, state, seq=seq, error=self.last_error, message=message)
+            return Snapshot(
+                self.graph,
+                state,
+                seq=seq,
+                error=self.last_error,
+                message=message,
+                aten=dict(self.aten),
+                hints=self.hints,
+            )
         run = summary.run_median or sum(summary.median) or 1e-12
         names = self.interp.names
         nodes = {
@@ -205,6 +219,8 @@ class Session:
             modules=module_stats(self.graph, nodes, run),
             error=self.last_error,
             message=message,
+            aten=dict(self.aten),
+            hints=self.hints,
         )
 
 
@@ -256,6 +272,8 @@ class LiveSource:
         self._paused = False
         self._reset = False
         self._wake = threading.Event()
+        self._explain: list[str] = []
+        self._hints = False
         self.session: Session | None = None
 
     def _command(self, *, paused: bool | None = None, reset: bool = False, stop: bool = False) -> None:
@@ -282,6 +300,31 @@ class LiveSource:
         """End :meth:`run` after the current run."""
         self._command(stop=True)
 
+    def explain(self, node: str) -> None:
+        """Find the aten operators inside ``node`` (between runs); snapshots then carry them."""
+        self._explain.append(node)
+        self._wake.set()
+
+    def request_hints(self) -> None:
+        """Compute suggestions from the statistics so far (between runs)."""
+        self._hints = True
+        self._wake.set()
+
+    def _answer_requests(self, session: Session) -> bool:
+        """Answer pending explain/hint requests; True when there was anything to answer."""
+        from fxtui.engine.explain import explain_nodes, refresh_hints
+
+        answered = False
+        if self._explain:
+            names, self._explain = self._explain, []
+            explain_nodes(session, [n for n in names if n not in session.aten])
+            answered = True
+        if self._hints:
+            self._hints = False
+            refresh_hints(session)
+            answered = True
+        return answered
+
     def run(self, publish: Callable[[Snapshot], None]) -> None:
         """Load, trace, warm up, then rerun until stopped, publishing snapshots."""
         seq = 0
@@ -301,10 +344,13 @@ class LiveSource:
         last = 0.0
         while not self._stop.is_set():
             self._wake.clear()
+            state = State.PAUSED if self._paused else State.RUNNING
             if self._reset:
                 self._reset = False
                 session.reset()
-                send(session.snapshot(State.PAUSED if self._paused else State.RUNNING, message="statistics reset"))
+                send(session.snapshot(state, message="statistics reset"))
+            if self._answer_requests(session):
+                send(session.snapshot(state))
             done = self.max_runs is not None and session.samples.count >= self.max_runs
             if self._paused or done:
                 send(

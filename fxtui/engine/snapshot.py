@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from fxtui.engine.findings import AtenOp, Hint, MachinePeaks
+
 #: The six FX opcodes, in the order the UI lists them.
 OPCODES: tuple[str, ...] = (
     "placeholder",
@@ -68,8 +70,13 @@ class NodeInfo:
     input_shapes: tuple[str, ...] = ()
     module_repr: str = ""
     source: str = ""
+    """Where the node comes from in the model's code: ``file.py:92  out = self.conv1(x)``."""
+    forward_source: str = ""
+    """For a ``call_module`` node: where its class's ``forward`` is defined."""
     flops: float | None = None
+    """FLOPs of one call (``torch.utils.flop_counter``); None when not measured."""
     bytes_moved: float | None = None
+    """Bytes read (inputs, parameters) plus bytes written (outputs) by one call."""
     params: int | None = None
 
 
@@ -101,6 +108,11 @@ class GraphInfo:
     modules: Mapping[str, ModuleInfo]
     """Every module path on the tree, root (``""``) included."""
     leaf_modules: tuple[str, ...] = ()
+    peaks: MachinePeaks | None = None
+    """This machine's measured ceilings (matmul GFLOP/s, copy GB/s) at the session's threads."""
+    thread_info: tuple[str, ...] = ()
+    """Threads, environment and build flags, one line each."""
+    thread_warnings: tuple[str, ...] = ()
 
     @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
@@ -187,6 +199,10 @@ class Snapshot:
     error: RunError | None = None
     message: str = ""
     """A one-line status for the user (what is happening, or what went wrong)."""
+    aten: Mapping[str, tuple[AtenOp, ...]] = field(default_factory=dict)
+    """Aten operators inside the nodes explained so far (see ``SnapshotSource.explain``)."""
+    hints: tuple[Hint, ...] | None = None
+    """Suggestions, once asked for (see ``SnapshotSource.request_hints``)."""
 
     @property
     def attributed_s(self) -> float:
@@ -232,3 +248,9 @@ class SnapshotSource(Protocol):
     def reset(self) -> None: ...
 
     def stop(self) -> None: ...
+
+    def explain(self, node: str) -> None:
+        """Ask for the aten breakdown of ``node``; later snapshots carry it in ``aten``."""
+
+    def request_hints(self) -> None:
+        """Ask for suggestions from the current statistics; later snapshots carry them in ``hints``."""

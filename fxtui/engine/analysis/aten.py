@@ -13,7 +13,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,31 +21,11 @@ from torch.fx.node import Node
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from fxtui.engine.errors import NodeError
+from fxtui.engine.findings import AtenOp
 
 #: Prefix of the profiler ranges fxtui opens around nodes, so a node called ``conv2d``
 #: is never mistaken for an operator of the same name.
 RANGE_PREFIX = "fxtui::"
-
-
-@dataclass(frozen=True, slots=True)
-class AtenOp:
-    """One aten operator as seen inside one node, per run of the model.
-
-    Times are means per run. ``depth`` 0 marks an operator the node called directly;
-    the totals of those add up to about the node's time (the rest is Python glue).
-    Deeper operators are nested inside another one, so their totals overlap their
-    parent's; their self times do not, and every op's self time adds up to the
-    time spent in aten.
-    """
-
-    name: str
-    depth: int
-    self_s: float
-    total_s: float
-    calls: float
-    """Calls per run (a mean, so a node that calls an op every other run shows 0.5)."""
-    share: float
-    """``total_s`` over the node's time, 0..1."""
 
 
 def aten_breakdown(

@@ -20,6 +20,7 @@ from torch import nn
 from fxtui.engine.analysis.fusion import find_conv_bn
 from fxtui.engine.analysis.threads import ThreadInfo
 from fxtui.engine.analysis.work import NodeWork
+from fxtui.engine.findings import Hint
 from fxtui.engine.graphinfo import describe_target
 from fxtui.engine.snapshot import NOISY_IQR_RATIO
 from fxtui.engine.units import format_seconds
@@ -39,24 +40,6 @@ NOISY_MIN_SHARE = 0.01
 CONV_HEAVY_SHARE = 0.30
 
 _RUNNABLE = ("call_module", "call_function", "call_method")
-
-
-@dataclass(frozen=True, slots=True)
-class Hint:
-    """One suggestion for the user."""
-
-    rule: str
-    """Stable rule id, e.g. ``"conv-bn-fold"``."""
-    title: str
-    """One line saying what to do."""
-    nodes: tuple[str, ...]
-    """FX node names involved, most important first."""
-    evidence: str
-    """The measurements that triggered the rule."""
-    saving_s: float | None
-    """Estimated saving per run in seconds; ``None`` when it cannot be estimated without trying."""
-    saving_pct: float | None
-    """``saving_s`` as a share of the run median, in percent."""
 
 
 def suggest(

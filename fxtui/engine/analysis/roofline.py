@@ -10,50 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
 from fxtui.engine.analysis.work import NodeWork
-
-Bound = Literal["compute-bound", "memory-bound"]
-
-
-@dataclass(frozen=True, slots=True)
-class MachinePeaks:
-    """Measured ceilings of this machine at a thread count."""
-
-    gflops: float
-    """Float32 matrix-multiply speed, GFLOP/s."""
-    gbytes_per_s: float
-    """Large-copy bandwidth, GB/s (bytes read plus bytes written per second)."""
-    threads: int
-
-    @property
-    def ridge(self) -> float:
-        """FLOPs per byte above which a node is compute-bound."""
-        return self.gflops / self.gbytes_per_s
-
-
-@dataclass(frozen=True, slots=True)
-class Roofline:
-    """One node placed on the roofline."""
-
-    bound: Bound
-    intensity: float
-    """FLOPs per byte."""
-    gflops: float
-    """Achieved GFLOP/s."""
-    gbytes_per_s: float
-    """Achieved GB/s."""
-    ceiling_gflops: float
-    """The roofline at this intensity: min(peak GFLOP/s, intensity × peak GB/s)."""
-    fraction: float
-    """Achieved over attainable: for a compute-bound node GFLOP/s over the ceiling; for a
-    memory-bound one GB/s over peak bandwidth (so nodes without FLOPs still get a figure).
-    Peak bandwidth is measured on a copy far larger than the caches, so a node whose
-    data stays in cache (an element-wise op on a few MB) can exceed 1."""
+from fxtui.engine.findings import MachinePeaks, Roofline, place_on_roofline
 
 
 def measure_peaks(
@@ -101,11 +62,4 @@ def _best_time(fn: Callable[[], object], reps: int) -> float:
 
 def classify(work: NodeWork, median_s: float, peaks: MachinePeaks) -> Roofline | None:
     """Place a node on the roofline; ``None`` when it moves no data or has no time."""
-    intensity = work.intensity
-    if intensity is None or median_s <= 0:
-        return None
-    gflops, gbps = work.achieved(median_s)
-    ceiling = min(peaks.gflops, intensity * peaks.gbytes_per_s)
-    if intensity >= peaks.ridge:
-        return Roofline("compute-bound", intensity, gflops, gbps, ceiling, gflops / peaks.gflops)
-    return Roofline("memory-bound", intensity, gflops, gbps, ceiling, gbps / peaks.gbytes_per_s)
+    return place_on_roofline(work.flops, work.bytes_moved, median_s, peaks)

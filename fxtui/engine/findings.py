@@ -1,0 +1,102 @@
+"""What fxtui's analysis finds, as plain torch-free data the UI and exports can carry.
+
+The analysis itself (:mod:`fxtui.engine.analysis`) needs torch; its results do not,
+so they live here and travel inside snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Bound = Literal["compute-bound", "memory-bound"]
+
+
+@dataclass(frozen=True, slots=True)
+class MachinePeaks:
+    """Measured ceilings of this machine at a thread count."""
+
+    gflops: float
+    """Float32 matrix-multiply speed, GFLOP/s."""
+    gbytes_per_s: float
+    """Large-copy bandwidth, GB/s (bytes read plus bytes written per second)."""
+    threads: int
+
+    @property
+    def ridge(self) -> float:
+        """FLOPs per byte above which a node is compute-bound."""
+        return self.gflops / self.gbytes_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class Roofline:
+    """One node placed on the roofline."""
+
+    bound: Bound
+    intensity: float
+    """FLOPs per byte."""
+    gflops: float
+    """Achieved GFLOP/s."""
+    gbytes_per_s: float
+    """Achieved GB/s."""
+    ceiling_gflops: float
+    """The roofline at this intensity: min(peak GFLOP/s, intensity × peak GB/s)."""
+    fraction: float
+    """Achieved over attainable: for a compute-bound node GFLOP/s over the ceiling; for a
+    memory-bound one GB/s over peak bandwidth (so nodes without FLOPs still get a figure).
+    Peak bandwidth is measured on a copy far larger than the caches, so a node whose
+    data stays in cache (an element-wise op on a few MB) can exceed 1."""
+
+
+def place_on_roofline(flops: float, bytes_moved: float, median_s: float, peaks: MachinePeaks) -> Roofline | None:
+    """Where a node doing ``flops`` and moving ``bytes_moved`` in ``median_s`` sits under ``peaks``.
+
+    ``None`` when the node moves no data or takes no time.
+    """
+    if bytes_moved <= 0 or median_s <= 0:
+        return None
+    intensity = flops / bytes_moved
+    gflops, gbps = flops / median_s / 1e9, bytes_moved / median_s / 1e9
+    ceiling = min(peaks.gflops, intensity * peaks.gbytes_per_s)
+    if intensity >= peaks.ridge:
+        return Roofline("compute-bound", intensity, gflops, gbps, ceiling, gflops / peaks.gflops)
+    return Roofline("memory-bound", intensity, gflops, gbps, ceiling, gbps / peaks.gbytes_per_s)
+
+
+@dataclass(frozen=True, slots=True)
+class AtenOp:
+    """One aten operator as seen inside one node, per run of the model.
+
+    Times are means per run. ``depth`` 0 marks an operator the node called directly;
+    the totals of those add up to about the node's time (the rest is Python glue).
+    Deeper operators are nested inside another one, so their totals overlap their
+    parent's; their self times do not, and every op's self time adds up to the
+    time spent in aten.
+    """
+
+    name: str
+    depth: int
+    self_s: float
+    total_s: float
+    calls: float
+    """Calls per run (a mean, so a node that calls an op every other run shows 0.5)."""
+    share: float
+    """``total_s`` over the node's time, 0..1."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """One suggestion for the user."""
+
+    rule: str
+    """Stable rule id, e.g. ``"conv-bn-fold"``."""
+    title: str
+    """One line saying what to do."""
+    nodes: tuple[str, ...]
+    """FX node names involved, most important first."""
+    evidence: str
+    """The measurements that triggered the rule."""
+    saving_s: float | None
+    """Estimated saving per run in seconds; ``None`` when it cannot be estimated without trying."""
+    saving_pct: float | None
+    """``saving_s`` as a share of the run median, in percent."""
