@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from fxtui.engine.errors import FxtuiError
+from fxtui.engine.filters import FilterSpec, parse_ops, parse_types
+from fxtui.engine.target import Target
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -201,9 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _filter_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from fxtui.engine.filters import FilterSpec, parse_ops, parse_types
-
+def _filter_spec(args: argparse.Namespace) -> FilterSpec:
     try:
         ops = parse_ops(args.op) if args.op else frozenset()
     except ValueError as e:
@@ -211,9 +211,7 @@ def _filter_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return FilterSpec(ops=ops, path=args.path or "", types=parse_types(args.type) if args.type else frozenset())
 
 
-def _target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from fxtui.engine.target import Target
-
+def _target(args: argparse.Namespace) -> Target:
     shapes = tuple(args.input_shape) if args.input_shape else None
     return Target(args.target, input_shapes=shapes, dtype=args.dtype, submodule=args.submodule)
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from fxtui.engine.explain import annotate
-from fxtui.engine.loading import LoadedModel, load_target
+from fxtui.engine.loading import LoadedModel, describe_value, load_target
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
 from fxtui.engine.snapshot import State
@@ -73,17 +73,9 @@ def loaded_from_module(model: torch.nn.Module, example_inputs: Any, name: str | 
         module=model.eval(),
         inputs=inputs,
         name=name or type(model).__name__,
-        input_desc=tuple(_describe(x) for x in inputs),
+        input_desc=tuple(describe_value(x) for x in inputs),
         dtype=str(first.dtype).removeprefix("torch.") if first is not None else "",
     )
-
-
-def _describe(x: Any) -> str:
-    if isinstance(x, torch.Tensor):
-        return "×".join(str(d) for d in x.shape) or "scalar"
-    if isinstance(x, (list, tuple)):
-        return f"{type(x).__name__}[{', '.join(_describe(v) for v in list(x)[:3])}]"
-    return type(x).__name__
 
 
 def run_profile(session: Session, runs: int, warmup: int, should_stop: Callable[[], bool] = lambda: False) -> int:

@@ -464,7 +464,7 @@ def threads_text(reports: list[Report], top: int | None = 20) -> str:
     by_name = [{row.name: row for row in r.rows} for r in reports]
     body = []
     for row in first.select(sort="median", top=top):
-        medians = [m.get(row.name).median_s if m.get(row.name) else None for m in by_name]
+        medians = [m[row.name].median_s if row.name in m else None for m in by_name]
         body.append([row.name, *[format_seconds(x) for x in medians], *[_speedup(medians[0], x) for x in medians[1:]]])
     speed_heads = [f"speed-up {h}" for h in heads[1:]]
     return (

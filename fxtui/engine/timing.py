@@ -69,10 +69,10 @@ def describe_value(value: Any, check_finite: bool = False) -> ValueMeta:
         dtypes = sorted({p.dtype for p in parts if p.dtype})
         return ValueMeta(open_ + shown + close, ",".join(dtypes), all(p.finite for p in parts))
     if isinstance(value, dict):
-        parts = {k: describe_value(v, check_finite) for k, v in value.items()}
-        shown = ", ".join(f"{k}: {p.shape}" for k, p in list(parts.items())[:4])
-        dtypes = sorted({p.dtype for p in parts.values() if p.dtype})
-        return ValueMeta("{" + shown + "}", ",".join(dtypes), all(p.finite for p in parts.values()))
+        entries = {k: describe_value(v, check_finite) for k, v in value.items()}
+        shown = ", ".join(f"{k}: {p.shape}" for k, p in list(entries.items())[:4])
+        dtypes = sorted({p.dtype for p in entries.values() if p.dtype})
+        return ValueMeta("{" + shown + "}", ",".join(dtypes), all(p.finite for p in entries.values()))
     if value is None:
         return ValueMeta("None", "")
     if isinstance(value, (int, float, bool)):
@@ -200,7 +200,7 @@ class TimingInterpreter(torch.fx.Interpreter):
         starts = self.last_start_ns
         clock = self.clock
         overhead = self.clock_overhead_ns
-        meta = [] if self.meta is None else None
+        meta: list[ValueMeta] | None = [] if self.meta is None else None
         out = None
         i = -1
         start = clock()
