@@ -300,7 +300,7 @@ class MainScreen(Screen[None]):
         if entry is None:
             return
         if entry.kind == "module":
-            message.node.expand()
+            self.tree.open(message.node)
             self.set_scope(entry.key, reveal=False)
         else:
             self.select_node(entry.key, origin="tree")

@@ -62,6 +62,7 @@ class DetailPane(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.fields = []
+        self._shown_name: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
@@ -76,30 +77,39 @@ class DetailPane(VerticalScroll):
         title = self.query_one("#detail-title", Static)
         error_line = self.query_one("#detail-error", Static)
         sparkline = self.query_one(Sparkline)
-        fields = self.query_one("#detail-fields", Static)
+        fields_widget = self.query_one("#detail-fields", Static)
         node_text = self.query_one("#detail-node-text", Static)
         module_repr = self.query_one("#detail-repr", Static)
         if info is None:
             title.update("no node selected")
-            for widget in (error_line, fields, node_text, module_repr):
+            for widget in (error_line, fields_widget, node_text, module_repr):
                 widget.update("")
             sparkline.data = []
             self.fields = []
+            self._shown_name = None
             return
-        title.update(Text(info.name))
-        error_line.display = error is not None and error.node == info.name
-        if error is not None and error.node == info.name:
+        # Re-layout only when a part can change height: numbers refreshing a few times a second
+        # would otherwise lay out the whole screen each time.
+        if self._shown_name != info.name:
+            title.update(Text(info.name), layout=False)
+        show_error = error is not None and error.node == info.name
+        if error is not None and show_error:
             error_line.update(Text(f"✖ raised: {error.message}"))
+        error_line.display = show_error
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
-        self.fields = _fields(info, stats)
-        for label, value in self.fields:
+        fields = _fields(info, stats)
+        for label, value in fields:
             table.add_row(label, Text(value))
-        fields.update(table)
+        same_shape = [f[0] for f in fields] == [f[0] for f in self.fields] and self._shown_name == info.name
+        self.fields = fields
+        fields_widget.update(table, layout=not same_shape)
         samples = list(stats.recent) if stats is not None else []
         sparkline.data = samples
         sparkline.display = bool(samples)
-        node_text.update(Text(info.node_text))
-        module_repr.update(Text(info.module_repr))
-        module_repr.display = bool(info.module_repr)
+        if self._shown_name != info.name:
+            node_text.update(Text(info.node_text))
+            module_repr.update(Text(info.module_repr))
+            module_repr.display = bool(info.module_repr)
+        self._shown_name = info.name

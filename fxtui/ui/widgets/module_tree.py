@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -78,16 +81,21 @@ class ModuleTree(Tree[Entry]):
         self._module_nodes: dict[str, TreeNode[Entry]] = {}
         self._leaf_nodes: dict[str, TreeNode[Entry]] = {}
         self._populated: set[str] = set()
+        self._auto_expanded: set[str] = set()
+        """Branches opened by reveal() rather than by the user."""
         self.totals: Mapping[str, float] = {}
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
         self.error_node: str | None = None
+        self._line_style: Style | None = None
+        self._label_styles: dict[str, Style] | None = None
 
     # -- structure ----------------------------------------------------------
 
     def show(self, graph: GraphInfo, visible_modules: set[str], visible_nodes: set[str]) -> None:
         """(Re)build the tree for ``graph`` keeping only visible branches; expanded entries stay expanded."""
         expanded = {path for path, node in self._module_nodes.items() if node.is_expanded} or {""}
+        auto_expanded = self._auto_expanded & expanded
         cursor = self.cursor_node.data if self.cursor_node is not None else None
         self._graph = graph
         self._visible_modules = visible_modules
@@ -98,6 +106,7 @@ class ModuleTree(Tree[Entry]):
         self._module_nodes = {"": self.root}
         self._leaf_nodes = {}
         self._populated = set()
+        self._auto_expanded = set()
         self._populate(self.root)
         self.root.expand()
         for path in sorted(expanded, key=lambda p: p.count(".") if p else -1):
@@ -105,6 +114,7 @@ class ModuleTree(Tree[Entry]):
             if node is not None:
                 self._populate(node)
                 node.expand()
+        self._auto_expanded = auto_expanded & set(self._module_nodes)
         if cursor is not None:
             self.reveal(cursor)
 
@@ -126,12 +136,19 @@ class ModuleTree(Tree[Entry]):
         """Fill a branch the first time it opens."""
         self._populate(event.node)
 
+    def open(self, node: TreeNode[Entry]) -> None:
+        """Expand ``node`` for the user: it stays open when the cursor moves on."""
+        self._populate(node)
+        if node.data is not None:
+            self._auto_expanded.discard(node.data.key)
+        if not node.is_expanded:
+            node.expand()
+
     def action_expand_cursor(self) -> None:
         """Open the module under the cursor."""
         node = self.cursor_node
         if node is not None and node.allow_expand:
-            self._populate(node)
-            node.expand()
+            self.open(node)
 
     def action_collapse_cursor(self) -> None:
         """Close the module under the cursor, or go to its parent."""
@@ -144,16 +161,28 @@ class ModuleTree(Tree[Entry]):
             self.move_cursor(node.parent)
 
     def reveal(self, entry: Entry) -> bool:
-        """Open the branches down to ``entry`` and put the cursor on it; False when it is filtered out."""
+        """Open the branches down to ``entry`` and put the cursor on it; False when it is filtered out.
+
+        Branches opened only to reveal an earlier entry close again, so following the
+        table's cursor through a large graph does not leave the whole tree open.
+        """
         if self._graph is None:
             return False
         path = entry.key if entry.kind == "module" else self._graph.node(entry.key).module_path
-        for ancestor in module_ancestors(path)[: None if entry.kind == "node" else -1]:
+        chain = module_ancestors(path)[: None if entry.kind == "node" else -1]
+        for stale in sorted(self._auto_expanded - set(chain), key=lambda p: -p.count(".")):
+            node = self._module_nodes.get(stale)
+            if node is not None and node.is_expanded:
+                node.collapse()
+        self._auto_expanded &= set(chain)
+        for ancestor in chain:
             node = self._module_nodes.get(ancestor)
             if node is None:
                 return False
             self._populate(node)
-            node.expand()
+            if not node.is_expanded:  # expand() re-lays out the whole tree even when already open
+                self._auto_expanded.add(ancestor)
+                node.expand()
         target = self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key)
         if target is None:
             return False
@@ -211,15 +240,54 @@ class ModuleTree(Tree[Entry]):
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
         text = Text()
         text.append(f"{name} ")
-        text.append(kind, style=self.get_component_rich_style("module-tree--dim", partial=True))
+        text.append(kind, style=self._part_style("module-tree--dim"))
         if entry.kind == "module" and graph.modules[entry.key].leaf_fallback:
-            text.append(" [leaf]", style=self.get_component_rich_style("module-tree--leaf-fallback", partial=True))
+            text.append(" [leaf]", style=self._part_style("module-tree--leaf-fallback"))
         if entry.kind == "node" and entry.key == self.error_node:
-            text.append(" ✖", style=self.get_component_rich_style("module-tree--error", partial=True))
+            text.append(" ✖", style=self._part_style("module-tree--error"))
         text.append(f" {format_seconds(seconds):>9} {format_pct(share):>6} ",
-                    style=self.get_component_rich_style("module-tree--time", partial=True))
-        text.append(bar((share or 0.0) / 100.0), style=self.get_component_rich_style("module-tree--bar", partial=True))
+                    style=self._part_style("module-tree--time"))
+        text.append(bar((share or 0.0) / 100.0), style=self._part_style("module-tree--bar"))
         return text
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Draw the lines in ``crop``, working out the widget and label styles once, not per line."""
+        # Tree.render_line asks for rich_style (a walk over every ancestor's CSS) on every line;
+        # with numbers redrawn a few times a second that was most of a repaint's cost.
+        self._line_style = self.rich_style
+        self._label_styles = {
+            name: self.get_component_rich_style(name, partial=True) for name in self.COMPONENT_CLASSES
+        }
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._line_style = None
+            self._label_styles = None
+
+    def render_line(self, y: int) -> Strip:
+        """One line of the tree, with the style computed once per repaint."""
+        style = self._line_style if self._line_style is not None else self.rich_style
+        scroll_x, scroll_y = self.scroll_offset
+        return self._render_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
+
+    def _part_style(self, name: str) -> Style:
+        styles = self._label_styles
+        return styles[name] if styles is not None else self.get_component_rich_style(name, partial=True)
+
+    def get_label_width(self, node: TreeNode[Entry]) -> int:
+        """Cells a label takes, without drawing it (the tree asks for every line on each layout)."""
+        entry = node.data
+        if entry is None or self._graph is None:
+            return super().get_label_width(node)
+        icon = cell_len(self.ICON_NODE) if node.allow_expand else 0
+        if entry.kind == "module":
+            info = self._graph.modules[entry.key]
+            name = self._graph.model if entry.key == "" else entry.key.rpartition(".")[2]
+            extra = len(info.class_name) + (7 if info.leaf_fallback else 0)
+        else:
+            name = entry.key
+            extra = len(self._graph.node(entry.key).type_name) + (2 if entry.key == self.error_node else 0)
+        return icon + len(name) + 1 + extra + 1 + 9 + 1 + 6 + 1 + BAR_WIDTH
 
     def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
         """The label with current numbers, behind the expand/collapse icon."""

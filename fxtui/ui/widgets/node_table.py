@@ -17,7 +17,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -86,6 +86,7 @@ class NodeTable(ScrollView, can_focus=True):
         self.sort_descending = True
         self.cursor_name: str | None = None
         self.error_node: str | None = None
+        self._line_styles: dict[str, Style] | None = None
 
     # -- data ---------------------------------------------------------------
 
@@ -206,11 +207,29 @@ class NodeTable(ScrollView, can_focus=True):
 
     # -- drawing ------------------------------------------------------------
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Draw the lines in ``crop``, working out the styles once rather than per line."""
+        # rich_style walks every ancestor's CSS; per line it was the largest cost of a repaint.
+        self._line_styles = {
+            "base": self.rich_style,
+            **{name: self.get_component_rich_style(name) for name in self.COMPONENT_CLASSES},
+        }
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._line_styles = None
+
+    def _style(self, name: str) -> Style:
+        styles = self._line_styles
+        if styles is not None:
+            return styles[name]
+        return self.rich_style if name == "base" else self.get_component_rich_style(name)
+
     def render_line(self, y: int) -> Strip:
         """Line 0 is the header (it does not scroll vertically); the others are rows."""
         width = self.size.width
         scroll_x = round(self.scroll_x)
-        base = self.rich_style
+        base = self._style("base")
         if y == 0:
             strip = self._header(base)
         else:
@@ -221,8 +240,8 @@ class NodeTable(ScrollView, can_focus=True):
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     def _header(self, base: Style) -> Strip:
-        header = base + self.get_component_rich_style("node-table--header")
-        sorted_style = base + self.get_component_rich_style("node-table--sorted")
+        header = base + self._style("node-table--header")
+        sorted_style = base + self._style("node-table--sorted")
         segments = []
         for column in self.columns:
             label = column.label
@@ -239,15 +258,15 @@ class NodeTable(ScrollView, can_focus=True):
         stats = self._stats.get(name)
         style = base
         if name == self.cursor_name:
-            style = base + self.get_component_rich_style("node-table--cursor")
+            style = base + self._style("node-table--cursor")
         segments = []
         for column in self.columns:
             text = column.cell(info, stats)
             cell_style = style
             if column.key == "noisy" and text.strip():
-                cell_style = style + self.get_component_rich_style("node-table--noisy")
+                cell_style = style + self._style("node-table--noisy")
             if column.key == "node" and name == self.error_node:
-                cell_style = style + self.get_component_rich_style("node-table--error")
+                cell_style = style + self._style("node-table--error")
             segments.append(Segment(self._fit(text, column) + " ", cell_style))
         return Strip(segments)
 

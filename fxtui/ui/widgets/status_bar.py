@@ -64,6 +64,8 @@ def view_line(view: ViewState) -> Text:
 class StatusBar(Static):
     """Two lines at the top: the session, then the view."""
 
+    _last: Text | None = None
+
     DEFAULT_CSS = """
     /* Each line keeps its own row on a narrow terminal: cut short rather than wrapped. */
     StatusBar { height: 2; background: $panel; color: $foreground; padding: 0 1;
@@ -72,4 +74,7 @@ class StatusBar(Static):
 
     def show(self, snapshot: Snapshot | None, view: ViewState) -> None:
         """Redraw from the latest snapshot and view."""
-        self.update(Text("\n").join([session_line(snapshot, view.paused), view_line(view)]))
+        text = Text("\n").join([session_line(snapshot, view.paused), view_line(view)])
+        if text != self._last:
+            self._last = text
+            self.update(text, layout=False)  # two fixed rows: the size never changes
