@@ -7,7 +7,7 @@ main screen, which applies it in one batch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import ClassVar
 
 from textual.app import App, SystemCommand
@@ -32,8 +32,8 @@ class FxtuiApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "fxtui"
     ENABLE_COMMAND_PALETTE = True
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (120, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (36, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012 (Textual declares it so)
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -124,7 +124,7 @@ class FxtuiApp(App[None]):
                 yield SystemCommand(title, help_text, self._palette_callback(main, action))
 
     @staticmethod
-    def _palette_callback(screen: MainScreen, action: str):  # type: ignore[no-untyped-def]
+    def _palette_callback(screen: MainScreen, action: str) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
             await screen.run_action(action)
 

@@ -274,6 +274,12 @@ class DemoSource:
         """End :meth:`run`."""
         self._stop.set()
 
+    def explain(self, node: str) -> None:
+        """The demo has no aten breakdowns to offer."""
+
+    def request_hints(self) -> None:
+        """The demo has no hints to offer."""
+
 
 def resnet18_demo_source() -> DemoSource:
     """A demo source showing a resnet18 profile after 200 runs."""

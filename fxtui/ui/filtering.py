@@ -51,13 +51,16 @@ def shown_ops(spec: FilterSpec) -> frozenset[str]:
 
 
 def describe(spec: FilterSpec) -> str:
-    """A short text for the status line: ``-placeholder -output path=layer1* type=Conv2d``, or ``none``."""
-    hidden = [op for op in OPCODES if op not in shown_ops(spec)]
-    parts = ["-" + op for op in hidden]
+    """A short text for the status line: ``path=layer1* type=Conv2d -placeholder -output``, or ``none``.
+
+    What the user typed comes first, so a narrow status line cuts the defaults, not the filter.
+    """
+    parts = []
     if spec.path:
         parts.append(f"path={spec.path}")
     if spec.types:
         parts.append("type=" + ",".join(sorted(spec.types)))
+    parts += ["-" + op for op in OPCODES if op not in shown_ops(spec)]
     return " ".join(parts) or "none"
 
 

@@ -58,7 +58,7 @@ class PaintMeter:
     is what a busy shared machine does not inflate.
     """
 
-    def __init__(self, screen) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, screen) -> None:
         self.paints: list[tuple[float, float, float]] = []
         """(wall start, wall end, thread CPU seconds) of each outermost repaint."""
         self.marks: list[float] = []
@@ -66,8 +66,8 @@ class PaintMeter:
         for name in ("_refresh_layout", "_compositor_refresh"):
             setattr(screen, name, self._timed(getattr(screen, name)))
 
-    def _timed(self, method):  # type: ignore[no-untyped-def]
-        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def _timed(self, method):
+        def wrapper(*args, **kwargs):
             self._depth += 1
             t0, c0 = time.perf_counter(), time.thread_time()
             try:
@@ -79,10 +79,10 @@ class PaintMeter:
 
         return wrapper
 
-    def mark(self, method):  # type: ignore[no-untyped-def]
+    def mark(self, method):
         """Wrap a handler so its return time is recorded (the moment the effect exists)."""
 
-        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):
             try:
                 return method(*args, **kwargs)
             finally:
@@ -146,7 +146,7 @@ async def bench(n_nodes: int) -> None:
                   f"{ms(statistics.median(t)):>22}{ms(p95(t)):>10}")
 
         line("root, tree collapsed", await refreshes(app, meter, snapshot))
-        main.tree.focus()
+        main.module_tree.focus()
         await pilot.press("down", "right", "down", "right")  # open stage0 and its first block
         main.table.focus()
         await pilot.press("pagedown", "pagedown")

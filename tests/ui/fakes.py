@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
-from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
+from fxtui.engine.snapshot import GraphInfo, NodeStats, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 
-__all__ = ["FailingSource", "FakeSource", "error_snapshot", "resnet_snapshot", "settle", "synthetic_snapshot"]
+__all__ = [
+    "FailingSource",
+    "FakeSource",
+    "error_snapshot",
+    "graph_of",
+    "resnet_snapshot",
+    "settle",
+    "stats_of",
+    "synthetic_snapshot",
+]
 
 
 def resnet_snapshot(
@@ -83,6 +92,12 @@ class FakeSource:
         self.calls.append("stop")
         self._stop.set()
 
+    def explain(self, node: str) -> None:
+        self.calls.append(f"explain {node}")
+
+    def request_hints(self) -> None:
+        self.calls.append("hints")
+
 
 class FailingSource(FakeSource):
     """Fails before any graph exists, as a model that does not load would."""
@@ -103,3 +118,15 @@ async def settle(app: FxtuiApp, pilot: Pilot, applied: int = 1) -> None:
     else:
         raise AssertionError(f"the app applied {app.main.applied} snapshots, expected {applied}")
     await pilot.pause()
+
+
+def graph_of(app: FxtuiApp) -> GraphInfo:
+    """The graph the app shows (it must show one)."""
+    assert app.main.graph is not None
+    return app.main.graph
+
+
+def stats_of(app: FxtuiApp) -> Mapping[str, NodeStats]:
+    """The node statistics the app shows."""
+    assert app.main.snapshot is not None
+    return app.main.snapshot.nodes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fakes import FakeSource, resnet_snapshot, settle
+from fakes import FakeSource, graph_of, resnet_snapshot, settle
 from textual.widgets import Input
 
 from fxtui.engine.snapshot import OPCODES
@@ -37,7 +37,7 @@ def test_visible_modules_keep_only_branches_with_matching_nodes() -> None:
     }
 
 
-async def type_filter(pilot, key: str, text: str) -> None:  # type: ignore[no-untyped-def]
+async def type_filter(pilot, key: str, text: str) -> None:
     await pilot.press(key)
     for char in text:
         await pilot.press(char)
@@ -54,15 +54,15 @@ async def test_path_glob_filters_table_and_tree_and_esc_clears_it() -> None:
         assert isinstance(app.focused, Input)
         await type_filter(pilot, "", "layer[12]*")
         main = app.main
-        modules = {main.graph.node(n).module_path for n in main.table.row_names}
+        modules = {graph_of(app).node(n).module_path for n in main.table.row_names}
         assert modules and all(m.startswith(("layer1", "layer2")) for m in modules)
-        assert main.tree.visible_entries() == ["", "layer1", "layer2"]
+        assert main.module_tree.visible_entries() == ["", "layer1", "layer2"]
         assert "path=layer[12]*" in status(app)
         assert app.focused is main.table
         # The filter survives a refresh.
         source.push(resnet_snapshot(seq=2, scale=1.5))
         await settle(app, pilot, 2)
-        assert {main.graph.node(n).module_path[:6] for n in main.table.row_names} == {"layer1", "layer2"}
+        assert {graph_of(app).node(n).module_path[:6] for n in main.table.row_names} == {"layer1", "layer2"}
         await pilot.press("escape")
         assert "path=" not in status(app)
         assert "conv1" in main.table.row_names
@@ -88,11 +88,11 @@ async def test_type_filter_keeps_one_target_type() -> None:
         await settle(app, pilot)
         await type_filter(pilot, "t", "add")
         main = app.main
-        assert {main.graph.node(n).type_name for n in main.table.row_names} == {"add"}
+        assert {graph_of(app).node(n).type_name for n in main.table.row_names} == {"add"}
         assert len(main.table.row_names) == 8
         assert "type=add" in status(app)
         # Branches without an add disappear from the tree: the root's own nodes are gone.
-        assert "conv1" not in main.tree.visible_entries()
+        assert "conv1" not in main.module_tree.visible_entries()
 
 
 async def test_op_filter_modal_shows_inputs_when_ticked() -> None:
@@ -127,4 +127,4 @@ async def test_hiding_call_module_hides_module_nodes() -> None:
         await pilot.pause()
         assert sorted(app.main.table.row_names)[:2] == ["add", "add_1"]
         assert "flatten" in app.main.table.row_names
-        assert all(app.main.graph.node(n).op == "call_function" for n in app.main.table.row_names)
+        assert all(graph_of(app).node(n).op == "call_function" for n in app.main.table.row_names)

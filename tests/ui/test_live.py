@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, settle
+from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, settle, stats_of
 
 from fxtui.engine.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
@@ -26,13 +26,13 @@ async def test_first_view_shows_the_session_and_the_hottest_nodes_first() -> Non
             assert part in text
         table = app.main.table
         assert table.row_names[0] == "conv1"
-        medians = [app.main.snapshot.nodes[n].median_s for n in table.row_names]
+        medians = [stats_of(app)[n].median_s for n in table.row_names]
         assert medians == sorted(medians, reverse=True)
         # Inputs and the output are hidden by default.
         assert "x" not in table.row_names and "output" not in table.row_names
         assert table.cell_text("conv1", "target") == "Conv2d"
         assert table.cell_text("conv1", "median") == "1.48 ms"
-        tree = app.main.tree
+        tree = app.main.module_tree
         assert tree.visible_entries()[:5] == ["", "layer1", "layer2", "layer3", "layer4"]
         assert "1.48 ms" in tree.label_text(Entry("node", "conv1"))
         assert app.focused is table
@@ -62,8 +62,8 @@ async def test_refresh_keeps_cursor_expansion_sort_and_scroll() -> None:
             await pilot.press("down")
         chosen = main.table.cursor_name
         scroll = main.table.scroll_y
-        main.tree.reveal(Entry("module", "layer2.0"))
-        main.tree.action_expand_cursor()
+        main.module_tree.reveal(Entry("module", "layer2.0"))
+        main.module_tree.action_expand_cursor()
         main.table.focus()
         before = main.table.cell_text("conv1", "median")
         source.push(resnet_snapshot(seq=2, scale=2.0))
@@ -72,7 +72,7 @@ async def test_refresh_keeps_cursor_expansion_sort_and_scroll() -> None:
         assert main.table.cursor_name == chosen == main.selected
         assert main.table.sort_key == "p90"
         assert main.table.scroll_y == scroll > 0
-        assert "layer2_0_conv1" in main.tree.visible_entries()
+        assert "layer2_0_conv1" in main.module_tree.visible_entries()
 
 
 async def test_a_backlog_of_snapshots_collapses_to_the_newest() -> None:
@@ -91,6 +91,9 @@ async def test_an_error_inside_the_model_shows_the_node_and_the_app_stays_usable
         assert "layer3_0_bn2" in banner and "RuntimeError: boom" in banner
         await pilot.press("e")
         assert app.main.selected == "layer3_0_bn2"
+        table = app.main.table
+        visible = table.scrollable_content_region.height - 1  # below the header
+        assert table.scroll_y <= table.cursor_row < table.scroll_y + visible  # scrolled into view
         assert "raised: RuntimeError: boom" in str(app.main.query_one("#detail-error").render())
         await pilot.press("n")
         assert app.main.selected != "layer3_0_bn2"
@@ -130,7 +133,7 @@ async def test_space_pauses_even_with_the_tree_focused() -> None:
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.main.tree.focus()
+        app.main.module_tree.focus()
         await pilot.press("space")
         assert source.calls == ["pause"]
 
@@ -169,7 +172,7 @@ async def test_ctrl_c_quits() -> None:
     assert source.finished.wait(5)
 
 
-async def test_no_color_is_honoured(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_no_color_is_honoured(monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     app = FxtuiApp(FakeSource())
     assert app.no_color

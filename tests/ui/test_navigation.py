@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fakes import FakeSource, settle
+from fakes import FakeSource, graph_of, settle, stats_of
 
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.screens.help import HelpScreen
@@ -24,12 +24,12 @@ async def test_enter_on_a_module_scopes_the_table_and_backspace_goes_up() -> Non
         await settle(app, pilot)
         main = app.main
         assert not main.check_action("scope_up", ())
-        main.tree.focus()
+        main.module_tree.focus()
         await pilot.press("down", "down")  # root → layer1 → layer2
-        assert main.tree.cursor_entry == Entry("module", "layer2")
+        assert main.module_tree.cursor_entry == Entry("module", "layer2")
         await pilot.press("enter")
         assert main.scope == "layer2"
-        assert all(main.graph.node(n).module_path.startswith("layer2") for n in main.table.row_names)
+        assert all(graph_of(app).node(n).module_path.startswith("layer2") for n in main.table.row_names)
         assert len(main.table.row_names) == 16
         assert "view layer2" in status(app)
         assert main.check_action("scope_up", ())
@@ -43,14 +43,14 @@ async def test_h_walks_the_hottest_path_down_to_one_node() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         main = app.main
-        totals = main.tree.totals
+        totals = main.module_tree.totals
         await pilot.press("h")
         assert main.scope == max(("layer1", "layer2", "layer3", "layer4"), key=lambda p: totals[p]) == "layer4"
         await pilot.press("h")
         assert main.scope == "layer4.0"
         await pilot.press("h")
         assert main.selected == "layer4_0_conv1"
-        assert main.tree.cursor_entry == Entry("node", "layer4_0_conv1")
+        assert main.module_tree.cursor_entry == Entry("node", "layer4_0_conv1")
         await pilot.press("h")  # at a node: stays
         assert main.selected == "layer4_0_conv1" and main.scope == "layer4.0"
 
@@ -62,7 +62,7 @@ async def test_n_and_N_step_through_hotspots_by_median() -> None:
         main = app.main
         await pilot.press("s")  # sort by p90: hotspots still go by median
         assert main.selected == main.table.row_names[0]
-        order = sorted(main._view, key=lambda n: -main.snapshot.nodes[n.name].median_s)
+        order = sorted(main._view, key=lambda n: -stats_of(app)[n.name].median_s)
         main.select_node(order[0].name)
         await pilot.press("n")
         assert main.selected == order[1].name
@@ -81,12 +81,12 @@ async def test_table_selection_reveals_the_node_in_the_tree_and_back() -> None:
         await pilot.press("down")
         second = main.table.row_names[1]
         assert main.selected == second == "layer4_0_conv1"
-        assert main.tree.cursor_entry == Entry("node", second)
-        assert "layer4_0_conv1" in main.tree.visible_entries()
+        assert main.module_tree.cursor_entry == Entry("node", second)
+        assert "layer4_0_conv1" in main.module_tree.visible_entries()
         assert ("target", "Conv2d") in main.query_one(DetailPane).fields
-        main.tree.focus()
+        main.module_tree.focus()
         await pilot.press("down")  # next leaf in layer4.0
-        assert main.tree.cursor_entry == Entry("node", "layer4_0_bn1")
+        assert main.module_tree.cursor_entry == Entry("node", "layer4_0_bn1")
         assert main.selected == main.table.cursor_name == "layer4_0_bn1"
         assert "layer4_0_bn1" in str(main.query_one("#detail-title").render())
 
@@ -101,7 +101,7 @@ async def test_sort_keys_and_header_clicks() -> None:
         assert "sort p90 ↓" in status(app)
         await pilot.press("S")
         assert not table.sort_descending
-        p90 = [app.main.snapshot.nodes[n].p90_s for n in table.row_names]
+        p90 = [stats_of(app)[n].p90_s for n in table.row_names]
         assert p90 == sorted(p90)
         await pilot.click(NodeTable, offset=(1, 0))  # the "node" header
         assert table.sort_key == "node" and not table.sort_descending

@@ -105,8 +105,8 @@ class MainScreen(Screen[None]):
         return self.query_one(NodeTable)
 
     @property
-    def tree(self) -> ModuleTree:
-        """The module tree."""
+    def module_tree(self) -> ModuleTree:
+        """The module tree (``tree`` is taken: DOMNode.tree draws the widget tree for debugging)."""
         return self.query_one(ModuleTree)
 
     # -- snapshots ----------------------------------------------------------
@@ -164,7 +164,7 @@ class MainScreen(Screen[None]):
             median = node_stats.median_s
             for path in ancestors:
                 totals[path] = totals.get(path, 0.0) + median
-        self.tree.update_numbers(totals, stats, self.snapshot.run_median_s or 0.0)
+        self.module_tree.update_numbers(totals, stats, self.snapshot.run_median_s or 0.0)
 
     def _show_error(self) -> None:
         banner = self.query_one("#error-banner", Static)
@@ -172,7 +172,7 @@ class MainScreen(Screen[None]):
         error = snapshot.error if snapshot is not None else None
         node = error.node if error is not None else None
         self.table.error_node = node
-        self.tree.error_node = node
+        self.module_tree.error_node = node
         if error is not None:
             where = f"in node {node}" if node else "in the model"
             if node and self.graph is not None and node in self.graph.by_name:
@@ -224,7 +224,7 @@ class MainScreen(Screen[None]):
         self._ancestry = [(n.name, module_ancestors(n.module_path)) for n in self._filtered]
         modules = visible_modules(graph, self._filtered)
         with self.app.batch_update():
-            self.tree.show(graph, modules, {n.name for n in self._filtered})
+            self.module_tree.show(graph, modules, {n.name for n in self._filtered})
             if self.scope not in modules:
                 self.scope = next(p for p in reversed(module_ancestors(self.scope)) if p in modules)
             self._set_view()
@@ -247,7 +247,7 @@ class MainScreen(Screen[None]):
         with self.app.batch_update():
             self._set_view()
             if reveal:
-                self.tree.reveal(Entry("module", path))
+                self.module_tree.reveal(Entry("module", path))
             self._show_status()
         self.refresh_bindings()
 
@@ -263,7 +263,7 @@ class MainScreen(Screen[None]):
         if origin != "table":
             self.table.move_to(name)
         if origin != "tree" and reveal:
-            self.tree.reveal(Entry("node", name))
+            self.module_tree.reveal(Entry("node", name))
         self._show_detail()
 
     # -- widget events ------------------------------------------------------
@@ -300,7 +300,7 @@ class MainScreen(Screen[None]):
         if entry is None:
             return
         if entry.kind == "module":
-            self.tree.open(message.node)
+            self.module_tree.open(message.node)
             self.set_scope(entry.key, reveal=False)
         else:
             self.select_node(entry.key, origin="tree")
@@ -347,7 +347,7 @@ class MainScreen(Screen[None]):
         module = graph.modules[self.scope]
         shown = {n.name for n in self._view}
         stats = self._medians()
-        totals = self.tree.totals
+        totals = self.module_tree.totals
         candidates: list[tuple[float, Entry]] = [
             (totals.get(child, 0.0), Entry("module", child)) for child in module.children if child in totals
         ]

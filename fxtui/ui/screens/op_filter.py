@@ -29,7 +29,8 @@ class OpFilterScreen(ModalScreen[frozenset[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="op-filter"):
-            yield Label("Op types to show  (space toggles · a all · enter applies · esc cancels)")
+            yield Label("Op types to show", id="op-filter-title")
+            yield Label("space toggles · a all · enter applies · esc cancels", id="op-filter-hint")
             yield SelectionList[str](*[(op, op, op in self.shown) for op in OPCODES], id="op-list")
 
     def on_mount(self) -> None:

@@ -45,6 +45,12 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
     return text.ljust(width)
 
 
+def short_node_name(name: str, module_path: str) -> str:
+    """``layer1_0_conv1`` under ``layer1.0`` → ``conv1``: the tree already shows the module."""
+    prefix = module_path.replace(".", "_") + "_"
+    return name[len(prefix):] if module_path and name.startswith(prefix) and len(name) > len(prefix) else name
+
+
 class ModuleTree(Tree[Entry]):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves."""
 
@@ -220,34 +226,71 @@ class ModuleTree(Tree[Entry]):
 
     def label_text(self, entry: Entry) -> str:
         """The plain text of an entry's label (what a user reads)."""
-        return self._label_for(entry).plain
+        node = (self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key))
+        return "".join(text for text, _ in self._parts(entry, node))
 
-    def _label_for(self, entry: Entry) -> Text:
+    def _depth_cells(self, node: TreeNode[Entry] | None) -> int:
+        """Cells taken left of the label: guides and the expand icon."""
+        if node is None:
+            return 0
+        depth = 0
+        parent = node.parent
+        while parent is not None:
+            depth += 1
+            parent = parent.parent
+        return depth * self.guide_depth + (cell_len(self.ICON_NODE) if node.allow_expand else 0)
+
+    def _parts(self, entry: Entry, node: TreeNode[Entry] | None) -> list[tuple[str, str]]:
+        """The label as (text, component class) pieces, fitted to the tree's width.
+
+        Numbers sit at the right edge so they line up at every depth; on a narrow
+        tree the class name and then the bar give way before the time and share do.
+        """
         graph = self._graph
         if graph is None:
-            return Text("model")
+            return [("model", "")]
         if entry.kind == "module":
             info = graph.modules[entry.key]
             name = graph.model if entry.key == "" else entry.key.rpartition(".")[2]
             seconds = self.totals.get(entry.key)
             kind = info.class_name
+            flag = (" [leaf]", "module-tree--leaf-fallback") if info.leaf_fallback else None
         else:
-            node = graph.node(entry.key)
-            name = entry.key
+            name = short_node_name(entry.key, graph.node(entry.key).module_path)
             stats = self.stats.get(entry.key)
             seconds = stats.median_s if stats is not None else None
-            kind = node.type_name
+            kind = graph.node(entry.key).type_name
+            flag = (" ✖", "module-tree--error") if entry.key == self.error_node else None
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
+        width = self.scrollable_content_region.width or 80
+        show_bar = width >= 56
+        if width >= 40:
+            numbers = [(f" {format_seconds(seconds):>9} {format_pct(share):>6}", "module-tree--time")]
+        else:  # an 80-column terminal: the share alone (the table beside it has the times)
+            numbers = [(f" {format_pct(share):>6}", "module-tree--time")]
+        if show_bar:
+            numbers.append((" " + bar((share or 0.0) / 100.0), "module-tree--bar"))
+        room = width - self._depth_cells(node) - sum(len(t) for t, _ in numbers)
+        head: list[tuple[str, str]] = [(name, "")]
+        used = len(name)
+        if flag is not None:
+            head.append(flag)
+            used += len(flag[0])
+        if used + 1 + len(kind) <= room:
+            head.insert(1, (" " + kind, "module-tree--dim"))
+            used += 1 + len(kind)
+        elif used > room:
+            # Too deep or too long: keep the start of the name, never less than a few characters.
+            keep = max(room, 6) - 1
+            head = [(name[:keep] + "…", "")] + ([flag] if flag is not None and keep >= len(name) else [])
+            used = sum(len(t) for t, _ in head)
+        pad = max(0, room - used)
+        return [*head, (" " * pad, ""), *numbers]
+
+    def _label_for(self, entry: Entry, node: TreeNode[Entry] | None = None) -> Text:
         text = Text()
-        text.append(f"{name} ")
-        text.append(kind, style=self._part_style("module-tree--dim"))
-        if entry.kind == "module" and graph.modules[entry.key].leaf_fallback:
-            text.append(" [leaf]", style=self._part_style("module-tree--leaf-fallback"))
-        if entry.kind == "node" and entry.key == self.error_node:
-            text.append(" ✖", style=self._part_style("module-tree--error"))
-        text.append(f" {format_seconds(seconds):>9} {format_pct(share):>6} ",
-                    style=self._part_style("module-tree--time"))
-        text.append(bar((share or 0.0) / 100.0), style=self._part_style("module-tree--bar"))
+        for piece, component in self._parts(entry, node):
+            text.append(piece, style=self._part_style(component) if component else "")
         return text
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -276,22 +319,14 @@ class ModuleTree(Tree[Entry]):
 
     def get_label_width(self, node: TreeNode[Entry]) -> int:
         """Cells a label takes, without drawing it (the tree asks for every line on each layout)."""
-        entry = node.data
-        if entry is None or self._graph is None:
+        if node.data is None or self._graph is None:
             return super().get_label_width(node)
         icon = cell_len(self.ICON_NODE) if node.allow_expand else 0
-        if entry.kind == "module":
-            info = self._graph.modules[entry.key]
-            name = self._graph.model if entry.key == "" else entry.key.rpartition(".")[2]
-            extra = len(info.class_name) + (7 if info.leaf_fallback else 0)
-        else:
-            name = entry.key
-            extra = len(self._graph.node(entry.key).type_name) + (2 if entry.key == self.error_node else 0)
-        return icon + len(name) + 1 + extra + 1 + 9 + 1 + 6 + 1 + BAR_WIDTH
+        return icon + sum(cell_len(text) for text, _ in self._parts(node.data, node))
 
     def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
         """The label with current numbers, behind the expand/collapse icon."""
-        label = self._label_for(node.data) if node.data is not None else Text(str(node.label))
+        label = self._label_for(node.data, node) if node.data is not None else Text(str(node.label))
         label.stylize(style)
         prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
         return Text.assemble((prefix, base_style), label)

@@ -155,7 +155,8 @@ class NodeTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _visible_rows(self) -> int:
-        return max(1, self.size.height - 1)
+        # The content region excludes the horizontal scrollbar; the header takes one line of it.
+        return max(1, self.scrollable_content_region.height - 1)
 
     def _scroll_to_cursor(self) -> None:
         row = self.cursor_row

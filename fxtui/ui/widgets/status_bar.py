@@ -52,12 +52,13 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
 
 
 def view_line(view: ViewState) -> Text:
-    """Second line: the scope, how many nodes are shown, sort, filters."""
+    """Second line: the scope, how many nodes are shown, filters, sort."""
     text = Text()
     text.append("view ")
     text.append(view.scope or "(root)", style="bold")
-    text.append(f" · {view.shown}/{view.total} nodes · sort {view.sort} · filter ")
+    text.append(f" {view.shown}/{view.total} nodes · filter ")
     text.append(view.filters, style="bold" if view.filters != "none" else "")
+    text.append(f" · sort {view.sort}")
     return text
 
 

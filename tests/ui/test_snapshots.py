@@ -1,0 +1,56 @@
+"""SVG snapshots of the main views with the deterministic source (update with --snapshot-update)."""
+
+from __future__ import annotations
+
+from fakes import FakeSource, error_snapshot, settle
+from textual.pilot import Pilot
+
+from fxtui.ui.app import FxtuiApp
+
+NARROW = (80, 24)
+WIDE = (160, 48)
+
+
+def _app(error: bool = False) -> FxtuiApp:
+    return FxtuiApp(FakeSource([error_snapshot()] if error else None))
+
+
+def _ready(*keys: str, applied: int = 1):
+    async def run_before(pilot: Pilot) -> None:
+        app = pilot.app
+        assert isinstance(app, FxtuiApp)
+        await settle(app, pilot, applied)
+        for key in keys:
+            await pilot.press(key)
+        await pilot.pause()
+
+    return run_before
+
+
+def test_overview_80x24(snap_compare) -> None:
+    assert snap_compare(_app(), terminal_size=NARROW, run_before=_ready())
+
+
+def test_overview_160x48(snap_compare) -> None:
+    assert snap_compare(_app(), terminal_size=WIDE, run_before=_ready())
+
+
+def test_path_filter_80x24(snap_compare) -> None:
+    keys = ("slash", *"layer[12]*", "enter")
+    assert snap_compare(_app(), terminal_size=NARROW, run_before=_ready(*keys))
+
+
+def test_hottest_path_drilldown_160x48(snap_compare) -> None:
+    assert snap_compare(_app(), terminal_size=WIDE, run_before=_ready("h", "h", "h"))
+
+
+def test_help_80x24(snap_compare) -> None:
+    assert snap_compare(_app(), terminal_size=NARROW, run_before=_ready("question_mark"))
+
+
+def test_model_error_160x48(snap_compare) -> None:
+    assert snap_compare(_app(error=True), terminal_size=WIDE, run_before=_ready("e"))
+
+
+def test_op_filter_modal_80x24(snap_compare) -> None:
+    assert snap_compare(_app(), terminal_size=NARROW, run_before=_ready("o"))
