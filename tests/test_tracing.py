@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 import torchvision
@@ -134,6 +137,33 @@ def test_stack_traces_point_at_model_code() -> None:
     assert node.stack_trace is not None
     assert "return torch.relu(self.lin(x)) + 1" in node.stack_trace
     assert "fxtui/engine" not in node.stack_trace
+
+
+def test_stack_traces_hold_every_model_frame_outermost_first_and_no_torch_frame() -> None:
+    traced = trace_model(Net())
+    node = next(n for n in traced.gm.graph.nodes if n.name == "blocks_2_lin")
+    lines = node.stack_trace.splitlines()
+    files = [line for line in lines if line.lstrip().startswith("File ")]
+    assert all("test_tracing.py" in line for line in files), node.stack_trace
+    # Net.forward calls blocks (torch's Sequential, dropped), which calls Plain.forward.
+    assert "return self.head(self.blocks(self.first(x)))" in lines[1]
+    assert lines[-1].strip() == "return torch.relu(self.lin(x)) + 1"
+    placeholder = next(n for n in traced.gm.graph.nodes if n.op == "placeholder")
+    assert placeholder.stack_trace is None  # made by the tracer, not by a line of the model
+
+
+def test_tracing_a_small_model_does_not_pull_in_the_compiler_stack() -> None:
+    # torch.fx's own stack recorder imports torch._dynamo and sympy: a second and
+    # about 100 MB before the first node, for every model loaded from a file.
+    code = (
+        "import sys, torch\n"
+        "from fxtui.engine.tracing import trace_model\n"
+        "trace_model(torch.nn.Sequential(torch.nn.Linear(2, 2)))\n"
+        "print(sorted(m for m in ('torch._dynamo', 'torch._inductor', 'sympy') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
 
 
 def test_get_attr_belongs_to_the_module_owning_the_parameter() -> None:

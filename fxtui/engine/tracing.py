@@ -11,10 +11,12 @@ that way; it becomes an :class:`FxtuiError` pointing at the line and at
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,18 +59,29 @@ class _FallbackTracer(torch.fx.Tracer):
     ends the trace.
     """
 
-    record_stack_traces = True
+    # node.stack_trace is recorded by create_node below, not by torch.fx: its recorder
+    # symbolizes stacks through torch._dynamo and filters them through sympy-based
+    # helpers, and importing those costs about a second and 100 MB on the first trace.
+    record_stack_traces = False
 
     def __init__(self, leaves: set[str]) -> None:
         super().__init__()
         self.leaves = leaves
         self.failure: tuple[BaseException, str] | None = None
 
-    def _filter_traceback_frames(self, user_stack_summary: traceback.StackSummary) -> traceback.StackSummary:
-        # Keep only the model's frames in node.stack_trace: the "where in the code" view
-        # wants the model's lines, not torch.fx's and fxtui's machinery between them.
-        frames = super()._filter_traceback_frames(user_stack_summary)
-        return traceback.StackSummary.from_list([f for f in frames if not _is_machinery(f.filename)])
+    def create_node(
+        self,
+        kind: str,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str | None = None,
+        type_expr: Any | None = None,
+    ) -> torch.fx.Node:
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if not node.stack_trace:
+            node.stack_trace = _model_stack()
+        return node
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         return module_qualified_name in self.leaves or super().is_leaf_module(m, module_qualified_name)
@@ -136,6 +149,31 @@ def trace_model(module: torch.nn.Module, *, name: str = "model") -> TracedModel:
         f"{name} cannot be traced: more than {MAX_LEAF_RETRIES} of its submodules fail to trace "
         f"(the first ones: {', '.join(leaves[:3])}); profile a part of it with --submodule"
     )
+
+
+def _model_stack() -> str | None:
+    """The model's frames of the current stack, formatted as torch.fx's ``node.stack_trace``.
+
+    As torch.fx does, frames before the first ``forward`` are dropped (the code that
+    called the tracer); torch's and fxtui's own frames are dropped too, so the
+    "where in the code" view shows the model's lines and nothing between them.
+    """
+    stack = []
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        stack.append(frame)
+        frame = frame.f_back
+    stack.reverse()
+    first = next((i for i, f in enumerate(stack) if f.f_code.co_name == "forward"), None)
+    if first is None:
+        return None
+    # Source lines are looked up (through linecache) only for the frames kept.
+    user = [
+        traceback.FrameSummary(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        for f in stack[first:]
+        if not _is_machinery(f.f_code.co_filename)
+    ]
+    return "".join(traceback.StackSummary.from_list(user).format()).strip() or None
 
 
 def _caused_by(e: BaseException, original: BaseException) -> bool:
@@ -216,6 +254,7 @@ def _model_frame(e: BaseException) -> traceback.FrameSummary | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_machinery(filename: str) -> bool:
     """True for torch's and fxtui's own source files."""
     return os.path.abspath(filename).startswith((_TORCH_DIR, _FXTUI_DIR))
