@@ -32,34 +32,37 @@ def _block(layer: int, index: int, c_in: int, c_out: int, hw: int, downsample: b
     path = f"layer{layer}.{index}"
     pre = f"layer{layer}_{index}"
     shape = f"1×{c_out}×{hw}×{hw}"
+    # A call_module node belongs to the submodule it calls (layer1.0.conv1), as fxtui's tracer
+    # records it; functions called in the block's forward (the add) belong to the block.
     rows: list[_Row] = [
-        (f"{pre}_conv1", "call_module", "Conv2d", "Conv2d", path, shape, 410 * scale),
-        (f"{pre}_bn1", "call_module", "BatchNorm2d", "BatchNorm2d", path, shape, 38 * scale),
-        (f"{pre}_relu", "call_module", "ReLU", "ReLU", path, shape, 14 * scale),
-        (f"{pre}_conv2", "call_module", "Conv2d", "Conv2d", path, shape, 395 * scale),
-        (f"{pre}_bn2", "call_module", "BatchNorm2d", "BatchNorm2d", path, shape, 36 * scale),
+        (f"{pre}_conv1", "call_module", "Conv2d", "Conv2d", f"{path}.conv1", shape, 410 * scale),
+        (f"{pre}_bn1", "call_module", "BatchNorm2d", "BatchNorm2d", f"{path}.bn1", shape, 38 * scale),
+        (f"{pre}_relu", "call_module", "ReLU", "ReLU", f"{path}.relu", shape, 14 * scale),
+        (f"{pre}_conv2", "call_module", "Conv2d", "Conv2d", f"{path}.conv2", shape, 395 * scale),
+        (f"{pre}_bn2", "call_module", "BatchNorm2d", "BatchNorm2d", f"{path}.bn2", shape, 36 * scale),
     ]
     if downsample:
         rows += [
-            (f"{pre}_downsample_0", "call_module", "Conv2d", "Conv2d", f"{path}.downsample", shape, 62 * scale),
-            (f"{pre}_downsample_1", "call_module", "BatchNorm2d", "BatchNorm2d", f"{path}.downsample", shape, 21),
+            (f"{pre}_downsample_0", "call_module", "Conv2d", "Conv2d", f"{path}.downsample.0", shape, 62 * scale),
+            (f"{pre}_downsample_1", "call_module", "BatchNorm2d", "BatchNorm2d", f"{path}.downsample.1", shape, 21),
         ]
     add = "add" if (layer, index) == (1, 0) else f"add_{2 * (layer - 1) + index}"
-    relu = f"{pre}_relu_1"
     rows += [
         (add, "call_function", "operator.add", "add", path, shape, 19 * scale),
-        (relu, "call_module", "ReLU", "ReLU", path, shape, 12 * scale),
+        # BasicBlock calls its one ReLU twice: the second call is another node of the same module.
+        (f"{pre}_relu_1", "call_module", "ReLU", "ReLU", f"{path}.relu", shape, 12 * scale),
     ]
     return rows
 
 
-def _resnet18_rows() -> list[_Row]:
+def resnet18_rows() -> list[_Row]:
+    """resnet18's FX nodes as rows: name, op, target, type name, module path, output shape, median µs."""
     rows: list[_Row] = [
         ("x", "placeholder", "x", "input", "", "1×3×224×224", 0.4),
-        ("conv1", "call_module", "Conv2d", "Conv2d", "", "1×64×112×112", 1480.0),
-        ("bn1", "call_module", "BatchNorm2d", "BatchNorm2d", "", "1×64×112×112", 182.0),
-        ("relu", "call_module", "ReLU", "ReLU", "", "1×64×112×112", 71.0),
-        ("maxpool", "call_module", "MaxPool2d", "MaxPool2d", "", "1×64×56×56", 240.0),
+        ("conv1", "call_module", "Conv2d", "Conv2d", "conv1", "1×64×112×112", 1480.0),
+        ("bn1", "call_module", "BatchNorm2d", "BatchNorm2d", "bn1", "1×64×112×112", 182.0),
+        ("relu", "call_module", "ReLU", "ReLU", "relu", "1×64×112×112", 71.0),
+        ("maxpool", "call_module", "MaxPool2d", "MaxPool2d", "maxpool", "1×64×56×56", 240.0),
     ]
     widths = {1: 64, 2: 128, 3: 256, 4: 512}
     sizes = {1: 56, 2: 28, 3: 14, 4: 7}
@@ -72,9 +75,9 @@ def _resnet18_rows() -> list[_Row]:
             rows += _block(layer, index, c_in if index == 0 else widths[layer], widths[layer], sizes[layer], down,
                            scales[layer] * (1.04 if index == 0 else 1.0))
     rows += [
-        ("avgpool", "call_module", "AdaptiveAvgPool2d", "AdaptiveAvgPool2d", "", "1×512×1×1", 9.0),
+        ("avgpool", "call_module", "AdaptiveAvgPool2d", "AdaptiveAvgPool2d", "avgpool", "1×512×1×1", 9.0),
         ("flatten", "call_function", "torch.flatten", "flatten", "", "1×512", 2.1),
-        ("fc", "call_module", "Linear", "Linear", "", "1×1000", 61.0),
+        ("fc", "call_module", "Linear", "Linear", "fc", "1×1000", 61.0),
         ("output", "output", "output", "output", "", "1×1000", 0.3),
     ]
     return rows
@@ -87,12 +90,12 @@ _CLASSES = {"": "ResNet", "layer1": "Sequential", "layer2": "Sequential", "layer
 def _module_class(path: str) -> str:
     if path in _CLASSES:
         return _CLASSES[path]
-    if path.endswith("downsample"):
+    if path.endswith("downsample") or (path.startswith("stage") and "." not in path):
         return "Sequential"
-    return "BasicBlock"
+    return "BasicBlock" if path.startswith("layer") else "Block"
 
 
-def _node_text(name: str, op: str, target: str, prev: str) -> str:
+def _node_text(name: str, op: str, target: str, module: str, prev: str) -> str:
     if op == "placeholder":
         return f"%{name} : [num_users=1] = placeholder[target={name}]"
     if op == "output":
@@ -100,7 +103,6 @@ def _node_text(name: str, op: str, target: str, prev: str) -> str:
     if op == "call_function":
         args = f"(%{prev}, 1)" if target == "torch.flatten" else f"(%{prev}, %{prev})"
         return f"%{name} : [num_users=1] = call_function[target={target}](args = {args}, kwargs = {{}})"
-    module = name.replace("_", ".")
     return f"%{name} : [num_users=1] = call_module[target={module}](args = (%{prev},), kwargs = {{}})"
 
 
@@ -124,7 +126,7 @@ def build_graph(rows: Sequence[_Row], *, model: str, inputs: tuple[str, ...], le
                 target=target,
                 type_name=type_name,
                 module_path=path,
-                node_text=_node_text(name, op, target, prev),
+                node_text=_node_text(name, op, target, path, prev),
                 shape=shape,
                 dtype="float32",
                 input_shapes=(prev_shape,) if op != "placeholder" else (),
@@ -147,9 +149,11 @@ def build_graph(rows: Sequence[_Row], *, model: str, inputs: tuple[str, ...], le
         ensure(node.module_path)
         direct[node.module_path].append(node.name)
     leaves = set(leaf)
+    # A module that a call_module node calls is of that node's class (Conv2d); the rest are containers.
+    called = {n.module_path: n.target for n in nodes if n.op == "call_module"}
     modules = {
-        p: ModuleInfo(p, _module_class(p), None if p == "" else p.rpartition(".")[0], tuple(children[p]),
-                      tuple(direct[p]), leaf_fallback=p in leaves)
+        p: ModuleInfo(p, called.get(p) or _module_class(p), None if p == "" else p.rpartition(".")[0],
+                      tuple(children[p]), tuple(direct[p]), leaf_fallback=p in leaves)
         for p in direct
     }
     return GraphInfo(model=model, inputs=inputs, dtype="float32", threads=2, nodes=tuple(nodes), modules=modules,
@@ -201,12 +205,12 @@ def make_snapshot(
 
 def resnet18_graph() -> GraphInfo:
     """The resnet18 graph as fxtui's tracer describes it (1×3×224×224, float32)."""
-    return build_graph(_resnet18_rows(), model="resnet18", inputs=("1×3×224×224",))
+    return build_graph(resnet18_rows(), model="resnet18", inputs=("1×3×224×224",))
 
 
 def resnet18_medians() -> list[float]:
     """Plausible per-node CPU medians for resnet18, µs, graph order."""
-    return [row[6] for row in _resnet18_rows()]
+    return [row[6] for row in resnet18_rows()]
 
 
 def synthetic_rows(n_nodes: int) -> list[_Row]:

@@ -25,7 +25,7 @@ async def test_enter_on_a_module_scopes_the_table_and_backspace_goes_up() -> Non
         main = app.main
         assert not main.check_action("scope_up", ())
         main.module_tree.focus()
-        await pilot.press("down", "down")  # root → layer1 → layer2
+        await pilot.press(*["down"] * 6)  # root → conv1, bn1, relu, maxpool → layer1 → layer2
         assert main.module_tree.cursor_entry == Entry("module", "layer2")
         await pilot.press("enter")
         assert main.scope == "layer2"

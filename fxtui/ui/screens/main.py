@@ -289,10 +289,8 @@ class MainScreen(Screen[None]):
                 self.select_node(entry.key, origin="tree")
             else:
                 # A node outside the current scope: widen the scope to its module so the table can show it.
-                node = self.graph.node(entry.key) if self.graph is not None else None
-                if node is not None:
-                    self.set_scope(node.module_path, reveal=False)
-                    self.select_node(entry.key, origin="tree")
+                self.set_scope(self.module_tree.display_parent(entry.key), reveal=False)
+                self.select_node(entry.key, origin="tree")
 
     @on(Tree.NodeSelected)
     def _tree_selected(self, message: Tree.NodeSelected[Entry]) -> None:
@@ -344,16 +342,12 @@ class MainScreen(Screen[None]):
         graph = self.graph
         if graph is None:
             return
-        module = graph.modules[self.scope]
-        shown = {n.name for n in self._view}
         stats = self._medians()
         totals = self.module_tree.totals
         candidates: list[tuple[float, Entry]] = [
-            (totals.get(child, 0.0), Entry("module", child)) for child in module.children if child in totals
-        ]
-        candidates += [
-            (stats[name].median_s if name in stats else 0.0, Entry("node", name))
-            for name in module.nodes if name in shown
+            (totals.get(entry.key, 0.0) if entry.kind == "module" else
+             (stats[entry.key].median_s if entry.key in stats else 0.0), entry)
+            for entry in self.module_tree.children_of(self.scope)
         ]
         if not candidates:
             self.app.bell()

@@ -46,9 +46,16 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
 
 
 def short_node_name(name: str, module_path: str) -> str:
-    """``layer1_0_conv1`` under ``layer1.0`` → ``conv1``: the tree already shows the module."""
-    prefix = module_path.replace(".", "_") + "_"
-    return name[len(prefix):] if module_path and name.startswith(prefix) and len(name) > len(prefix) else name
+    """A node's name as its tree branch reads: the branch already names the module.
+
+    ``layer1_0_relu_1`` in module ``layer1.0.relu`` → ``relu_1``; ``add_3`` stays ``add_3``.
+    """
+    if not module_path:
+        return name
+    base = module_path.replace(".", "_")
+    if name == base or name.startswith(base + "_"):
+        return module_path.rpartition(".")[2] + name[len(base):]
+    return name
 
 
 class ModuleTree(Tree[Entry]):
@@ -87,6 +94,9 @@ class ModuleTree(Tree[Entry]):
         self._module_nodes: dict[str, TreeNode[Entry]] = {}
         self._leaf_nodes: dict[str, TreeNode[Entry]] = {}
         self._populated: set[str] = set()
+        self._children: dict[str, list[Entry]] = {}
+        self._folded: dict[str, str | None] = {}
+        self._first_index: dict[str, int] = {}
         self._auto_expanded: set[str] = set()
         """Branches opened by reveal() rather than by the user."""
         self.totals: Mapping[str, float] = {}
@@ -106,6 +116,13 @@ class ModuleTree(Tree[Entry]):
         self._graph = graph
         self._visible_modules = visible_modules
         self._visible_nodes = visible_nodes
+        self._children = {}
+        self._folded = {}
+        self._first_index = {}
+        for node_info in graph.nodes:
+            if node_info.name in visible_nodes:
+                for path in module_ancestors(node_info.module_path):
+                    self._first_index.setdefault(path, node_info.index)
         self.clear()
         self.root.data = Entry("module", "")
         self.root.set_label(graph.model)
@@ -124,19 +141,63 @@ class ModuleTree(Tree[Entry]):
         if cursor is not None:
             self.reveal(cursor)
 
+    def folded_node(self, path: str) -> str | None:
+        """The node a module is shown as, when it holds just one visible node and no submodules.
+
+        Tracing gives every called submodule (``layer1.0.conv1``) a module entry holding
+        one ``call_module`` node; listing the module and then its only node would nest
+        every leaf twice, so such a module is shown as its node.
+        """
+        if path in self._folded:
+            return self._folded[path]
+        folded = None
+        if path and self._graph is not None:
+            info = self._graph.modules[path]
+            if not any(c in self._visible_modules for c in info.children):
+                names = [n for n in info.nodes if n in self._visible_nodes]
+                folded = names[0] if len(names) == 1 else None
+        self._folded[path] = folded
+        return folded
+
+    def display_parent(self, name: str) -> str:
+        """The module whose branch lists node ``name``."""
+        assert self._graph is not None
+        path = self._graph.node(name).module_path
+        return path.rpartition(".")[0] if self.folded_node(path) == name else path
+
+    def children_of(self, path: str) -> list[Entry]:
+        """What the tree lists under module ``path``, in graph order (folded modules as their node)."""
+        cached = self._children.get(path)
+        if cached is not None:
+            return cached
+        assert self._graph is not None
+        info = self._graph.modules[path]
+        items: list[tuple[int, Entry]] = []
+        for child in info.children:
+            if child not in self._visible_modules:
+                continue
+            folded = self.folded_node(child)
+            if folded is not None:
+                items.append((self._graph.node(folded).index, Entry("node", folded)))
+            else:
+                items.append((self._first_index.get(child, 0), Entry("module", child)))
+        items += [(self._graph.node(n).index, Entry("node", n)) for n in info.nodes if n in self._visible_nodes]
+        items.sort(key=lambda item: item[0])
+        entries = [entry for _, entry in items]
+        self._children[path] = entries
+        return entries
+
     def _populate(self, node: TreeNode[Entry]) -> None:
         assert self._graph is not None and node.data is not None
         path = node.data.key
         if path in self._populated:
             return
         self._populated.add(path)
-        info = self._graph.modules[path]
-        for child in info.children:
-            if child in self._visible_modules:
-                self._module_nodes[child] = node.add(child.rpartition(".")[2], data=Entry("module", child))
-        for name in info.nodes:
-            if name in self._visible_nodes:
-                self._leaf_nodes[name] = node.add_leaf(name, data=Entry("node", name))
+        for entry in self.children_of(path):
+            if entry.kind == "module":
+                self._module_nodes[entry.key] = node.add(entry.key.rpartition(".")[2], data=entry)
+            else:
+                self._leaf_nodes[entry.key] = node.add_leaf(entry.key, data=entry)
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
         """Fill a branch the first time it opens."""
@@ -174,8 +235,12 @@ class ModuleTree(Tree[Entry]):
         """
         if self._graph is None:
             return False
-        path = entry.key if entry.kind == "module" else self._graph.node(entry.key).module_path
-        chain = module_ancestors(path)[: None if entry.kind == "node" else -1]
+        if entry.kind == "module" and self.folded_node(entry.key) is not None:
+            entry = Entry("node", self.folded_node(entry.key) or "")
+        if entry.kind == "module":
+            chain = module_ancestors(entry.key)[:-1]
+        else:
+            chain = module_ancestors(self.display_parent(entry.key))
         for stale in sorted(self._auto_expanded - set(chain), key=lambda p: -p.count(".")):
             node = self._module_nodes.get(stale)
             if node is not None and node.is_expanded:
@@ -256,11 +321,18 @@ class ModuleTree(Tree[Entry]):
             kind = info.class_name
             flag = (" [leaf]", "module-tree--leaf-fallback") if info.leaf_fallback else None
         else:
-            name = short_node_name(entry.key, graph.node(entry.key).module_path)
+            node_info = graph.node(entry.key)
+            module = node_info.module_path
+            folded = bool(module) and self.folded_node(module) == entry.key
+            name = module.rpartition(".")[2] if folded else short_node_name(entry.key, module)
             stats = self.stats.get(entry.key)
             seconds = stats.median_s if stats is not None else None
-            kind = graph.node(entry.key).type_name
-            flag = (" ✖", "module-tree--error") if entry.key == self.error_node else None
+            kind = node_info.type_name
+            flag = None
+            if folded and graph.modules[module].leaf_fallback:
+                flag = (" [leaf]", "module-tree--leaf-fallback")
+            if entry.key == self.error_node:
+                flag = (" ✖", "module-tree--error")
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
         width = self.scrollable_content_region.width or 80
         show_bar = width >= 56

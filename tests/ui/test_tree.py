@@ -1,0 +1,65 @@
+"""The module tree: graph order, submodules called once shown as their node, leaf-fallback marks, labels."""
+
+from __future__ import annotations
+
+from fakes import FakeSource, settle
+
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.demo import build_graph, make_snapshot, resnet18_medians, resnet18_rows
+from fxtui.ui.widgets.module_tree import Entry, bar, short_node_name
+
+
+def test_short_names_drop_what_the_branch_already_says() -> None:
+    assert short_node_name("layer1_0_relu_1", "layer1.0.relu") == "relu_1"
+    assert short_node_name("layer1_0_conv1", "layer1.0.conv1") == "conv1"
+    assert short_node_name("add_3", "layer2.1") == "add_3"
+    assert short_node_name("flatten", "") == "flatten"
+
+
+def test_bar_is_proportional_and_fixed_width() -> None:
+    assert bar(0.0) == " " * 8
+    assert bar(1.0) == "█" * 8
+    assert bar(0.5).rstrip() == "████"
+    assert len(bar(0.37)) == 8
+
+
+async def test_a_submodule_called_once_is_a_leaf_and_a_reused_one_a_branch() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        tree = app.main.module_tree
+        tree.reveal(Entry("node", "layer1_0_relu_1"))
+        entries = tree.visible_entries()
+        assert "layer1_0_conv1" in entries and "layer1.0.conv1" not in entries
+        # BasicBlock calls its ReLU twice: a branch with both calls under it.
+        assert "layer1.0.relu" in entries
+        assert entries.index("layer1_0_relu") == entries.index("layer1.0.relu") + 1
+        assert tree.label_text(Entry("node", "layer1_0_relu_1")).startswith("relu_1 ")
+        assert tree.label_text(Entry("node", "layer1_0_conv1")).startswith("conv1 Conv2d")
+        assert tree.display_parent("layer1_0_conv1") == "layer1.0"
+        assert tree.display_parent("layer1_0_relu_1") == "layer1.0.relu"
+
+
+async def test_leaf_fallback_modules_are_marked() -> None:
+    graph = build_graph(resnet18_rows(), model="resnet18", inputs=("1×3×224×224",), leaf=["layer2.0.conv1"])
+    app = FxtuiApp(FakeSource([make_snapshot(graph, resnet18_medians())]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        tree = app.main.module_tree
+        assert "[leaf]" in tree.label_text(Entry("node", "layer2_0_conv1"))
+        assert "[leaf]" not in tree.label_text(Entry("node", "layer1_0_conv1"))
+
+
+async def test_clicking_a_leaf_outside_the_scope_widens_the_scope() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        main.set_scope("layer4")
+        await pilot.pause()
+        tree = main.module_tree
+        tree.reveal(Entry("node", "layer1_0_bn1"))
+        await pilot.pause()
+        assert main.selected == "layer1_0_bn1"
+        assert main.scope == "layer1.0"
+        assert main.table.cursor_name == "layer1_0_bn1"
