@@ -22,7 +22,7 @@ import tabulate
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
-from fxtui.engine.snapshot import GraphInfo, NodeInfo, Snapshot
+from fxtui.engine.snapshot import GraphInfo, NodeInfo, RunFigures, RunFiguresMixin, Snapshot
 from fxtui.engine.units import format_pct, format_ratio, format_seconds
 
 #: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
@@ -89,7 +89,7 @@ class ModuleRow:
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(RunFiguresMixin):
     """The result of a headless profile: per-node rows (graph order), per-module rows, run figures."""
 
     model: str
@@ -126,21 +126,9 @@ class Report:
         return sum(r.median_s for r in self.rows)
 
     @property
-    def fidelity(self) -> float | None:
-        """Sum of node medians ÷ uninstrumented run median (1.0: the nodes account for the whole run)."""
-        return self.attributed_s / self.eager_median_s if self.eager_median_s else None
-
-    @property
-    def overhead(self) -> float | None:
-        """Profiled-run median ÷ uninstrumented run median (the cost of profiling)."""
-        if not self.eager_median_s or self.run_median_s is None:
-            return None
-        return self.run_median_s / self.eager_median_s
-
-    @property
-    def unattributed_s(self) -> float | None:
-        """Uninstrumented run time no node accounts for: the Python glue between ops."""
-        return None if self.eager_median_s is None else self.eager_median_s - self.attributed_s
+    def figures(self) -> RunFigures:
+        """Fidelity, overhead and the unattributed remainder."""
+        return RunFigures.of(self.attributed_s, self.run_median_s, self.eager_median_s)
 
     # -- construction --------------------------------------------------------------
 

@@ -183,7 +183,54 @@ class RunError:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class RunFigures:
+    """How far per-node figures can be trusted, from the two run medians and the node sum."""
+
+    fidelity: float | None
+    """Sum of node medians ÷ uninstrumented run median (1.0: the nodes account for the whole run)."""
+    overhead: float | None
+    """Profiled-run median ÷ uninstrumented run median (the cost of profiling)."""
+    unattributed_s: float | None
+    """Uninstrumented run time no node accounts for: the Python glue between ops."""
+
+    @classmethod
+    def of(cls, attributed_s: float | None, run_median_s: float | None, eager_median_s: float | None) -> RunFigures:
+        """Figures from the sum of node medians and the profiled and uninstrumented run medians."""
+        known = attributed_s is not None and bool(eager_median_s)
+        return cls(
+            fidelity=attributed_s / eager_median_s if known else None,  # type: ignore[operator]
+            overhead=run_median_s / eager_median_s if eager_median_s and run_median_s is not None else None,
+            unattributed_s=eager_median_s - attributed_s if known else None,  # type: ignore[operator]
+        )
+
+
+class RunFiguresMixin:
+    """``fidelity``, ``overhead`` and ``unattributed_s`` for anything that has ``figures``."""
+
+    __slots__ = ()
+
+    @property
+    def figures(self) -> RunFigures:
+        raise NotImplementedError
+
+    @property
+    def fidelity(self) -> float | None:
+        """Sum of node medians ÷ uninstrumented run median (1.0: the nodes account for the whole run)."""
+        return self.figures.fidelity
+
+    @property
+    def overhead(self) -> float | None:
+        """Profiled-run median ÷ uninstrumented run median (the cost of profiling)."""
+        return self.figures.overhead
+
+    @property
+    def unattributed_s(self) -> float | None:
+        """Uninstrumented run time no node accounts for: the Python glue between ops."""
+        return self.figures.unattributed_s
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot(RunFiguresMixin):
     """The state of a profiling session at one moment."""
 
     graph: GraphInfo | None
@@ -210,25 +257,9 @@ class Snapshot:
         return sum(s.median_s for s in self.nodes.values())
 
     @property
-    def fidelity(self) -> float | None:
-        """Sum of node medians divided by the uninstrumented run median."""
-        if not self.eager_median_s or not self.nodes:
-            return None
-        return self.attributed_s / self.eager_median_s
-
-    @property
-    def overhead(self) -> float | None:
-        """Profiled-run median divided by the uninstrumented run median."""
-        if not self.eager_median_s or self.run_median_s is None:
-            return None
-        return self.run_median_s / self.eager_median_s
-
-    @property
-    def unattributed_s(self) -> float | None:
-        """Uninstrumented run time the nodes do not account for (Python glue)."""
-        if self.eager_median_s is None or not self.nodes:
-            return None
-        return self.eager_median_s - self.attributed_s
+    def figures(self) -> RunFigures:
+        """Fidelity, overhead and the unattributed remainder of these statistics."""
+        return RunFigures.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
 
 
 class SnapshotSource(Protocol):
