@@ -117,6 +117,8 @@ class FxtuiApp(App[None]):
             ("sort_reverse", "Reverse sort", "Flip the sort order (S)"),
             ("goto_error", "Go to the error", "Select the node that raised (e)"),
             ("toggle_detail", "Toggle detail pane", "Show or hide the detail pane (d)"),
+            ("explain", "Explain node", "Break the selected node down into aten operators (x)"),
+            ("hints", "Hints", "Suggestions from the statistics so far (H)"),
             ("app.help", "Keys", "List every key (?)"),
         ):
             name = action.partition("(")[0]

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, settle, stats_of
+import dataclasses
 
+from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, settle, stats_of
+from textual.widgets import Label, OptionList
+
+from fxtui.engine.findings import AtenOp, Hint
 from fxtui.engine.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.screens.hints import HintsScreen
+from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
 
@@ -179,3 +185,48 @@ async def test_no_color_is_honoured(monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     app = FxtuiApp(FakeSource())
     assert app.no_color
+
+
+async def test_x_explains_the_selected_node_and_the_detail_pane_shows_its_aten_operators() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        detail = app.main.query_one(DetailPane)
+        assert detail.aten is None and detail.aten_note.startswith("x:")
+        await pilot.press("x")
+        assert source.calls == ["explain conv1"]
+        assert "working" in detail.aten_note
+        ops = (AtenOp("aten::convolution", 0, 1e-5, 1.4e-3, 1.0, 0.95),
+               AtenOp("aten::mkldnn_convolution", 1, 1.39e-3, 1.39e-3, 1.0, 0.94))
+        source.push(dataclasses.replace(resnet_snapshot(seq=2), aten={"conv1": ops}))
+        await settle(app, pilot, 2)
+        assert detail.aten == ops
+        # Another node has not been explained.
+        await pilot.press("down")
+        assert detail.aten is None
+
+
+async def test_H_asks_for_hints_lists_them_and_enter_goes_to_the_node() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("H")
+        assert source.calls == ["hints"]
+        screen = app.screen
+        assert isinstance(screen, HintsScreen)
+        assert "asking" in str(screen.query_one("#hints-note", Label).render())
+        hints = (
+            Hint("conv-bn-fold", "Fold batch norms into the convolutions", ("layer2_0_bn1", "layer2_0_conv1"),
+                 "20 BatchNorm2d after Conv2d take 0.8 ms", 7e-4, 6.6),
+            Hint("threads", "Try more threads", (), "1 of 2 cores used", None, None),
+        )
+        source.push(dataclasses.replace(resnet_snapshot(seq=2), hints=hints))
+        await settle(app, pilot, 2)
+        assert screen.query_one(OptionList).option_count == 2
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is app.main
+        assert app.main.selected == "layer2_0_bn1"
+        assert app.main.module_tree.cursor_entry == Entry("node", "layer2_0_bn1")

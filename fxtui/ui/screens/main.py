@@ -28,6 +28,7 @@ from fxtui.ui.filtering import (
     with_ops,
 )
 from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
@@ -37,7 +38,7 @@ from fxtui.ui.widgets.status_bar import StatusBar, ViewState
 # Actions that mean nothing until a graph has been traced.
 _NEED_GRAPH = frozenset(
     {"toggle_pause", "reset", "hottest", "hotspot", "filter_path", "filter_type", "filter_ops", "sort_next",
-     "sort_reverse", "toggle_detail"}
+     "sort_reverse", "toggle_detail", "explain", "hints"}
 )
 
 
@@ -53,12 +54,14 @@ class MainScreen(Screen[None]):
         Binding("N", "hotspot(-1)", "Prev hotspot", show=False),
         Binding("slash", "filter_path", "Filter path"),
         Binding("t", "filter_type", "Filter type", show=False),
-        Binding("o", "filter_ops", "Op types"),
+        Binding("o", "filter_ops", "Op types", show=False),
         Binding("escape", "clear_filters", "Clear filters"),
-        Binding("s", "sort_next", "Sort"),
+        Binding("s", "sort_next", "Sort", show=False),
         Binding("S", "sort_reverse", "Reverse sort", show=False),
         Binding("e", "goto_error", "Go to error"),
         Binding("d", "toggle_detail", "Detail pane", show=False),
+        Binding("x", "explain", "Explain node"),
+        Binding("H", "hints", "Hints"),
     ]
 
     def __init__(self, source: SnapshotSource, on_fatal: Callable[[str], None]) -> None:
@@ -78,6 +81,8 @@ class MainScreen(Screen[None]):
         self._ancestry: list[tuple[str, list[str]]] = []
         self._view: list[NodeInfo] = []
         self._input_mode: str | None = None
+        self._explaining: set[str] = set()
+        """Nodes whose aten breakdown was asked for."""
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -140,6 +145,9 @@ class MainScreen(Screen[None]):
             self._show_detail()
             self._show_status()
         self.applied += 1
+        hints_screen = self.app.screen
+        if isinstance(hints_screen, HintsScreen) and snapshot.hints is not hints_screen.hints:
+            hints_screen.show_hints(snapshot.hints)
         if snapshot.error != before_error or self.applied == 1:
             self.refresh_bindings()
 
@@ -192,8 +200,11 @@ class MainScreen(Screen[None]):
         if self.graph is None or self.selected is None or self.selected not in self.graph.by_name:
             detail.show(None, None)
             return
-        error = self.snapshot.error if self.snapshot is not None else None
-        detail.show(self.graph.node(self.selected), self._medians().get(self.selected), error)
+        snapshot = self.snapshot
+        error = snapshot.error if snapshot is not None else None
+        aten = snapshot.aten.get(self.selected) if snapshot is not None else None
+        detail.show(self.graph.node(self.selected), self._medians().get(self.selected), error,
+                    peaks=self.graph.peaks, aten=aten, explaining=self.selected in self._explaining)
 
     def view_state(self) -> ViewState:
         """What the status line's second row describes."""
@@ -381,6 +392,14 @@ class MainScreen(Screen[None]):
         table.sort_by(table.sort_key, not table.sort_descending)
         self._show_status()
 
+    def action_explain(self) -> None:
+        """Ask the source for the aten operators inside the selected node; the detail pane shows them."""
+        if self.selected is None:
+            return
+        self._explaining.add(self.selected)
+        self.source.explain(self.selected)
+        self._show_detail()
+
     def action_toggle_detail(self) -> None:
         """Show or hide the detail pane."""
         detail = self.query_one(DetailPane)
@@ -389,15 +408,32 @@ class MainScreen(Screen[None]):
     def action_goto_error(self) -> None:
         """Select the node that raised."""
         error = self.snapshot.error if self.snapshot is not None else None
-        if error is None or error.node is None or self.graph is None or error.node not in self.graph.by_name:
+        if error is not None and error.node is not None:
+            self.show_node(error.node)
+
+    def show_node(self, name: str) -> None:
+        """Select node ``name``, widening the op filter and the scope if they hide it."""
+        if self.graph is None or name not in self.graph.by_name:
             return
-        node = self.graph.node(error.node)
+        node = self.graph.node(name)
         if not matches(node, self.spec):
             self._apply_filter(with_ops(self.spec, shown_ops(self.spec) | {node.op}))
+        if not matches(node, self.spec):  # the path or type filter hides it: drop those
+            self._apply_filter(FilterSpec(ops=self.spec.ops))
         if not in_scope(node.module_path, self.scope):
             self.set_scope("", reveal=False)
-        self.select_node(error.node)
+        self.select_node(name)
         self.table.focus()
+
+    def action_hints(self) -> None:
+        """Ask for suggestions and list them; Enter on one selects its node."""
+        self.source.request_hints()
+
+        def chosen(name: str | None) -> None:
+            if name is not None:
+                self.show_node(name)
+
+        self.app.push_screen(HintsScreen(self.snapshot.hints if self.snapshot is not None else None), chosen)
 
     def _open_input(self, mode: str, value: str, placeholder: str) -> None:
         box = self.query_one("#filter-input", Input)

@@ -8,12 +8,13 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
+from fxtui.engine.findings import AtenOp, MachinePeaks, place_on_roofline
 from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError
 from fxtui.engine.units import format_pct, format_seconds
 
 
-def _fields(info: NodeInfo, stats: NodeStats | None) -> list[tuple[str, str]]:
-    """Label/value pairs in reading order; fields the engine may fill later appear when present."""
+def _fields(info: NodeInfo, stats: NodeStats | None, peaks: MachinePeaks | None = None) -> list[tuple[str, str]]:
+    """Label/value pairs in reading order; fields the engine fills only sometimes appear when present."""
     rows: list[tuple[str, str]] = [
         ("target", info.target),
         ("op", f"{info.op}  ({info.type_name})"),
@@ -40,9 +41,31 @@ def _fields(info: NodeInfo, stats: NodeStats | None) -> list[tuple[str, str]]:
             rows.append(("GFLOP/s", f"{info.flops / stats.median_s / 1e9:.2f}"))
     if info.bytes_moved is not None:
         rows.append(("bytes", f"{info.bytes_moved:,.0f}"))
+    if peaks is not None and info.flops is not None and info.bytes_moved and stats is not None and stats.median_s > 0:
+        roof = place_on_roofline(info.flops, info.bytes_moved, stats.median_s, peaks)
+        if roof is not None:
+            rows.append(("roofline", f"{roof.bound}, {roof.intensity:.1f} FLOP/B, {roof.fraction:.0%} of attainable"))
     if info.source:
         rows.append(("source", info.source))
+    if info.forward_source:
+        rows.append(("forward", info.forward_source))
     return rows
+
+
+def aten_table(ops: tuple[AtenOp, ...], limit: int = 12) -> Table:
+    """The aten operators inside a node: nesting, calls per run, total and self time, share of the node."""
+    table = Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("aten operator", no_wrap=True)
+    table.add_column("calls", justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("self", justify="right")
+    table.add_column("of node", justify="right")
+    for op in ops[:limit]:
+        table.add_row("  " * op.depth + op.name, f"{op.calls:g}", format_seconds(op.total_s),
+                      format_seconds(op.self_s), f"{op.share:.0%}")
+    if len(ops) > limit:
+        table.add_row(f"… {len(ops) - limit} more", "", "", "", "")
+    return table
 
 
 class DetailPane(VerticalScroll):
@@ -54,6 +77,7 @@ class DetailPane(VerticalScroll):
     DetailPane > #detail-error { color: $error; }
     DetailPane > Sparkline { height: 2; margin: 0 1; }
     DetailPane > #detail-repr { color: $text-muted; }
+    DetailPane > #detail-aten { margin: 1 0 1 0; }
     """
 
     fields: list[tuple[str, str]]
@@ -63,17 +87,36 @@ class DetailPane(VerticalScroll):
         super().__init__(id=id)
         self.fields = []
         self._shown_name: str | None = None
+        self._aten_shown: tuple[str, bool, bool] | None = None
+        self.aten: tuple[AtenOp, ...] | None = None
+        """The aten operators shown (None until the node is explained)."""
+        self.aten_note = ""
+        """What the aten part says when it has no table to show."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
         yield Static(id="detail-error")
         yield Sparkline([], id="detail-sparkline")
         yield Static(id="detail-fields")
+        yield Static(id="detail-aten")
         yield Static(id="detail-node-text")
         yield Static(id="detail-repr")
 
-    def show(self, info: NodeInfo | None, stats: NodeStats | None, error: RunError | None = None) -> None:
-        """Describe ``info`` (or say that nothing is selected)."""
+    def show(
+        self,
+        info: NodeInfo | None,
+        stats: NodeStats | None,
+        error: RunError | None = None,
+        *,
+        peaks: MachinePeaks | None = None,
+        aten: tuple[AtenOp, ...] | None = None,
+        explaining: bool = False,
+    ) -> None:
+        """Describe ``info`` (or say that nothing is selected).
+
+        ``aten`` is the node's aten breakdown once explained; ``explaining`` says one was asked for.
+        """
+        aten_widget = self.query_one("#detail-aten", Static)
         title = self.query_one("#detail-title", Static)
         error_line = self.query_one("#detail-error", Static)
         sparkline = self.query_one(Sparkline)
@@ -82,7 +125,8 @@ class DetailPane(VerticalScroll):
         module_repr = self.query_one("#detail-repr", Static)
         if info is None:
             title.update("no node selected")
-            for widget in (error_line, fields_widget, node_text, module_repr):
+            self._aten_shown = None
+            for widget in (error_line, fields_widget, aten_widget, node_text, module_repr):
                 widget.update("")
             sparkline.data = []
             self.fields = []
@@ -99,7 +143,7 @@ class DetailPane(VerticalScroll):
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
-        fields = _fields(info, stats)
+        fields = _fields(info, stats, peaks)
         for label, value in fields:
             table.add_row(label, Text(value))
         same_shape = [f[0] for f in fields] == [f[0] for f in self.fields] and self._shown_name == info.name
@@ -108,6 +152,14 @@ class DetailPane(VerticalScroll):
         samples = list(stats.recent) if stats is not None else []
         sparkline.data = samples
         sparkline.display = bool(samples)
+        aten_state = (info.name, aten is not None, explaining)
+        if aten is not None and (aten_state != self._aten_shown or aten is not self.aten):
+            self.aten_note = "" if aten else "aten: no operator (pure Python or a view)"
+            aten_widget.update(aten_table(aten) if aten else Text(self.aten_note))
+        elif aten is None and aten_state != self._aten_shown:
+            self.aten_note = "aten: working it out…" if explaining else "x: break this node down into aten operators"
+            aten_widget.update(Text(self.aten_note))
+        self._aten_shown, self.aten = aten_state, aten
         if self._shown_name != info.name:
             node_text.update(Text(info.node_text))
             module_repr.update(Text(info.module_repr))

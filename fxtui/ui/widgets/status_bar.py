@@ -56,7 +56,7 @@ def view_line(view: ViewState) -> Text:
     text = Text()
     text.append("view ")
     text.append(view.scope or "(root)", style="bold")
-    text.append(f" {view.shown}/{view.total} nodes · filter ")
+    text.append(f" · {view.shown}/{view.total} nodes · filter ")
     text.append(view.filters, style="bold" if view.filters != "none" else "")
     text.append(f" · sort {view.sort}")
     return text
