@@ -111,12 +111,14 @@ class FailingSource(FakeSource):
 
 async def settle(app: FxtuiApp, pilot: Pilot, applied: int = 1) -> None:
     """Wait until the app has applied ``applied`` snapshots (published from the worker thread), then idle."""
-    for _ in range(500):
+    for _ in range(1500):  # generous: the machine running the tests may be busy
         if app.main.applied >= applied:
             break
         await pilot.pause(0.01)
     else:
         raise AssertionError(f"the app applied {app.main.applied} snapshots, expected {applied}")
+    # Let the layout and the repaint that follow the snapshot finish before anything is compared.
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 
