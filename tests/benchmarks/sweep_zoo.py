@@ -10,7 +10,9 @@ node and leaf counts come from the JSON. A model that exits 2 suggesting
 
 The table goes between ``<!-- zoo:start -->`` and ``<!-- zoo:end -->`` in README.md;
 the rest of the file is left as it is read just before writing. ``--results FILE``
-keeps the raw outcome of every run as JSON.
+keeps the raw outcome of every run as JSON, rewritten after each model;
+``--resume`` continues a sweep from it, and ``--from-results`` makes the table
+from it without running anything.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -81,6 +85,11 @@ class Row:
         return f"fails: {_why(self.default)}"
 
     @property
+    def seconds(self) -> float:
+        """Wall time of this model's runs, the submodule's included."""
+        return self.default.seconds + (self.with_submodule.seconds if self.with_submodule else 0.0)
+
+    @property
     def works(self) -> bool:
         return self.shown.code == 0
 
@@ -130,19 +139,42 @@ def family_of(model: str) -> str:
     return ""
 
 
-def sweep(models: list[str], timeout: float) -> list[Row]:
-    """Run every model (and its suggested submodule where needed), printing progress."""
-    rows = []
-    for i, model in enumerate(models, 1):
-        row = Row(model, family_of(model), run_fxtui(model, timeout))
-        if row.default.code == 2:
-            row.submodule = suggested_submodule(row.default.message)
-            if row.submodule:
-                row.with_submodule = run_fxtui(model, timeout, row.submodule)
-        took = row.default.seconds + (row.with_submodule.seconds if row.with_submodule else 0.0)
-        print(f"[{i:3}/{len(models)}] {model:40} {took:6.1f} s  {row.status}", flush=True)
-        rows.append(row)
-    return rows
+def profile_model(model: str, timeout: float) -> Row:
+    """Run one model, and its suggested submodule when the model itself exits 2."""
+    row = Row(model, family_of(model), run_fxtui(model, timeout))
+    if row.default.code == 2:
+        row.submodule = suggested_submodule(row.default.message)
+        if row.submodule:
+            row.with_submodule = run_fxtui(model, timeout, row.submodule)
+    return row
+
+
+def sweep(
+    models: list[str], timeout: float, jobs: int = 1, done: list[Row] | None = None, results: Path | None = None
+) -> list[Row]:
+    """Run every model not in ``done``, ``jobs`` at a time, printing progress.
+
+    ``results`` is rewritten after each model, so an interrupted sweep can resume.
+    """
+    rows = {r.model: r for r in done or []}
+    todo = [m for m in models if m not in rows]
+    print(f"{len(models) - len(todo)} of {len(models)} models already swept; {len(todo)} to go", flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(profile_model, m, timeout): m for m in todo}
+        for i, future in enumerate(as_completed(futures), 1):
+            row = future.result()
+            rows[row.model] = row
+            print(f"[{i:3}/{len(todo)}] {row.model:40} {row.seconds:6.1f} s  {row.status}", flush=True)
+            if results:
+                save_results([rows[m] for m in models if m in rows], results)
+    return [rows[m] for m in models if m in rows]
+
+
+def save_results(rows: list[Row], path: Path) -> None:
+    """Write rows as JSON, whole or not at all."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    os.replace(tmp, path)
 
 
 def load_results(path: Path) -> list[Row]:
@@ -202,10 +234,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", help="only these models (default: torchvision.models.list_models())")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per fxtui run (default 600)")
+    parser.add_argument("--jobs", type=int, default=1, help="models profiled at the same time (default 1)")
     parser.add_argument("--no-readme", action="store_true", help="print the table instead of writing README.md")
-    parser.add_argument("--results", type=Path, help="also write every run's outcome to this JSON file")
+    parser.add_argument("--results", type=Path, help="keep every run's outcome in this JSON file as the sweep goes")
+    parser.add_argument("--resume", action="store_true", help="skip the models already in --results")
     parser.add_argument("--from-results", type=Path, metavar="FILE", help="make the table from a --results file")
     args = parser.parse_args()
+    # A terminated sweep ends like an interrupted one: subprocess.run kills the running fxtui.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
     started = time.strftime("%Y-%m-%d", time.gmtime())
     t0 = time.perf_counter()
@@ -214,15 +250,14 @@ def main() -> None:
     else:
         import torchvision.models as tvm
 
-        rows = sweep(args.models or tvm.list_models(), args.timeout)
+        done = load_results(args.results) if args.resume and args.results and args.results.exists() else []
+        rows = sweep(args.models or tvm.list_models(), args.timeout, args.jobs, done, args.results)
     total = time.perf_counter() - t0
     section = markdown(rows, started)
-    if args.results:
-        args.results.write_text(json.dumps([asdict(r) for r in rows], indent=1))
-    slowest = sorted(rows, key=lambda r: r.default.seconds + (r.with_submodule.seconds if r.with_submodule else 0))
-    print(f"\n{len(rows)} models in {total / 60:.1f} min; slowest:")
-    for r in reversed(slowest[-5:]):
-        print(f"  {r.model:40} {r.default.seconds + (r.with_submodule.seconds if r.with_submodule else 0):.1f} s")
+    slowest = sorted(rows, key=lambda r: r.seconds, reverse=True)
+    print(f"\n{len(rows)} models, {total / 60:.1f} min in this run; slowest:")
+    for r in slowest[:5]:
+        print(f"  {r.model:40} {r.seconds:.1f} s")
     if args.no_readme:
         print("\n" + section)
     else:
