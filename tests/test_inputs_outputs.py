@@ -72,6 +72,21 @@ def test_a_factory_with_two_inputs_and_a_dict_output_through_the_cli(
     assert all(r["count"] == 3 for r in rows.values())
 
 
+def test_new_input_shapes_keep_integer_inputs_integers_in_their_range(
+    two_tower: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A bigger batch and longer token rows: the ids must still index the embedding table.
+    saved = tmp_path / "run.json"
+    shapes = ["--input-shape", "6,8", "--input-shape", "6,40"]
+    code = main([f"{two_tower}:make", "--once", "--runs", "2", "--warmup", "0", *shapes, "--json", str(saved)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "inputs 6×8, 6×40" in out
+    rows = {r["name"]: r for r in json.loads(saved.read_text())["rows"]}
+    assert (rows["tokens"]["dtype"], rows["tokens"]["shape"]) == ("int64", "6×40")
+    assert rows["text"]["shape"] == "6×40×4"
+
+
 def test_two_inputs_and_a_tuple_and_dict_output_through_the_python_api() -> None:
     torch.manual_seed(0)
     report = fxtui.profile(Pair(), (torch.randn(4, 6), torch.randn(4, 5)), runs=3, warmup=1)

@@ -306,3 +306,26 @@ def test_parse_shape() -> None:
         with pytest.raises(FxtuiError) as info:
             parse_shape(bad)
         assert "\n" not in str(info.value)
+
+
+def test_input_shapes_keep_the_kind_of_a_factorys_example_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "masked.py"
+    path.write_text(
+        "import torch\n"
+        "from torch import nn\n\n"
+        "class Masked(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.emb = nn.Embedding(7, 4)\n\n"
+        "    def forward(self, ids, mask, x):\n"
+        "        return self.emb(ids) * mask.unsqueeze(-1) + x.unsqueeze(-1)\n\n"
+        "def make():\n"
+        "    return Masked(), (torch.tensor([[3, 6]]), torch.tensor([[True, False]]), torch.zeros(1, 2))\n"
+    )
+    loaded = load_target(f"{path}:make", input_shapes=[(4, 50), (4, 50), (4, 50)], dtype="float64")
+    ids, mask, x = loaded.inputs
+    # Token ids stay integers within the example's range, a mask stays boolean, floats take --dtype.
+    assert ids.dtype == torch.int64 and int(ids.min()) >= 3 and int(ids.max()) <= 6
+    assert len(ids.unique()) > 1
+    assert mask.dtype == torch.bool and x.dtype == torch.float64
+    assert loaded.module(*loaded.inputs).shape == (4, 50, 4)

@@ -130,7 +130,8 @@ def load_target(
     """Build the module TARGET names and example inputs for it.
 
     ``input_shapes`` (one per positional input) replaces the default inputs with
-    ``torch.randn`` tensors; for torchvision detection models each shape is one image
+    ``torch.randn`` tensors, or random integers in the range of a factory's integer
+    example input in the same position; for torchvision detection models each shape is one image
     (``3×H×W``, or ``N×3×H×W`` for N images). ``dtype`` converts the module and inputs.
     ``submodule`` selects a part of the model by its path (``backbone``,
     ``layer1.0``); unless shapes are given, its inputs are captured from one eager
@@ -158,7 +159,9 @@ def load_target(
         kind = "module"
 
     if shapes is not None:
-        inputs = _inputs_from_shapes(module, shapes, torch_dtype, name, detection=kind == "detection")
+        inputs = _inputs_from_shapes(
+            module, shapes, torch_dtype, name, detection=kind == "detection", examples=inputs or ()
+        )
     elif inputs is None:
         raise FxtuiError(f"{name} comes without example inputs; give their shapes with --input-shape, e.g. 1,3,224,224")
     return LoadedModel(
@@ -392,8 +395,16 @@ def _convert(value: Any, dtype: torch.dtype) -> Any:
 
 
 def _inputs_from_shapes(
-    module: torch.nn.Module, shapes: list[tuple[int, ...]], dtype: torch.dtype, name: str, *, detection: bool
+    module: torch.nn.Module,
+    shapes: list[tuple[int, ...]],
+    dtype: torch.dtype,
+    name: str,
+    *,
+    detection: bool,
+    examples: Sequence[Any] = (),
 ) -> tuple[Any, ...]:
+    """Random inputs of the given shapes: like the example input in the same position where
+    there is one (token ids stay integers in their range), else floating point ``dtype``."""
     gen = torch.Generator().manual_seed(_SEED)
     if detection:
         # Detection models take one list of 3×H×W images; N×3×H×W means N images.
@@ -413,7 +424,23 @@ def _inputs_from_shapes(
             f"{name} takes {expected} positional input{'s' if expected != '1' else ''}, "
             f"but {len(shapes)} --input-shape {'was' if len(shapes) == 1 else 'were'} given"
         )
-    return tuple(torch.randn(shape, generator=gen).to(dtype) for shape in shapes)
+    return tuple(
+        _random_like(examples[i] if i < len(examples) else None, shape, dtype, gen) for i, shape in enumerate(shapes)
+    )
+
+
+def _random_like(example: Any, shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """A random tensor of ``shape`` with the dtype and, for integers, the value range of ``example``.
+
+    An embedding's indices must stay integers below its table size, a mask stays
+    boolean; anything else (or no example) is ``randn`` in ``dtype``.
+    """
+    if not isinstance(example, torch.Tensor) or example.is_floating_point() or example.is_complex():
+        return torch.randn(shape, generator=gen).to(dtype)
+    if example.dtype is torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    low, high = (int(example.min()), int(example.max()) + 1) if example.numel() else (0, 2)
+    return torch.randint(low, high, shape, generator=gen).to(example.dtype)
 
 
 def _positional_arity(module: torch.nn.Module) -> tuple[int, int | None]:
