@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, graph_of, resnet_snapshot, settle
 from textual.widgets import Input
 
@@ -57,6 +58,9 @@ async def test_path_glob_filters_table_and_tree_and_esc_clears_it() -> None:
         modules = {graph_of(app).node(n).module_path for n in main.table.row_names}
         assert modules and all(m.startswith(("layer1", "layer2")) for m in modules)
         assert main.module_tree.visible_entries() == ["", "layer1", "layer2"]
+        # The tree's times count only what the filter lets through.
+        totals = main.module_tree.totals
+        assert totals[""] == pytest.approx(totals["layer1"] + totals["layer2"])
         assert "path=layer[12]*" in status(app)
         assert app.focused is main.table
         # The filter survives a refresh.

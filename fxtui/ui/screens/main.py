@@ -164,6 +164,14 @@ class MainScreen(Screen[None]):
         if self.graph is None or self.snapshot is None:
             return
         stats = self.snapshot.nodes
+        modules = self.snapshot.modules
+        if modules and not self.spec.path and not self.spec.types and shown_ops(self.spec) >= DEFAULT_FILTER.ops:
+            # Only inputs and the output (no time to speak of) are hidden: the engine's inclusive
+            # module times are the tree's numbers, and summing ten thousand medians again is waste.
+            self.module_tree.update_numbers(
+                {p: m.inclusive_s for p, m in modules.items()}, stats, self.snapshot.run_median_s or 0.0
+            )
+            return
         totals: dict[str, float] = {}
         for name, ancestors in self._ancestry:
             node_stats = stats.get(name)
