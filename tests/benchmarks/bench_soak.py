@@ -8,8 +8,8 @@ The session is the live app's loop: :class:`~fxtui.engine.session.LiveSource`
 rerunning the model and publishing a snapshot every 0.3 s to a callback that keeps
 only the last one (as the app does once it has drawn it), or, with ``--process``,
 :class:`~fxtui.engine.remote.ProcessSource` with the model in a child process. Now
-and then the soak asks what a user would: the aten breakdown of a node, the hints,
-a statistics reset.
+and then (``--ask-every``) the soak asks what a user would: the aten breakdown of a
+node, the hints, a statistics reset.
 
 Printed: resident set size every ``--every`` seconds (of the process running the
 model), the growth after the warm-up (the first ``--warmup-share`` of the run),
@@ -55,8 +55,14 @@ def soak(
     seconds: float,
     every: float,
     warmup_share: float,
+    ask_every: float | None,
 ) -> None:
-    """Run ``source`` (a SnapshotSource) for ``seconds``, printing ``measure()`` every ``every`` seconds."""
+    """Run ``source`` (a SnapshotSource) for ``seconds``, printing ``measure()`` every ``every`` seconds.
+
+    Every ``ask_every`` seconds (the first time early in the warm-up, so one-off costs
+    land there) it asks for a node's aten breakdown and for hints; every fifth time
+    it also resets the statistics.
+    """
     last = Last()
     worker = threading.Thread(target=source.run, args=(last,), daemon=True)  # type: ignore[attr-defined]
     worker.start()
@@ -67,25 +73,27 @@ def soak(
 
     started = time.monotonic()
     curve: list[tuple[float, float, int]] = []
-    asked = 0
+    asks = 0
+    next_ask = min(5.0, seconds * warmup_share / 2) if ask_every else float("inf")
     print(f"{'t':>7}  {'RSS':>9}  {'runs':>7}  snapshots")
     while (now := time.monotonic() - started) < seconds:
         snap = last.snapshot
         runs = snap.runs if snap else 0
         curve.append((now, measure(), runs))
         print(f"{now:6.0f}s  {curve[-1][1]:7.1f} MB  {runs:7d}  {last.count}", flush=True)
-        # What a user does now and then in the app: explain a node, ask for hints, reset.
-        minute = int(now // 60)
-        if minute > asked and snap and snap.graph:
-            asked = minute
+        while now >= next_ask and snap and snap.graph and ask_every:
+            asks += 1
+            next_ask += ask_every
             source.explain(snap.graph.nodes[len(snap.graph.nodes) // 2].name)  # type: ignore[attr-defined]
             source.request_hints()  # type: ignore[attr-defined]
-            if minute % 5 == 0:
+            if asks % 5 == 0:
                 source.reset()  # type: ignore[attr-defined]
-        time.sleep(max(0.0, every - (time.monotonic() - started - now)))
+        time.sleep(max(0.0, min(every, next_ask - now) - (time.monotonic() - started - now)))
     curve.append((time.monotonic() - started, measure(), last.snapshot.runs if last.snapshot else 0))
     source.stop()  # type: ignore[attr-defined]
     worker.join(timeout=30)
+    if asks:
+        print(f"\nasked for an aten breakdown and hints {asks} times")
 
     after = [c for c in curve if c[0] >= seconds * warmup_share]
     base = after[0][1]
@@ -107,6 +115,9 @@ def main() -> None:
     parser.add_argument("--model", default="resnet18", help="model to run (default resnet18)")
     parser.add_argument("--input-shape", default="1,3,64,64", help="its input shape (default 1,3,64,64)")
     parser.add_argument("--process", action="store_true", help="run the model in the live app's child process")
+    parser.add_argument(
+        "--ask-every", type=float, default=60.0, help="seconds between explain/hints requests (0: never; default 60)"
+    )
     args = parser.parse_args()
 
     shape = tuple(int(s) for s in args.input_shape.split(","))
@@ -120,7 +131,7 @@ def main() -> None:
         source = ProcessSource(ChildOptions(target=target))
         source.start()
         (child,) = multiprocessing.active_children()
-        soak(source, lambda: rss_mb(child.pid), seconds, args.every, args.warmup_share)
+        soak(source, lambda: rss_mb(child.pid), seconds, args.every, args.warmup_share, args.ask_every or None)
         print(f"(this process, receiving the snapshots: {rss_mb():.1f} MB)")
         return
 
@@ -128,7 +139,7 @@ def main() -> None:
     from fxtui.engine.session import LiveSource
 
     live = LiveSource(lambda progress: session_for_target(target, progress))
-    soak(live, rss_mb, seconds, args.every, args.warmup_share)
+    soak(live, rss_mb, seconds, args.every, args.warmup_share, args.ask_every or None)
     if live.session is not None:
         samples = live.session.samples
         print(
