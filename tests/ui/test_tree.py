@@ -6,7 +6,7 @@ from fakes import FakeSource, settle
 
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo import build_graph, make_snapshot, resnet18_medians, resnet18_rows
-from fxtui.ui.widgets.module_tree import Entry, bar, short_node_name
+from fxtui.ui.widgets.module_tree import Entry, bar, op_label, short_node_name
 
 
 def test_short_names_drop_what_the_branch_already_says() -> None:
@@ -14,6 +14,12 @@ def test_short_names_drop_what_the_branch_already_says() -> None:
     assert short_node_name("layer1_0_conv1", "layer1.0.conv1") == "conv1"
     assert short_node_name("add_3", "layer2.1") == "add_3"
     assert short_node_name("flatten", "") == "flatten"
+
+
+def test_leaves_say_their_op_type() -> None:
+    assert op_label("call_module", "Conv2d") == "Conv2d"
+    assert op_label("call_function", "add") == "add()"
+    assert op_label("call_method", "view") == ".view()"
 
 
 def test_bar_is_proportional_and_fixed_width() -> None:
@@ -36,6 +42,7 @@ async def test_a_submodule_called_once_is_a_leaf_and_a_reused_one_a_branch() -> 
         assert entries.index("layer1_0_relu") == entries.index("layer1.0.relu") + 1
         assert tree.label_text(Entry("node", "layer1_0_relu_1")).startswith("relu_1 ")
         assert tree.label_text(Entry("node", "layer1_0_conv1")).startswith("conv1 Conv2d")
+        assert tree.label_text(Entry("node", "add")).startswith("add add()")
         assert tree.display_parent("layer1_0_conv1") == "layer1.0"
         assert tree.display_parent("layer1_0_relu_1") == "layer1.0.relu"
 

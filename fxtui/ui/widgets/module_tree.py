@@ -45,6 +45,17 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
     return text.ljust(width)
 
 
+def op_label(op: str, type_name: str) -> str:
+    """A leaf's kind, marked by op type: ``Conv2d`` (a module), ``add()`` (a function), ``.view()`` (a method)."""
+    if op == "call_function":
+        return f"{type_name}()"
+    if op == "call_method":
+        return f".{type_name}()"
+    if op == "get_attr":
+        return "attr"
+    return type_name
+
+
 def short_node_name(name: str, module_path: str) -> str:
     """A node's name as its tree branch reads: the branch already names the module.
 
@@ -327,7 +338,7 @@ class ModuleTree(Tree[Entry]):
             name = module.rpartition(".")[2] if folded else short_node_name(entry.key, module)
             stats = self.stats.get(entry.key)
             seconds = stats.median_s if stats is not None else None
-            kind = node_info.type_name
+            kind = op_label(node_info.op, node_info.type_name)
             flag = None
             if folded and graph.modules[module].leaf_fallback:
                 flag = (" [leaf]", "module-tree--leaf-fallback")
