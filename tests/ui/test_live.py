@@ -47,6 +47,15 @@ async def test_first_view_shows_the_session_and_the_hottest_nodes_first() -> Non
         assert app.focused is table
 
 
+async def test_the_detail_pane_shows_the_first_node_in_full_on_a_small_terminal() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        detail = app.main.query_one(DetailPane)
+        assert detail.query_one("#detail-fields").size.height >= len(detail.fields) > 5
+        assert detail.query_one("#detail-node-text").size.height > 1  # the FX node text wraps
+
+
 async def test_loading_states_show_before_the_graph() -> None:
     source = FakeSource([Snapshot(None, State.TRACING, seq=1, message="tracing resnet18")])
     app = FxtuiApp(source)

@@ -93,6 +93,11 @@ class DetailPane(VerticalScroll):
         self.aten_note = ""
         """What the aten part says when it has no table to show."""
 
+    def _measure_again(self) -> None:
+        for child in self.children:
+            child.clear_cached_dimensions()
+            child.refresh(layout=True)
+
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
         yield Static(id="detail-error")
@@ -160,6 +165,10 @@ class DetailPane(VerticalScroll):
             self.aten_note = "aten: working it out…" if explaining else "x: break this node down into aten operators"
             aten_widget.update(Text(self.aten_note))
         self._aten_shown, self.aten = aten_state, aten
+        if self._shown_name is None:
+            # The first node can arrive while the pane is still being mounted, and its parts then
+            # keep the height of their empty start; measure them again once they are on screen.
+            self.call_after_refresh(self._measure_again)
         if self._shown_name != info.name:
             node_text.update(Text(info.node_text))
             module_repr.update(Text(info.module_repr))
