@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
@@ -101,6 +102,11 @@ def _why(outcome: Outcome) -> str:
     return text.replace("|", "\\|")
 
 
+#: fxtui processes running now, killed when the sweep is interrupted.
+_RUNNING: set[subprocess.Popen[str]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
 def run_fxtui(model: str, timeout: float, submodule: str | None = None) -> Outcome:
     """One headless ``fxtui`` run of ``model`` in a fresh interpreter."""
     with tempfile.TemporaryDirectory(prefix="fxtui-zoo-") as tmp:
@@ -109,12 +115,20 @@ def run_fxtui(model: str, timeout: float, submodule: str | None = None) -> Outco
         if submodule:
             cmd += ["--submodule", submodule]
         started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp)
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+            _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
             return Outcome(code=None, seconds=time.perf_counter() - started)
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
         seconds = time.perf_counter() - started
-        lines = proc.stderr.strip().splitlines()
+        lines = stderr.strip().splitlines()
         outcome = Outcome(code=proc.returncode, seconds=seconds, message=lines[-1] if lines else "")
         if proc.returncode == 0 and out.exists():
             data = json.loads(out.read_text())
@@ -159,7 +173,8 @@ def sweep(
     rows = {r.model: r for r in done or []}
     todo = [m for m in models if m not in rows]
     print(f"{len(models) - len(todo)} of {len(models)} models already swept; {len(todo)} to go", flush=True)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         futures = {pool.submit(profile_model, m, timeout): m for m in todo}
         for i, future in enumerate(as_completed(futures), 1):
             row = future.result()
@@ -167,6 +182,15 @@ def sweep(
             print(f"[{i:3}/{len(todo)}] {row.model:40} {row.seconds:6.1f} s  {row.status}", flush=True)
             if results:
                 save_results([rows[m] for m in models if m in rows], results)
+    except KeyboardInterrupt:
+        # Queued models never start; running ones are killed, and their rows are not kept.
+        pool.shutdown(wait=False, cancel_futures=True)
+        with _RUNNING_LOCK:
+            for proc in _RUNNING:
+                proc.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return [rows[m] for m in models if m in rows]
 
 
@@ -251,7 +275,11 @@ def main() -> None:
         import torchvision.models as tvm
 
         done = load_results(args.results) if args.resume and args.results and args.results.exists() else []
-        rows = sweep(args.models or tvm.list_models(), args.timeout, args.jobs, done, args.results)
+        try:
+            rows = sweep(args.models or tvm.list_models(), args.timeout, args.jobs, done, args.results)
+        except KeyboardInterrupt:
+            kept = f"; the models finished so far are in {args.results} (--resume)" if args.results else ""
+            raise SystemExit(f"interrupted{kept}") from None
     total = time.perf_counter() - t0
     section = markdown(rows, started)
     slowest = sorted(rows, key=lambda r: r.seconds, reverse=True)
