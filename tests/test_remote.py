@@ -95,3 +95,24 @@ def test_a_child_that_dies_is_reported(model_file: str) -> None:
     error = got.wait_for(lambda s: s.state is State.ERROR)
     assert "ended unexpectedly" in error.message and "out of memory" in error.message
     worker.join(timeout=30)
+
+
+def test_explain_hints_and_the_fusion_what_if_arrive_in_later_snapshots(tmp_path: Path) -> None:
+    path = tmp_path / "convbn.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "def make():\n"
+        "    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()), torch.randn(1, 3, 16, 16)\n"
+    )
+    source, got, worker = start(f"{path}:make")
+    got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
+    source.explain("_0")
+    source.request_hints()
+    source.try_fusion()
+    done = got.wait_for(lambda s: "_0" in s.aten and s.hints is not None and s.what_if is not None)
+    assert any("conv" in op.name for op in done.aten["_0"])
+    assert any(h.rule == "conv-bn-fold" for h in done.hints or ())
+    assert done.what_if is not None and done.what_if.changed == (("_0", "_1"),)
+    assert done.what_if.before_s > 0 and done.what_if.after_s > 0
+    source.stop()
+    worker.join(timeout=30)

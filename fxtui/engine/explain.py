@@ -21,6 +21,7 @@ from fxtui.engine.analysis.source import sources_of
 from fxtui.engine.analysis.threads import thread_info
 from fxtui.engine.analysis.work import measure_work
 from fxtui.engine.errors import NodeError
+from fxtui.engine.findings import WhatIf
 from fxtui.engine.session import Session
 from fxtui.engine.timing import clone_inputs
 
@@ -82,26 +83,6 @@ def refresh_hints(session: Session) -> None:
         threads=thread_info(),
         inputs=session.inputs,
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class WhatIf:
-    """A transformation tried on the graph, measured against the original side by side."""
-
-    title: str
-    changed: tuple[tuple[str, ...], ...]
-    """The node groups the transformation rewrote (e.g. each folded (conv, bn) pair)."""
-    before_s: float
-    """Uninstrumented median of the original graph."""
-    after_s: float
-    """Uninstrumented median of the transformed graph, runs interleaved with the original's."""
-    max_abs_diff: float
-    """Largest difference between the two graphs' outputs (0 for an exact rewrite)."""
-
-    @property
-    def saving_pct(self) -> float:
-        """How much faster the transformed graph is, in percent of the original."""
-        return 100.0 * (self.before_s - self.after_s) / self.before_s if self.before_s else 0.0
 
 
 def what_if_conv_bn(session: Session, runs: int = 20) -> WhatIf | None:

@@ -100,3 +100,23 @@ class Hint:
     """Estimated saving per run in seconds; ``None`` when it cannot be estimated without trying."""
     saving_pct: float | None
     """``saving_s`` as a share of the run median, in percent."""
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """A transformation tried on the graph, measured against the original side by side."""
+
+    title: str
+    changed: tuple[tuple[str, ...], ...]
+    """The node groups the transformation rewrote (e.g. each folded (conv, bn) pair)."""
+    before_s: float
+    """Uninstrumented median of the original graph."""
+    after_s: float
+    """Uninstrumented median of the transformed graph, runs interleaved with the original's."""
+    max_abs_diff: float
+    """Largest difference between the two graphs' outputs (0 for an exact rewrite)."""
+
+    @property
+    def saving_pct(self) -> float:
+        """How much faster the transformed graph is, in percent of the original."""
+        return 100.0 * (self.before_s - self.after_s) / self.before_s if self.before_s else 0.0

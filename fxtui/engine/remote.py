@@ -83,6 +83,10 @@ class ProcessSource:
         """Ask the child for suggestions from its statistics so far."""
         self._send("request_hints")
 
+    def try_fusion(self) -> None:
+        """Ask the child to fold Conv-BN pairs and time the result against the original."""
+        self._send("try_fusion")
+
     def start(self) -> None:
         """Start the child process (idempotent).
 
@@ -139,7 +143,7 @@ class ProcessSource:
             )
 
 
-_COMMANDS = frozenset({"pause", "resume", "reset", "explain", "request_hints"})
+_COMMANDS = frozenset({"pause", "resume", "reset", "explain", "request_hints", "try_fusion"})
 
 
 def _with_graph(snapshot: Snapshot, graph: GraphInfo) -> Snapshot:

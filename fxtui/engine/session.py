@@ -21,7 +21,7 @@ import torch
 import torch.fx
 
 from fxtui.engine.errors import FxtuiError, NodeError
-from fxtui.engine.findings import AtenOp, Hint
+from fxtui.engine.findings import AtenOp, Hint, WhatIf
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.snapshot import GraphInfo, ModuleStats, NodeStats, RunError, Snapshot, State
 from fxtui.engine.stats import SampleWindow
@@ -100,6 +100,8 @@ class Session:
         self.aten: dict[str, tuple[AtenOp, ...]] = {}
         """Aten operators inside the nodes explained so far."""
         self.hints: tuple[Hint, ...] | None = None
+        self.what_if: WhatIf | None = None
+        """The Conv-BN folding what-if, once measured."""
         self._eager_first = False
 
     # -- running -----------------------------------------------------------------
@@ -191,6 +193,7 @@ class Session:
                 message=message,
                 aten=dict(self.aten),
                 hints=self.hints,
+                what_if=self.what_if,
             )
         run = summary.run_median or sum(summary.median) or 1e-12
         names = self.interp.names
@@ -221,6 +224,7 @@ class Session:
             message=message,
             aten=dict(self.aten),
             hints=self.hints,
+            what_if=self.what_if,
         )
 
 
@@ -274,6 +278,7 @@ class LiveSource:
         self._wake = threading.Event()
         self._explain: list[str] = []
         self._hints = False
+        self._fusion = False
         self.session: Session | None = None
 
     def _command(self, *, paused: bool | None = None, reset: bool = False, stop: bool = False) -> None:
@@ -310,9 +315,14 @@ class LiveSource:
         self._hints = True
         self._wake.set()
 
+    def try_fusion(self) -> None:
+        """Fold Conv-BN pairs and time both graphs, interleaved (between runs)."""
+        self._fusion = True
+        self._wake.set()
+
     def _answer_requests(self, session: Session) -> bool:
         """Answer pending explain/hint requests; True when there was anything to answer."""
-        from fxtui.engine.explain import explain_nodes, refresh_hints
+        from fxtui.engine.explain import explain_nodes, refresh_hints, what_if_conv_bn
 
         answered = False
         if self._explain:
@@ -322,6 +332,10 @@ class LiveSource:
         if self._hints:
             self._hints = False
             refresh_hints(session)
+            answered = True
+        if self._fusion:
+            self._fusion = False
+            session.what_if = what_if_conv_bn(session)
             answered = True
         return answered
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks
+from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, WhatIf
 
 #: The six FX opcodes, in the order the UI lists them.
 OPCODES: tuple[str, ...] = (
@@ -250,6 +250,8 @@ class Snapshot(RunFiguresMixin):
     """Aten operators inside the nodes explained so far (see ``SnapshotSource.explain``)."""
     hints: tuple[Hint, ...] | None = None
     """Suggestions, once asked for (see ``SnapshotSource.request_hints``)."""
+    what_if: WhatIf | None = None
+    """The Conv-BN folding tried and measured, once asked for (``SnapshotSource.try_fusion``)."""
 
     @property
     def attributed_s(self) -> float:
@@ -285,3 +287,6 @@ class SnapshotSource(Protocol):
 
     def request_hints(self) -> None:
         """Ask for suggestions from the current statistics; later snapshots carry them in ``hints``."""
+
+    def try_fusion(self) -> None:
+        """Ask to fold Conv-BN pairs and time the result against the original; see ``what_if``."""
