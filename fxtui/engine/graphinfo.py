@@ -8,7 +8,7 @@ import torch
 import torch.fx
 from torch.fx.node import Node, _get_qualified_name
 
-from fxtui.engine.snapshot import GraphInfo, ModuleInfo, NodeInfo
+from fxtui.engine.snapshot import GraphInfo, NodeInfo, build_module_tree
 from fxtui.engine.timing import ValueMeta
 
 
@@ -83,39 +83,6 @@ def build_graph_info(
         modules=build_module_tree(nodes, module_classes, leaf_modules),
         leaf_modules=tuple(leaf_modules),
     )
-
-
-def build_module_tree(
-    nodes: Sequence[NodeInfo], module_classes: Mapping[str, str], leaf_modules: Sequence[str] = ()
-) -> dict[str, ModuleInfo]:
-    """The module tree (root ``""`` → ``layer1`` → ``layer1.0``) holding every node's path."""
-    direct: dict[str, list[str]] = {"": []}
-    children: dict[str, list[str]] = {"": []}
-
-    def ensure(path: str) -> None:
-        if path in direct:
-            return
-        parent = path.rpartition(".")[0]
-        ensure(parent)
-        direct[path] = []
-        children[path] = []
-        children[parent].append(path)
-
-    for node in nodes:
-        ensure(node.module_path)
-        direct[node.module_path].append(node.name)
-    leaves = set(leaf_modules)
-    return {
-        path: ModuleInfo(
-            path=path,
-            class_name=module_classes.get(path, ""),
-            parent=None if path == "" else path.rpartition(".")[0],
-            children=tuple(children[path]),
-            nodes=tuple(direct[path]),
-            leaf_fallback=path in leaves,
-        )
-        for path in direct
-    }
 
 
 def _module_repr(gm: torch.fx.GraphModule, node: Node) -> str:

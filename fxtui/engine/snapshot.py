@@ -15,7 +15,7 @@ Two kinds of object travel:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -92,6 +92,39 @@ class ModuleInfo:
     """Names of the FX nodes directly in this module (not in its children), graph order."""
     leaf_fallback: bool = False
     """True when tracing kept this module whole because its code could not be traced."""
+
+
+def build_module_tree(
+    nodes: Sequence[NodeInfo], module_classes: Mapping[str, str], leaf_modules: Sequence[str] = ()
+) -> dict[str, ModuleInfo]:
+    """The module tree (root ``""`` → ``layer1`` → ``layer1.0``) holding every node's path."""
+    direct: dict[str, list[str]] = {"": []}
+    children: dict[str, list[str]] = {"": []}
+
+    def ensure(path: str) -> None:
+        if path in direct:
+            return
+        parent = path.rpartition(".")[0]
+        ensure(parent)
+        direct[path] = []
+        children[path] = []
+        children[parent].append(path)
+
+    for node in nodes:
+        ensure(node.module_path)
+        direct[node.module_path].append(node.name)
+    leaves = set(leaf_modules)
+    return {
+        path: ModuleInfo(
+            path=path,
+            class_name=module_classes.get(path, ""),
+            parent=None if path == "" else path.rpartition(".")[0],
+            children=tuple(children[path]),
+            nodes=tuple(direct[path]),
+            leaf_fallback=path in leaves,
+        )
+        for path in direct
+    }
 
 
 @dataclass(frozen=True)
