@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
     t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
     t.add_argument(
+        "--modules", action="store_true", help="a table of module paths (inclusive and self time) instead of nodes"
+    )
+    t.add_argument(
         "--columns",
         metavar="COLS",
         help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source",
@@ -265,6 +268,8 @@ def _headless(args: argparse.Namespace) -> int:
     _say(report.header() + "\n")
     if len(reports) > 1:
         _say(threads_text(reports, top=args.top or None))
+    elif args.modules:
+        _say(report.module_table(top=args.top or None, path=spec.path))
     else:
         _say(report.table(sort=args.sort, top=args.top or None, spec=spec, columns=columns))
     if args.aten and not stop.is_set():

@@ -101,6 +101,16 @@ def test_json_export_reads_back_with_the_api_fields(report: Report, tmp_path: Pa
     assert {m["path"] for m in data["modules"]} >= {"", "layer1", "layer1.0"}
 
 
+def test_module_table_ranks_modules_by_inclusive_time(report: Report) -> None:
+    text = report.module_table(top=0)
+    lines = text.splitlines()[2:]
+    assert lines[0].startswith("(root)")
+    assert text.index("layer1 ") < text.index("layer1.0 ")  # a parent includes its children's time
+    assert "Block" in text and "Sequential" in text
+    only = report.module_table(top=0, path="layer1.1*")
+    assert "layer1.1" in only and "layer1.0 " not in only
+
+
 def test_csv_export_has_one_line_per_node(report: Report) -> None:
     lines = list(csv.DictReader(io.StringIO(report.to_csv())))
     assert len(lines) == len(report.rows)

@@ -20,7 +20,7 @@ from typing import Any
 import tabulate
 
 from fxtui.engine.errors import FxtuiError
-from fxtui.engine.filters import FilterSpec, matches
+from fxtui.engine.filters import FilterSpec, matches, path_matches
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, RunFigures, RunFiguresMixin, Snapshot
 from fxtui.engine.units import format_pct, format_ratio, format_seconds
@@ -284,6 +284,29 @@ class Report(RunFiguresMixin):
         total = len(self.select(spec))
         if shown < total:
             text += f"\n… {total - shown} more nodes (--top 0 shows all)"
+        return text
+
+    def module_table(self, top: int | None = 20, path: str = "") -> str:
+        """Module paths by inclusive time: class, inclusive, self, % of run, nodes, GFLOP/s."""
+        mods = [m for m in self.modules if path_matches(m.path, path)] if path else list(self.modules)
+        mods.sort(key=lambda m: (-m.inclusive_s, m.path))
+        shown = mods[:top] if top else mods
+        body = [
+            [
+                m.path or "(root)",
+                m.class_name + (" [leaf]" if m.leaf_fallback else ""),
+                format_seconds(m.inclusive_s),
+                format_seconds(m.self_s),
+                format_pct(m.pct),
+                m.nodes,
+                _opt(m.gflops_s, ".1f"),
+            ]
+            for m in shown
+        ]
+        headers = ["module path", "class", "inclusive", "self", "% of run", "nodes", "GFLOP/s"]
+        text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+        if len(shown) < len(mods):
+            text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
         return text
 
     def __str__(self) -> str:
