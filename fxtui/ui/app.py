@@ -118,7 +118,8 @@ class FxtuiApp(App[None]):
             ("goto_error", "Go to the error", "Select the node that raised (e)"),
             ("toggle_detail", "Toggle detail pane", "Show or hide the detail pane (d)"),
             ("explain", "Explain node", "Break the selected node down into aten operators (x)"),
-            ("hints", "Hints", "Suggestions from the statistics so far (H)"),
+            ("hints", "Hints", "Suggestions from the statistics so far; f tries a Conv-BN fold (H)"),
+            ("threads", "Threads and build", "Threads, cores, build flags, library versions, warnings (T)"),
             ("app.help", "Keys", "List every key (?)"),
         ):
             name = action.partition("(")[0]

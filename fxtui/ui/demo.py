@@ -282,7 +282,10 @@ class DemoSource:
         """The demo has no aten breakdowns to offer."""
 
     def request_hints(self) -> None:
-        """The demo has no hints to offer."""
+        """The demo's hints, if any, are in its snapshots already."""
+
+    def try_fusion(self) -> None:
+        """The demo's what-if, if any, is in its snapshots already."""
 
 
 def resnet18_demo_source() -> DemoSource:

@@ -98,6 +98,9 @@ class FakeSource:
     def request_hints(self) -> None:
         self.calls.append("hints")
 
+    def try_fusion(self) -> None:
+        self.calls.append("try_fusion")
+
 
 class FailingSource(FakeSource):
     """Fails before any graph exists, as a model that does not load would."""

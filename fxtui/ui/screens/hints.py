@@ -1,7 +1,13 @@
-"""Suggestions from the engine's rules, largest estimated saving first; Enter jumps to the node."""
+"""Suggestions from the engine's rules, largest estimated saving first; Enter jumps to the node.
+
+A hint the engine can try for real (folding Conv-BN pairs) offers ``f``: the session
+rewrites the graph, times the original and the rewritten graph interleaved, and the
+result (before → after, the saving, how far the outputs moved) appears under the list.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -10,11 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
+from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from fxtui.engine.findings import Hint
+from fxtui.engine.findings import Hint, WhatIf
 from fxtui.engine.units import format_pct, format_seconds
+
+#: Rules whose suggestion the session can apply and measure (``SnapshotSource.try_fusion``).
+TRYABLE_RULES = frozenset({"conv-bn-fold"})
 
 
 def hint_prompt(hint: Hint) -> Text:
@@ -25,30 +34,71 @@ def hint_prompt(hint: Hint) -> Text:
         saving = "saving: try it and measure"
     text = Text()
     text.append(hint.title, style="bold")
-    text.append(f"  [{hint.rule}]\n")
-    text.append(f"{hint.evidence}\n{saving}")
+    text.append(f"  [{hint.rule}]")
+    if hint.rule in TRYABLE_RULES:
+        text.append("  f: try it", style="bold reverse")
+    text.append(f"\n{hint.evidence}\n{saving}")
     if hint.nodes:
         text.append(f"\nnodes: {', '.join(hint.nodes[:6])}{' …' if len(hint.nodes) > 6 else ''}")
     return text
 
 
+def what_if_text(what_if: WhatIf | None, measuring: bool) -> Text:
+    """The measured what-if: before → after, the saving and the output difference (or that it is running)."""
+    text = Text()
+    if what_if is None:
+        if measuring:
+            text.append("what-if: ", style="bold")
+            text.append("measuring… (folding the pairs, then timing both graphs interleaved)")
+        return text
+    faster = what_if.saving_pct >= 0
+    text.append("what-if: ", style="bold")
+    text.append(f"{what_if.title} ({len(what_if.changed)} changed)\n")
+    text.append(f"uninstrumented median {format_seconds(what_if.before_s)} → {format_seconds(what_if.after_s)}  ")
+    saving = f"{abs(what_if.saving_pct):.1f}% {'faster' if faster else 'slower'}"
+    text.append(saving, style="bold" if faster else "bold reverse")
+    text.append(f"  · outputs differ by at most {what_if.max_abs_diff:.1e}")
+    return text
+
+
 class HintsScreen(ModalScreen[str | None]):
-    """The current hints; dismisses with the first node of the chosen hint, or None."""
+    """The current hints; dismisses with the first node of the chosen hint, or None.
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,H", "dismiss", "Close hints")]
+    ``on_try`` asks the session to apply and measure the tryable hint; the main
+    screen passes later snapshots' ``hints`` and ``what_if`` in through
+    :meth:`show_hints` and :meth:`show_what_if`.
+    """
 
-    def __init__(self, hints: tuple[Hint, ...] | None) -> None:
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,H", "dismiss", "Close hints"),
+        Binding("f", "try_it", "Try it (measure)"),
+    ]
+
+    def __init__(
+        self,
+        hints: tuple[Hint, ...] | None,
+        what_if: WhatIf | None = None,
+        on_try: Callable[[], None] | None = None,
+        *,
+        measuring: bool = False,
+    ) -> None:
         super().__init__()
         self.hints = hints
+        self.what_if = what_if
+        self.on_try = on_try
+        self.measuring = measuring
+        """True from ``f`` until a new what-if arrives."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="hints"):
-            yield Label("Hints  (enter goes to the node · esc closes)", id="hints-title")
+            yield Label("Hints  (enter goes to the node · f tries a fold · esc closes)", id="hints-title")
             yield Label(id="hints-note")
             yield OptionList(id="hints-list")
+            yield Static(id="hints-what-if")
 
     def on_mount(self) -> None:
         self.show_hints(self.hints)
+        self.show_what_if(self.what_if, self.measuring)
         self.query_one(OptionList).focus()
 
     def show_hints(self, hints: tuple[Hint, ...] | None) -> None:
@@ -67,6 +117,36 @@ class HintsScreen(ModalScreen[str | None]):
         options.add_options([Option(hint_prompt(h), id=str(i)) for i, h in enumerate(hints or ())])
         if hints:
             options.highlighted = min(highlighted or 0, len(hints) - 1)
+        self.refresh_bindings()
+
+    def show_what_if(self, what_if: WhatIf | None, measuring: bool) -> None:
+        """Show the measured what-if, or that a measurement is running."""
+        self.what_if = what_if
+        if measuring != self.measuring:
+            self.measuring = measuring
+            self.refresh_bindings()
+        panel = self.query_one("#hints-what-if", Static)
+        text = what_if_text(None if measuring else what_if, measuring)
+        panel.update(text)
+        panel.display = bool(text)
+
+    @property
+    def tryable(self) -> bool:
+        """True when some hint can be applied and measured."""
+        return self.on_try is not None and any(h.rule in TRYABLE_RULES for h in self.hints or ())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``f`` only when a hint can be tried and no measurement is running."""
+        if action == "try_it":
+            return self.tryable and not self.measuring
+        return True
+
+    def action_try_it(self) -> None:
+        """Ask the session to fold the pairs and time both graphs; the result shows when it arrives."""
+        if not self.tryable or self.measuring or self.on_try is None:
+            return
+        self.on_try()
+        self.show_what_if(self.what_if, True)
 
     @on(OptionList.OptionSelected)
     def _chosen(self, message: OptionList.OptionSelected) -> None:

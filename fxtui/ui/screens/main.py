@@ -13,9 +13,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, Tree
 
-from fxtui.engine.filters import parse_types
+from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
-from fxtui.ui.columns import BY_KEY, COLUMN_KEYS, hotspots
+from fxtui.ui.columns import BY_KEY, COLUMN_KEYS
 from fxtui.ui.filtering import (
     DEFAULT_FILTER,
     FilterSpec,
@@ -25,11 +25,12 @@ from fxtui.ui.filtering import (
     module_ancestors,
     shown_ops,
     visible_modules,
-    with_ops,
 )
 from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.screens.filter_keys import FilterKeysMixin
 from fxtui.ui.screens.hints import HintsScreen
-from fxtui.ui.screens.op_filter import OpFilterScreen
+from fxtui.ui.screens.navigation import NavigationMixin
+from fxtui.ui.screens.panels import PanelsMixin
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
@@ -38,12 +39,18 @@ from fxtui.ui.widgets.status_bar import StatusBar, ViewState
 # Actions that mean nothing until a graph has been traced.
 _NEED_GRAPH = frozenset(
     {"toggle_pause", "reset", "hottest", "hotspot", "filter_path", "filter_type", "filter_ops", "sort_next",
-     "sort_reverse", "toggle_detail", "explain", "hints"}
+     "sort_reverse", "toggle_detail", "explain", "hints", "threads"}
 )
 
 
-class MainScreen(Screen[None]):
-    """Live view of one profiling session."""
+class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
+    """Live view of one profiling session.
+
+    The navigation keys live in :class:`NavigationMixin`, the filter keys in
+    :class:`FilterKeysMixin`, the keys that ask the session for more (explain, hints,
+    what-if, threads) in :class:`PanelsMixin`; this class applies snapshots and keeps
+    the widgets in step.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_pause", "Pause/Resume"),
@@ -62,6 +69,7 @@ class MainScreen(Screen[None]):
         Binding("d", "toggle_detail", "Detail pane", show=False),
         Binding("x", "explain", "Explain node"),
         Binding("H", "hints", "Hints"),
+        Binding("T", "threads", "Threads", show=False),
     ]
 
     def __init__(self, source: SnapshotSource, on_fatal: Callable[[str], None]) -> None:
@@ -83,6 +91,9 @@ class MainScreen(Screen[None]):
         self._input_mode: str | None = None
         self._explaining: set[str] = set()
         """Nodes whose aten breakdown was asked for."""
+        self.trying_fusion = False
+        """True from asking for the Conv-BN what-if until a new result arrives."""
+        self.what_if_before: WhatIf | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -145,9 +156,14 @@ class MainScreen(Screen[None]):
             self._show_detail()
             self._show_status()
         self.applied += 1
+        if self.trying_fusion and snapshot.what_if is not None and snapshot.what_if is not self.what_if_before:
+            self.trying_fusion = False
         hints_screen = self.app.screen
-        if isinstance(hints_screen, HintsScreen) and snapshot.hints is not hints_screen.hints:
-            hints_screen.show_hints(snapshot.hints)
+        if isinstance(hints_screen, HintsScreen):
+            if snapshot.hints is not hints_screen.hints:
+                hints_screen.show_hints(snapshot.hints)
+            if snapshot.what_if is not hints_screen.what_if or self.trying_fusion != hints_screen.measuring:
+                hints_screen.show_what_if(snapshot.what_if, self.trying_fusion)
         if snapshot.error != before_error or self.applied == 1:
             self.refresh_bindings()
 
@@ -351,43 +367,6 @@ class MainScreen(Screen[None]):
         self.source.reset()
         self.notify("statistics reset", timeout=2)
 
-    def action_scope_up(self) -> None:
-        """Show the parent module's subtree."""
-        if self.scope:
-            self.set_scope(self.scope.rpartition(".")[0])
-
-    def action_hottest(self) -> None:
-        """Go to the hottest child of the current module; repeated, it walks the hottest path down to a node."""
-        graph = self.graph
-        if graph is None:
-            return
-        stats = self._medians()
-        totals = self.module_tree.totals
-        candidates: list[tuple[float, Entry]] = [
-            (totals.get(entry.key, 0.0) if entry.kind == "module" else
-             (stats[entry.key].median_s if entry.key in stats else 0.0), entry)
-            for entry in self.module_tree.children_of(self.scope)
-        ]
-        if not candidates:
-            self.app.bell()
-            return
-        _, best = max(candidates, key=lambda c: c[0])
-        if best.kind == "module":
-            self.set_scope(best.key)
-        else:
-            self.select_node(best.key)
-
-    def action_hotspot(self, step: int) -> None:
-        """Select the next (1) or previous (-1) node by median in the current view."""
-        order = hotspots(self._view, self._medians())
-        if not order:
-            return
-        if self.selected in order:
-            index = (order.index(self.selected) + step) % len(order)
-        else:
-            index = 0 if step > 0 else len(order) - 1
-        self.select_node(order[index])
-
     def action_sort_next(self) -> None:
         """Sort by the next column."""
         table = self.table
@@ -400,102 +379,7 @@ class MainScreen(Screen[None]):
         table.sort_by(table.sort_key, not table.sort_descending)
         self._show_status()
 
-    def action_explain(self) -> None:
-        """Ask the source for the aten operators inside the selected node; the detail pane shows them."""
-        if self.selected is None:
-            return
-        self._explaining.add(self.selected)
-        self.source.explain(self.selected)
-        self._show_detail()
-
-    def action_toggle_detail(self) -> None:
-        """Show or hide the detail pane."""
-        detail = self.query_one(DetailPane)
-        detail.display = not detail.display
-
-    def action_goto_error(self) -> None:
-        """Select the node that raised."""
-        error = self.snapshot.error if self.snapshot is not None else None
-        if error is not None and error.node is not None:
-            self.show_node(error.node)
-
-    def show_node(self, name: str) -> None:
-        """Select node ``name``, widening the op filter and the scope if they hide it."""
-        if self.graph is None or name not in self.graph.by_name:
-            return
-        node = self.graph.node(name)
-        if not matches(node, self.spec):
-            self._apply_filter(with_ops(self.spec, shown_ops(self.spec) | {node.op}))
-        if not matches(node, self.spec):  # the path or type filter hides it: drop those
-            self._apply_filter(FilterSpec(ops=self.spec.ops))
-        if not in_scope(node.module_path, self.scope):
-            self.set_scope("", reveal=False)
-        self.select_node(name)
-        self.table.focus()
-
-    def action_hints(self) -> None:
-        """Ask for suggestions and list them; Enter on one selects its node."""
-        self.source.request_hints()
-
-        def chosen(name: str | None) -> None:
-            if name is not None:
-                self.show_node(name)
-
-        self.app.push_screen(HintsScreen(self.snapshot.hints if self.snapshot is not None else None), chosen)
-
-    def _open_input(self, mode: str, value: str, placeholder: str) -> None:
-        box = self.query_one("#filter-input", Input)
-        self._input_mode = mode
-        box.placeholder = placeholder
-        box.value = value
-        box.display = True
-        box.focus()
-        self.refresh_bindings()
-
-    def action_filter_path(self) -> None:
-        """Filter by module path: a glob (layer[12]*) or a substring."""
-        self._open_input("path", self.spec.path, "module path: glob like layer[12]* or a substring · Esc clears")
-
-    def action_filter_type(self) -> None:
-        """Filter by target type (Conv2d, add …)."""
-        self._open_input("type", ",".join(sorted(self.spec.types)), "target types, comma separated: Conv2d,add")
-
-    def action_filter_ops(self) -> None:
-        """Choose which op types are shown."""
-
-        def chosen(ops: frozenset[str] | None) -> None:
-            if ops is not None:
-                self._apply_filter(with_ops(self.spec, ops))
-
-        self.app.push_screen(OpFilterScreen(shown_ops(self.spec)), chosen)
-
-    def _close_input(self) -> None:
-        box = self.query_one("#filter-input", Input)
-        box.display = False
-        self._input_mode = None
-        self.table.focus()
-        self.refresh_bindings()
-
     @on(Input.Submitted, "#filter-input")
     def _filter_submitted(self, message: Input.Submitted) -> None:
-        value = message.value.strip()
-        if self._input_mode == "path":
-            spec = FilterSpec(ops=self.spec.ops, path=value, types=self.spec.types)
-        else:
-            spec = FilterSpec(ops=self.spec.ops, path=self.spec.path, types=parse_types(value))
-        self._close_input()
-        self._apply_filter(spec)
+        self.submit_filter(message.value)
 
-    def action_clear_filters(self) -> None:
-        """Esc: clear the filter being typed, or else the path and type filters."""
-        if self._input_mode == "path":
-            spec = FilterSpec(ops=self.spec.ops, path="", types=self.spec.types)
-            self._close_input()
-        elif self._input_mode == "type":
-            spec = FilterSpec(ops=self.spec.ops, path=self.spec.path, types=frozenset())
-            self._close_input()
-        elif self.spec.path or self.spec.types:
-            spec = FilterSpec(ops=self.spec.ops)
-        else:
-            spec = DEFAULT_FILTER
-        self._apply_filter(spec)

@@ -42,6 +42,11 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
     if snapshot is not None and snapshot.message and snapshot.message != state:
         text.append(f" {snapshot.message}")
     graph = snapshot.graph if snapshot is not None else None
+    if graph is not None and graph.thread_warnings:
+        # Early on the line, so a narrow terminal still shows it: timings under a bad thread setup mislead.
+        count = len(graph.thread_warnings)
+        text.append(" ")
+        text.append(f"⚠ {count} thread warning{'s' if count != 1 else ''} (T)", style="bold reverse")
     if snapshot is not None and graph is not None:
         text.append(" │ ")
         text.append(graph.model, style="bold")

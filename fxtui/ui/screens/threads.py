@@ -1,0 +1,52 @@
+"""Threads, cores, backend and build flags, library versions: what the timings were measured under.
+
+Warnings (more threads than cores, a thread count an environment variable
+overrides …) come first, marked, so a user who opened this because the status line
+said "⚠ threads" sees why at once.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from fxtui.engine.snapshot import GraphInfo
+
+
+def threads_text(graph: GraphInfo) -> Text:
+    """The warnings, then one line per fact."""
+    text = Text()
+    text.append("Threads and build", style="bold")
+    text.append(f"  ({graph.model}, {graph.threads} thread{'s' if graph.threads != 1 else ''})\n\n")
+    for warning in graph.thread_warnings:
+        text.append("⚠ ", style="bold")
+        text.append(warning, style="bold")
+        text.append("\n")
+    if graph.thread_warnings:
+        text.append("\n")
+    if graph.thread_info:
+        text.append("\n".join(graph.thread_info))
+    else:
+        text.append("the session reported nothing about threads or the build", style="italic")
+    return text
+
+
+class ThreadsScreen(ModalScreen[None]):
+    """The session's thread and build facts; Esc, T or q closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,T,q", "dismiss", "Close")]
+
+    def __init__(self, graph: GraphInfo) -> None:
+        super().__init__()
+        self.graph = graph
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="threads"):
+            yield Static(threads_text(self.graph), id="threads-text")
+            yield Static("Esc, T or q closes this panel.", id="threads-hint")
