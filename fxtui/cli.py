@@ -305,7 +305,14 @@ def _say_what_if(session: object, runs: int) -> None:
 def _diff(args: argparse.Namespace) -> int:
     from fxtui.engine.diff import diff_files
 
-    _say(diff_files(args.before, args.after).table(top=args.top or None))
+    diff = diff_files(args.before, args.after)
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        _say(diff.table(top=args.top or None))
+        return 0
+    # On a terminal the comparison opens as an app; the UI is imported only then.
+    from fxtui.ui.diff_app import DiffApp
+
+    DiffApp(diff, title=f"fxtui diff {args.before} {args.after}").run()
     return 0
 
 

@@ -56,12 +56,19 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,q", "dismiss", "Close help"),
     ]
 
-    def __init__(self, groups: list[tuple[str, Iterable[BindingType]]]) -> None:
+    def __init__(
+        self,
+        groups: list[tuple[str, Iterable[BindingType]]],
+        navigation: tuple[tuple[str, str], ...] = NAVIGATION,
+        title: str = "fxtui keys",
+    ) -> None:
         super().__init__()
         self.rows = binding_rows(groups)
+        self.navigation = navigation
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
-        table = Table(title="fxtui keys", expand=True, show_edge=False, pad_edge=False)
+        table = Table(title=self.title_text, expand=True, show_edge=False, pad_edge=False)
         table.add_column("key", no_wrap=True, style="bold")
         table.add_column("what it does")
         group = None
@@ -70,8 +77,9 @@ class HelpScreen(ModalScreen[None]):
                 group = row_group
                 table.add_row(Text(row_group, style="italic"), "")
             table.add_row(key, description)
-        table.add_row(Text("navigation", style="italic"), "")
-        for key, description in NAVIGATION:
+        if self.navigation:
+            table.add_row(Text("navigation", style="italic"), "")
+        for key, description in self.navigation:
             table.add_row(key, description)
         with VerticalScroll(id="help"):
             yield Static(table, id="help-table")
