@@ -80,7 +80,7 @@ class Row:
             return "ok"
         if self.submodule and self.with_submodule is not None:
             then = self.with_submodule
-            return f"--submodule {self.submodule}: " + (
+            return f"`--submodule {self.submodule}`: " + (
                 f"ok ({then.nodes} nodes)" if then.code == 0 else f"fails: {_why(then)}"
             )
         return f"fails: {_why(self.default)}"
