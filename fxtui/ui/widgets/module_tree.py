@@ -8,7 +8,6 @@ when a line is rendered, so a refresh changes numbers without touching tree node
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -21,53 +20,10 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from fxtui.engine.snapshot import GraphInfo, NodeStats
-from fxtui.engine.units import format_pct, format_seconds
 from fxtui.ui.filtering import module_ancestors
+from fxtui.ui.widgets.tree_labels import Entry, bar, fit_label, op_label, short_node_name
 
-BAR_WIDTH = 8
-_BLOCKS = " ▏▎▍▌▋▊▉█"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """What a tree line stands for: a module path or a node name."""
-
-    kind: str
-    """``"module"`` or ``"node"``."""
-    key: str
-
-
-def bar(fraction: float, width: int = BAR_WIDTH) -> str:
-    """A left-aligned bar of eighth-blocks, ``width`` cells wide, for ``fraction`` in [0, 1]."""
-    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
-    full, part = divmod(eighths, 8)
-    text = "█" * full + (_BLOCKS[part] if part else "")
-    return text.ljust(width)
-
-
-def op_label(op: str, type_name: str) -> str:
-    """A leaf's kind, marked by op type: ``Conv2d`` (a module), ``add()`` (a function), ``.view()`` (a method)."""
-    if op == "call_function":
-        return f"{type_name}()"
-    if op == "call_method":
-        return f".{type_name}()"
-    if op == "get_attr":
-        return "attr"
-    return type_name
-
-
-def short_node_name(name: str, module_path: str) -> str:
-    """A node's name as its tree branch reads: the branch already names the module.
-
-    ``layer1_0_relu_1`` in module ``layer1.0.relu`` → ``relu_1``; ``add_3`` stays ``add_3``.
-    """
-    if not module_path:
-        return name
-    base = module_path.replace(".", "_")
-    if name == base or name.startswith(base + "_"):
-        return module_path.rpartition(".")[2] + name[len(base):]
-    return name
-
+__all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 
 class ModuleTree(Tree[Entry]):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves."""
@@ -346,29 +302,7 @@ class ModuleTree(Tree[Entry]):
                 flag = (" ✖", "module-tree--error")
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
         width = self.scrollable_content_region.width or 80
-        show_bar = width >= 56
-        if width >= 40:
-            numbers = [(f" {format_seconds(seconds):>9} {format_pct(share):>6}", "module-tree--time")]
-        else:  # an 80-column terminal: the share alone (the table beside it has the times)
-            numbers = [(f" {format_pct(share):>6}", "module-tree--time")]
-        if show_bar:
-            numbers.append((" " + bar((share or 0.0) / 100.0), "module-tree--bar"))
-        room = width - self._depth_cells(node) - sum(len(t) for t, _ in numbers)
-        head: list[tuple[str, str]] = [(name, "")]
-        used = len(name)
-        if flag is not None:
-            head.append(flag)
-            used += len(flag[0])
-        if used + 1 + len(kind) <= room:
-            head.insert(1, (" " + kind, "module-tree--dim"))
-            used += 1 + len(kind)
-        elif used > room:
-            # Too deep or too long: keep the start of the name, never less than a few characters.
-            keep = max(room, 6) - 1
-            head = [(name[:keep] + "…", "")] + ([flag] if flag is not None and keep >= len(name) else [])
-            used = sum(len(t) for t, _ in head)
-        pad = max(0, room - used)
-        return [*head, (" " * pad, ""), *numbers]
+        return fit_label(name, kind, flag, seconds, share, width, self._depth_cells(node))
 
     def _label_for(self, entry: Entry, node: TreeNode[Entry] | None = None) -> Text:
         text = Text()

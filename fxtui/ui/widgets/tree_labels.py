@@ -1,0 +1,97 @@
+"""How a module-tree line reads: what an entry stands for, its name, its kind, and numbers fitted to the width.
+
+Pure functions, apart from the tree widget, so the fitting rules (numbers at the
+right edge; the class name, then the bar, give way on a narrow tree) can be read
+and tested on their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fxtui.engine.units import format_pct, format_seconds
+
+BAR_WIDTH = 8
+#: Tree widths (cells) from which the time, then the bar, join the share.
+TIME_FROM = 32
+BAR_FROM = 56
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+
+#: A label piece: its text and the tree's component class that styles it ("" for none).
+Part = tuple[str, str]
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What a tree line stands for: a module path or a node name."""
+
+    kind: str
+    """``"module"`` or ``"node"``."""
+    key: str
+
+
+def bar(fraction: float, width: int = BAR_WIDTH) -> str:
+    """A left-aligned bar of eighth-blocks, ``width`` cells wide, for ``fraction`` in [0, 1]."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (_BLOCKS[part] if part else "")
+    return text.ljust(width)
+
+
+def op_label(op: str, type_name: str) -> str:
+    """A leaf's kind, marked by op type: ``Conv2d`` (a module), ``add()`` (a function), ``.view()`` (a method)."""
+    if op == "call_function":
+        return f"{type_name}()"
+    if op == "call_method":
+        return f".{type_name}()"
+    if op == "get_attr":
+        return "attr"
+    return type_name
+
+
+def short_node_name(name: str, module_path: str) -> str:
+    """A node's name as its tree branch reads: the branch already names the module.
+
+    ``layer1_0_relu_1`` in module ``layer1.0.relu`` → ``relu_1``; ``add_3`` stays ``add_3``.
+    """
+    if not module_path:
+        return name
+    base = module_path.replace(".", "_")
+    if name == base or name.startswith(base + "_"):
+        return module_path.rpartition(".")[2] + name[len(base):]
+    return name
+
+
+
+
+def fit_label(name: str, kind: str, flag: Part | None, seconds: float | None, share: float | None,
+              width: int, indent: int) -> list[Part]:
+    """A label for a tree ``width`` cells wide whose line starts ``indent`` cells in (guides, icon).
+
+    Name, flag and kind sit on the left; time, share and bar at the right edge, so they
+    line up at every depth (which numbers show depends on the tree's width, never on
+    the depth). On a narrow tree the kind goes first, then the bar, then the time (the
+    table beside the tree has the times); a name that still does not fit is cut with "…".
+    """
+    numbers: list[Part]
+    if width >= TIME_FROM:
+        numbers = [(f" {format_seconds(seconds):>9} {format_pct(share):>6}", "module-tree--time")]
+    else:
+        numbers = [(f" {format_pct(share):>6}", "module-tree--time")]
+    if width >= BAR_FROM:
+        numbers.append((" " + bar((share or 0.0) / 100.0), "module-tree--bar"))
+    room = width - indent - sum(len(t) for t, _ in numbers)
+    head: list[Part] = [(name, "")]
+    used = len(name)
+    if flag is not None:
+        head.append(flag)
+        used += len(flag[0])
+    if used + 1 + len(kind) <= room:
+        head.insert(1, (" " + kind, "module-tree--dim"))
+        used += 1 + len(kind)
+    elif used > room:
+        # Too deep or too long: keep the start of the name, never less than a few characters.
+        keep = max(room, 6) - 1
+        head = [(name[:keep] + "…", "")] + ([flag] if flag is not None and keep >= len(name) else [])
+        used = sum(len(t) for t, _ in head)
+    pad = max(0, room - used)
+    return [*head, (" " * pad, ""), *numbers]
