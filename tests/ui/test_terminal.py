@@ -1,0 +1,72 @@
+"""What a user's terminal does to the app: no colour, tiny sizes, 80 columns."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import FakeSource, settle
+from textual.strip import Strip
+
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.columns import BY_KEY
+from fxtui.ui.widgets.detail_pane import DetailPane
+from fxtui.ui.widgets.module_tree import Entry
+from fxtui.ui.widgets.status_bar import StatusBar
+
+
+def _styled(strip: Strip, text: str) -> list[tuple[bool, bool]]:
+    """(reverse, underline) of the segments of ``strip`` that hold ``text``."""
+    return [(bool(s.style and s.style.reverse), bool(s.style and s.style.underline))
+            for s in strip if text in s.text]
+
+
+async def test_no_color_still_shows_the_cursor_and_which_widget_has_focus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        assert app.no_color
+        table, tree = app.main.table, app.main.module_tree
+        await pilot.press("down")
+        name = table.cursor_name
+        assert name is not None
+        row = table.row_names.index(name) + 1  # below the header
+        assert (True, False) in _styled(table.render_line(row), name)  # focused: reversed
+        await pilot.press("shift+tab")
+        assert app.focused is tree
+        await pilot.pause()
+        assert (False, True) in _styled(table.render_line(row), name)  # not focused: underlined
+        cursor = tree.cursor_line - tree.scroll_offset.y
+        label = tree.label_text(Entry("node", name)).split()[0]
+        assert any(reverse for reverse, _ in _styled(tree.render_line(cursor), label))
+
+
+async def test_shrinking_to_40x12_and_back_recovers_the_layout() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        sizes = {w: app.main.query_one(w).size for w in ("#tree", "#table", "#detail", StatusBar)}
+        await pilot.resize_terminal(40, 12)
+        await pilot.pause()
+        await pilot.press("down", "h", "n", "question_mark")
+        await pilot.press("escape")
+        await pilot.resize_terminal(60, 16)
+        await pilot.pause()
+        await pilot.resize_terminal(120, 36)
+        await pilot.pause()
+        assert {w: app.main.query_one(w).size for w in sizes} == sizes
+        assert app.main.table.row_names
+        assert "running" in str(app.main.query_one(StatusBar).render())
+
+
+async def test_at_80x24_the_table_shows_the_numbers_and_the_tree_names_with_shares() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        table = app.main.table
+        header = table.render_line(0).text
+        for key in ("median", "p90", "pct", "calls"):
+            assert BY_KEY[key].label in header
+        assert table.render_line(1).text.rstrip().endswith("200")  # the calls of the first row
+        label = app.main.module_tree.label_text(Entry("node", "conv1"))
+        assert label.startswith("conv1") and label.rstrip().endswith("%")
+        assert app.main.query_one(DetailPane).display
