@@ -137,7 +137,7 @@ def load_target(
     ``layer1.0``); unless shapes are given, its inputs are captured from one eager
     run of the whole model. Every problem the user can fix raises :class:`FxtuiError`.
     """
-    dtype_name, torch_dtype = parse_dtype(dtype or "float32")
+    explicit = parse_dtype(dtype) if dtype else None
     shapes = [tuple(s) for s in input_shapes] if input_shapes else None
     if not target.strip():
         raise FxtuiError("name a model to profile, e.g. resnet18, package.module:attr or model.py:attr")
@@ -149,9 +149,16 @@ def load_target(
     else:
         module, inputs, kind = _load_torchvision(target)
         name = target
-    module = module.to(device="cpu", dtype=torch_dtype).eval()
-    if inputs is not None:
-        inputs = tuple(_convert(v, torch_dtype) for v in inputs)
+    if explicit is not None:
+        module = module.to(device="cpu", dtype=explicit[1]).eval()
+        if inputs is not None:
+            inputs = tuple(_convert(v, explicit[1]) for v in inputs)
+    else:
+        # Without --dtype the model keeps its own (a float16 or mixed model stays so);
+        # generated inputs take the dtype of its first floating point parameter.
+        module = module.to(device="cpu").eval()
+    torch_dtype = explicit[1] if explicit else _own_dtype(module)
+    dtype_name = str(torch_dtype).removeprefix("torch.")
 
     if submodule:
         module, inputs = _select_submodule(module, inputs, submodule, name, capture=shapes is None)
@@ -380,6 +387,14 @@ def _instantiate(obj: Any, name: str) -> tuple[torch.nn.Module, tuple[Any, ...] 
 
 
 # -- inputs ------------------------------------------------------------------------
+
+
+def _own_dtype(module: torch.nn.Module) -> torch.dtype:
+    """The dtype of the module's first floating point parameter or buffer (float32 when it has none)."""
+    for tensor in (*module.parameters(), *module.buffers()):
+        if tensor.is_floating_point():
+            return tensor.dtype
+    return torch.float32
 
 
 def _convert(value: Any, dtype: torch.dtype) -> Any:
