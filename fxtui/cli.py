@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 import threading
@@ -18,7 +17,7 @@ from typing import NoReturn, TextIO
 
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, parse_ops, parse_types
-from fxtui.engine.target import Target
+from fxtui.engine.target import Target, parse_shape
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -60,10 +59,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    parts = re.split(r"[,x×\s]+", text.strip().strip("()[]").strip())
-    if not parts or not all(p.isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(f"--input-shape {text!r} is not a list of sizes like 1,3,224,224")
-    return tuple(int(p) for p in parts)
+    try:
+        return parse_shape(text)
+    except FxtuiError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _count(name: str, minimum: int) -> type:

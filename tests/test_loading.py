@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from fxtui.engine.errors import FxtuiError
-from fxtui.engine.loading import load_target, parse_shape
+from fxtui.engine.loading import load_target
+from fxtui.engine.target import parse_shape
 
 MODEL_SOURCE = """
 import torch

@@ -84,20 +84,6 @@ class LoadedModel:
     ``optical_flow`` for torchvision models, ``module`` otherwise."""
 
 
-def parse_shape(text: str) -> tuple[int, ...]:
-    """Parse ``"5,3,224,224"``, ``"5x3x224x224"`` or ``"5×3×224×224"`` into a tuple of sizes."""
-    parts = re.split(r"\s*[,x×X]\s*", text.strip())
-    try:
-        shape = tuple(int(p) for p in parts)
-    except ValueError:
-        raise FxtuiError(
-            f"cannot read the shape {text!r}: write sizes separated by commas or x, like 1,3,224,224"
-        ) from None
-    if any(s < 1 for s in shape):
-        raise FxtuiError(f"cannot use the shape {text!r}: every size must be at least 1")
-    return shape
-
-
 def parse_dtype(name: str) -> tuple[str, torch.dtype]:
     """The canonical name (``float16``) and torch dtype for a ``--dtype`` spelling."""
     dtype = DTYPES.get(name.strip().lower())
