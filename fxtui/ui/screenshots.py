@@ -1,9 +1,12 @@
 """Save SVG screenshots of the app's main views: ``python -m fxtui.ui.screenshots OUTDIR``.
 
 The app is driven headless with Pilot through the overview, a path filter, a
-drill-down along the hottest path, the detail pane and the help screen, at 80×24
-and 160×48. The source comes from a factory, so the same script can picture a
-real session; by default it is the deterministic resnet18 demo.
+drill-down along the hottest path, the detail pane, the help screen, the hints
+with a measured what-if and the threads panel, at 80×24 and 160×48; then the diff
+app compares the demo run with its batch norms folded away. Files are named
+``<view>-<width>x<height>.svg`` (``diff-80x24.svg`` …), the same on every run.
+The source comes from a factory, so the same script can picture a real session;
+by default it is the deterministic resnet18 demo with its findings.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from fxtui.engine.diff import RunDiff
 from fxtui.engine.snapshot import SnapshotSource
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo import resnet18_demo_source
+from fxtui.ui.demo_findings import resnet18_diff, resnet18_findings_source
+from fxtui.ui.diff_app import DiffApp
 
 SourceFactory = Callable[[], SnapshotSource]
 
@@ -55,13 +60,28 @@ async def _help(pilot: Pilot[None]) -> None:
     await pilot.press("question_mark")
 
 
+async def _hints(pilot: Pilot[None]) -> None:
+    """The hints, the Conv-BN fold first, with its measured what-if under the list."""
+    await pilot.press("H")
+
+
+async def _threads(pilot: Pilot[None]) -> None:
+    """Threads, cores, backend and versions the timings were taken under."""
+    await pilot.press("T")
+
+
 VIEWS: tuple[tuple[str, Callable[[Pilot[None]], Awaitable[None]]], ...] = (
     ("overview", _overview),
     ("filter", _filter),
     ("drilldown", _drilldown),
     ("detail", _detail),
     ("help", _help),
+    ("hints", _hints),
+    ("threads", _threads),
 )
+
+#: Every file name :func:`capture` writes for one size, the diff app's last.
+VIEW_NAMES: tuple[str, ...] = (*(name for name, _ in VIEWS), "diff")
 
 
 async def _wait_for_data(app: FxtuiApp, pilot: Pilot[None]) -> None:
@@ -72,8 +92,10 @@ async def _wait_for_data(app: FxtuiApp, pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-async def capture(outdir: Path, factory: SourceFactory = resnet18_demo_source) -> list[Path]:
-    """Save one SVG per view and size into ``outdir``; returns their paths."""
+async def capture(
+    outdir: Path, factory: SourceFactory = resnet18_findings_source, diff: RunDiff | None = None
+) -> list[Path]:
+    """Save one SVG per view and size into ``outdir`` (``diff`` defaults to the demo's); returns their paths."""
     outdir.mkdir(parents=True, exist_ok=True)
     saved: list[Path] = []
     for width, height in SIZES:
@@ -87,6 +109,13 @@ async def capture(outdir: Path, factory: SourceFactory = resnet18_demo_source) -
                 app.save_screenshot(filename=filename, path=str(outdir))
                 saved.append(outdir / filename)
                 await pilot.press("q")
+        diff_app = DiffApp(diff or resnet18_diff(), title="fxtui diff before.json after.json")
+        async with diff_app.run_test(size=(width, height)) as pilot:
+            await pilot.pause()
+            filename = f"diff-{width}x{height}.svg"
+            diff_app.save_screenshot(filename=filename, path=str(outdir))
+            saved.append(outdir / filename)
+            await pilot.press("q")
     return saved
 
 

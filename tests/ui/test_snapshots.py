@@ -6,6 +6,8 @@ from fakes import FakeSource, error_snapshot, settle
 from textual.pilot import Pilot
 
 from fxtui.ui.app import FxtuiApp
+from fxtui.ui.demo_findings import findings_snapshot, resnet18_diff
+from fxtui.ui.diff_app import DiffApp
 
 NARROW = (80, 24)
 WIDE = (160, 48)
@@ -54,3 +56,12 @@ def test_model_error_160x48(snap_compare) -> None:
 
 def test_op_filter_modal_80x24(snap_compare) -> None:
     assert snap_compare(_app(), terminal_size=NARROW, run_before=_ready("o"))
+
+
+def test_hints_with_a_measured_what_if_80x24(snap_compare) -> None:
+    app = FxtuiApp(FakeSource([findings_snapshot()]))
+    assert snap_compare(app, terminal_size=NARROW, run_before=_ready("H"))
+
+
+def test_diff_app_100x30(snap_compare) -> None:
+    assert snap_compare(DiffApp(resnet18_diff(), title="fxtui diff"), terminal_size=(100, 30))

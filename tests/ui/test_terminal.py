@@ -70,3 +70,17 @@ async def test_at_80x24_the_table_shows_the_numbers_and_the_tree_names_with_shar
         label = app.main.module_tree.label_text(Entry("node", "conv1"))
         assert label.startswith("conv1") and label.rstrip().endswith("%")
         assert app.main.query_one(DetailPane).display
+
+
+async def test_at_80x24_the_tree_keeps_its_shares_in_one_column_at_every_depth() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h", "h", "h")  # down to layer4.0's nodes, three levels deep
+        await pilot.pause()
+        tree = app.main.module_tree
+        lines = [tree.render_line(y).text.rstrip() for y in range(tree.size.height)]
+        shown = [line for line in lines if line.endswith("%")]
+        assert len(shown) > 15
+        assert len({len(line) for line in shown}) == 1, shown
+        assert tree.virtual_size.width <= tree.scrollable_content_region.width  # no sideways scrolling

@@ -13,6 +13,7 @@ from typing import ClassVar
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region
 from textual.strip import Strip
@@ -21,7 +22,7 @@ from textual.widgets.tree import TreeNode
 
 from fxtui.engine.snapshot import GraphInfo, NodeStats
 from fxtui.ui.filtering import module_ancestors
-from fxtui.ui.widgets.tree_labels import Entry, bar, fit_label, op_label, short_node_name
+from fxtui.ui.widgets.tree_labels import TIME_FROM, Entry, bar, fit_label, op_label, short_node_name
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 
@@ -165,6 +166,10 @@ class ModuleTree(Tree[Entry]):
                 self._module_nodes[entry.key] = node.add(entry.key.rpartition(".")[2], data=entry)
             else:
                 self._leaf_nodes[entry.key] = node.add_leaf(entry.key, data=entry)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """On a narrow tree the guides take two cells a level instead of three, leaving room for names."""
+        self.guide_depth = 2 if event.size.width < TIME_FROM else 3
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
         """Fill a branch the first time it opens."""

@@ -89,8 +89,9 @@ def fit_label(name: str, kind: str, flag: Part | None, seconds: float | None, sh
         head.insert(1, (" " + kind, "module-tree--dim"))
         used += 1 + len(kind)
     elif used > room:
-        # Too deep or too long: keep the start of the name, never less than a few characters.
-        keep = max(room, 6) - 1
+        # Too deep or too long: keep the start of the name (two characters at least) and "…",
+        # cut to the room left so the numbers stay in their column.
+        keep = max(room - 1, 2)
         head = [(name[:keep] + "…", "")] + ([flag] if flag is not None and keep >= len(name) else [])
         used = sum(len(t) for t, _ in head)
     pad = max(0, room - used)

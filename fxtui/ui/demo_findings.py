@@ -1,0 +1,73 @@
+"""Fixed findings for the demo: hints, a measured Conv-BN what-if, thread facts, and a second run to diff.
+
+Like :mod:`fxtui.ui.demo`, nothing here is measured; the figures are chosen to look
+like a resnet18 on a small CPU so screenshots show every panel filled in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fxtui.engine.diff import RunDiff, diff_reports
+from fxtui.engine.findings import Hint, WhatIf
+from fxtui.engine.report import Report
+from fxtui.engine.snapshot import Snapshot
+from fxtui.ui.demo import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
+
+#: The (conv, bn) pairs of resnet18, in graph order.
+CONV_BN_PAIRS: tuple[tuple[str, str], ...] = (
+    ("conv1", "bn1"),
+    *((f"layer{i}_{b}_conv{c}", f"layer{i}_{b}_bn{c}") for i in (1, 2, 3, 4) for b in (0, 1) for c in (1, 2)),
+    *((f"layer{i}_0_downsample_0", f"layer{i}_0_downsample_1") for i in (2, 3, 4)),
+)
+
+THREAD_INFO: tuple[str, ...] = (
+    "threads      2 intra-op (torch.get_num_threads), 1 inter-op",
+    "cores        2 usable (os.sched_getaffinity), 2 logical",
+    "environment  OMP_NUM_THREADS unset · MKL_NUM_THREADS unset",
+    "backend      OpenMP · MKL on · MKL-DNN (oneDNN) on",
+    "versions     torch 2.15 · torchvision 0.29.2 · python 3.11",
+)
+
+
+def demo_hints() -> tuple[Hint, ...]:
+    """Two hints: the Conv-BN fold (tryable) and one about the run."""
+    bns = tuple(bn for _, bn in CONV_BN_PAIRS)
+    return (
+        Hint("conv-bn-fold", "Fold each BatchNorm2d into the Conv2d before it", bns,
+             f"{len(bns)} BatchNorm2d directly after a Conv2d take 0.95 ms per run", 9.5e-4, 9.0),
+        Hint("python-glue", "Most of the unattributed time is Python between ops", (),
+             "the nodes account for 94% of the uninstrumented run; the rest is the interpreter", None, None),
+    )
+
+
+def demo_what_if() -> WhatIf:
+    """The fold, measured: a little faster, outputs equal to float32 rounding."""
+    return WhatIf("fold BatchNorm2d into Conv2d", CONV_BN_PAIRS, before_s=9.98e-3, after_s=9.07e-3,
+                  max_abs_diff=2.4e-6)
+
+
+def findings_snapshot() -> Snapshot:
+    """The demo resnet18 snapshot with thread facts, hints and a what-if."""
+    snapshot = make_snapshot(resnet18_graph(), resnet18_medians())
+    assert snapshot.graph is not None
+    graph = dataclasses.replace(snapshot.graph, thread_info=THREAD_INFO)
+    return dataclasses.replace(snapshot, graph=graph, hints=demo_hints(), what_if=demo_what_if())
+
+
+def resnet18_findings_source() -> DemoSource:
+    """A demo source whose snapshot carries hints, a what-if and thread facts."""
+    return DemoSource([findings_snapshot()])
+
+
+def resnet18_diff() -> RunDiff:
+    """The demo run against the same model with its batch norms folded away."""
+    rows = resnet18_rows()
+    folded = {bn for _, bn in CONV_BN_PAIRS}
+    after_rows = [r for r in rows if r[0] not in folded]
+    # Folding makes each conv a little dearer (it now adds a bias) and removes the batch norm.
+    after_medians = [r[6] * (1.03 if r[0] in {c for c, _ in CONV_BN_PAIRS} else 1.0) for r in after_rows]
+    before = make_snapshot(resnet18_graph(), resnet18_medians())
+    after_graph = build_graph(after_rows, model="resnet18", inputs=("1×3×224×224",))
+    after = make_snapshot(after_graph, after_medians)
+    return diff_reports(Report.from_snapshot(before).to_dict(), Report.from_snapshot(after).to_dict())
