@@ -70,3 +70,41 @@ async def test_clicking_a_leaf_outside_the_scope_widens_the_scope() -> None:
         assert main.selected == "layer1_0_bn1"
         assert main.scope == "layer1.0"
         assert main.table.cursor_name == "layer1_0_bn1"
+
+
+def _tree_screen_lines(app: FxtuiApp) -> list[str]:
+    tree = app.main.module_tree
+    return [tree.render_line(y).text.rstrip() for y in range(tree.size.height)]
+
+
+async def test_backspace_from_a_branch_opened_to_reveal_goes_up_one_module_not_to_the_last_line() -> None:
+    # Closing the branch the cursor was in used to drop the cursor past the end of the
+    # shorter tree, onto "fc"; the screen followed it to the root and selected fc.
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        for path in ("layer3", "layer3.0", "layer3.0.downsample"):
+            app.main.set_scope(path)
+            await pilot.pause()
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert app.main.scope == "layer3.0"
+        assert app.main.selected is not None and app.main.selected.startswith("layer3_0")
+        assert app.main.module_tree.cursor_entry == Entry("module", "layer3.0")
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert app.main.scope == "layer3"
+
+
+async def test_drilling_down_and_jumping_between_branches_draws_every_tree_line_once() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        tree = app.main.module_tree
+        for keys in (("h", "h", "h"), ("n", "n", "n"), ("backspace", "backspace"), ("N",), ("h", "h")):
+            await pilot.press(*keys)
+            await pilot.pause()
+            lines = [line for line in _tree_screen_lines(app) if line]
+            assert len(lines) == tree.last_line + 1
+            assert sum("fc Linear" in line for line in lines) == 1
+            assert lines[-1].startswith("└─ fc")

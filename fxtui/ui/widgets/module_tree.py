@@ -213,11 +213,7 @@ class ModuleTree(Tree[Entry]):
             chain = module_ancestors(entry.key)[:-1]
         else:
             chain = module_ancestors(self.display_parent(entry.key))
-        for stale in sorted(self._auto_expanded - set(chain), key=lambda p: -p.count(".")):
-            node = self._module_nodes.get(stale)
-            if node is not None and node.is_expanded:
-                node.collapse()
-        self._auto_expanded &= set(chain)
+        stale = sorted(self._auto_expanded - set(chain), key=lambda p: -p.count("."))
         for ancestor in chain:
             node = self._module_nodes.get(ancestor)
             if node is None:
@@ -232,6 +228,15 @@ class ModuleTree(Tree[Entry]):
         if self.cursor_node is not target:
             _ = self.last_line  # lay out the lines just expanded, so the target knows its line
             self.move_cursor(target)
+        # Close the branches opened for an earlier entry only now that the cursor has left them.
+        # Closed first, they hid the cursor's node: the tree re-laid out with the cursor at that
+        # node's old line number, past the shorter tree's end, so it landed on the last line
+        # (fc), highlighted it, and the screen followed it to the root.
+        for path in stale:
+            node = self._module_nodes.get(path)
+            if node is not None and node.is_expanded:
+                node.collapse()
+        self._auto_expanded -= set(stale)
         return True
 
     @property
