@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.screen import Screen
 from textual.widgets import Input
 
 from fxtui.engine.filters import parse_types
@@ -15,12 +16,17 @@ from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, shown_ops, with_ops
 from fxtui.ui.screens.op_filter import OpFilterScreen
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from fxtui.ui.widgets.node_table import NodeTable
 
 
-class FilterKeysMixin:
+if TYPE_CHECKING:
+    # The mixin is only ever part of MainScreen; type-check it as a screen.
+    _ScreenBase = Screen[None]
+else:
+    _ScreenBase = object
+
+
+class FilterKeysMixin(_ScreenBase):
     """The filter input and the op-type modal for the main screen."""
 
     if TYPE_CHECKING:  # provided by MainScreen
@@ -28,11 +34,7 @@ class FilterKeysMixin:
         _input_mode: str | None
 
         @property
-        def app(self) -> App[None]: ...
-        @property
         def table(self) -> NodeTable: ...
-        def query_one(self, selector: str, expect_type: type[Input]) -> Input: ...
-        def refresh_bindings(self) -> None: ...
         def _apply_filter(self, spec: FilterSpec) -> None: ...
 
     def _open_input(self, mode: str, value: str, placeholder: str) -> None:

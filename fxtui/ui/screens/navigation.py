@@ -9,19 +9,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from textual.screen import Screen
+
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot
 from fxtui.ui.columns import hotspots
 from fxtui.ui.filtering import FilterSpec, in_scope, matches, shown_ops, with_ops
 from fxtui.ui.widgets.module_tree import Entry
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from fxtui.ui.widgets.module_tree import ModuleTree
     from fxtui.ui.widgets.node_table import NodeTable
 
 
-class NavigationMixin:
+if TYPE_CHECKING:
+    # The mixin is only ever part of MainScreen; type-check it as a screen.
+    _ScreenBase = Screen[None]
+else:
+    _ScreenBase = object
+
+
+class NavigationMixin(_ScreenBase):
     """``Backspace``, ``h``, ``n``/``N``, ``e`` and :meth:`show_node` for the main screen."""
 
     if TYPE_CHECKING:  # provided by MainScreen
@@ -32,8 +39,6 @@ class NavigationMixin:
         selected: str | None
         _view: list[NodeInfo]
 
-        @property
-        def app(self) -> App[None]: ...
         @property
         def table(self) -> NodeTable: ...
         @property

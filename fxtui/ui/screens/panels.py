@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.screen import Screen
+
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, Snapshot, SnapshotSource
 from fxtui.ui.screens.hints import HintsScreen
@@ -15,10 +17,13 @@ from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.widgets.detail_pane import DetailPane
 
 if TYPE_CHECKING:
-    from textual.app import App
+    # The mixin is only ever part of MainScreen; type-check it as a screen.
+    _ScreenBase = Screen[None]
+else:
+    _ScreenBase = object
 
 
-class PanelsMixin:
+class PanelsMixin(_ScreenBase):
     """``x``, ``d``, ``H`` (and ``f`` inside it), ``T`` for the main screen."""
 
     if TYPE_CHECKING:  # provided by MainScreen
@@ -30,9 +35,6 @@ class PanelsMixin:
         what_if_before: WhatIf | None
         _explaining: set[str]
 
-        @property
-        def app(self) -> App[None]: ...
-        def query_one(self, selector: type[DetailPane]) -> DetailPane: ...
         def _show_detail(self) -> None: ...
         def show_node(self, name: str) -> None: ...
 
