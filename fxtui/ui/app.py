@@ -18,6 +18,7 @@ from textual.worker import Worker
 from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.help import HelpScreen
+from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.main import MainScreen
 
 
@@ -90,7 +91,11 @@ class FxtuiApp(App[None]):
         """Show every key."""
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen([("session and view", self.main.BINDINGS), ("app", self.BINDINGS)]))
+        self.push_screen(HelpScreen([
+            ("session and view", self.main.BINDINGS),
+            ("hints (H)", HintsScreen.BINDINGS),
+            ("app", self.BINDINGS),
+        ]))
 
     def on_unmount(self) -> None:
         # However the app ends (an exception included), the session must not keep running.

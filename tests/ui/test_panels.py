@@ -125,3 +125,4 @@ async def test_no_warning_marker_without_warnings_and_T_is_in_help() -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert any(key == "T" and "Threads" in what for _, key, what in app.screen.rows)
+        assert any(key == "f" and "Try it" in what for _, key, what in app.screen.rows)
