@@ -147,11 +147,11 @@ class DiffApp(App[None]):
         nodes = self.query_one("#diff-nodes", DataTable)
         for label, key in (("node", "name"), ("module path", "module"), ("before", "before"), ("after", "after"),
                            ("Δ", "delta"), ("Δ%", "pct")):
-            nodes.add_column(label, key=key)
+            nodes.add_column(self._header(label, key), key=key)
         modules = self.query_one("#diff-modules", DataTable)
         for label, key in (("module path", "name"), ("before", "before"), ("after", "after"), ("Δ", "delta"),
                            ("Δ%", "pct")):
-            modules.add_column(label, key=key)
+            modules.add_column(self._header(label, key), key=key)
         only = self.query_one("#diff-only", DataTable)
         only.add_column("node", key="name")
         only.add_column("found in", key="run")
@@ -178,6 +178,11 @@ class DiffApp(App[None]):
         modules = sorted_changes([m for m in self.diff.modules if m.name], self.sort_key, self.sort_descending)
         module_rows = [(m.name, (m.name, *self._numbers(m))) for m in modules]
         self._refill(self.query_one("#diff-modules", DataTable), module_rows)
+
+    @staticmethod
+    def _header(label: str, key: str) -> Text:
+        # Number columns are right-aligned; so are their headers.
+        return Text(label, justify="left" if key in ("name", "module") else "right")
 
     @staticmethod
     def _numbers(change: Change) -> tuple[Text, Text, Text, Text]:
