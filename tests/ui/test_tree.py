@@ -108,3 +108,22 @@ async def test_drilling_down_and_jumping_between_branches_draws_every_tree_line_
             assert len(lines) == tree.last_line + 1
             assert sum("fc Linear" in line for line in lines) == 1
             assert lines[-1].startswith("└─ fc")
+
+
+async def test_clicking_an_open_branch_icon_closes_it_and_the_cursor_inside_moves_onto_it() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        tree = app.main.module_tree
+        app.main.select_node("layer1_0_conv2")
+        await pilot.pause()
+        layer1 = tree._module_nodes["layer1"]
+        assert layer1.is_expanded
+        await pilot.click("#tree", offset=(3, layer1.line))  # on "▼"
+        await pilot.pause()
+        assert not layer1.is_expanded
+        assert tree.cursor_entry == Entry("module", "layer1")
+        assert app.main.scope == "" and app.main.selected == "layer1_0_conv2"
+        await pilot.click("#tree", offset=(3, layer1.line))  # "▶" opens it again
+        await pilot.pause()
+        assert layer1.is_expanded

@@ -26,6 +26,10 @@ from fxtui.ui.widgets.tree_labels import TIME_FROM, Entry, bar, fit_label, op_la
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 
+#: Marks the expand icon: Tree toggles the branch when a click lands on text with this meta.
+TOGGLE_STYLE = Style.from_meta({"toggle": True})
+
+
 class ModuleTree(Tree[Entry]):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves."""
 
@@ -182,6 +186,27 @@ class ModuleTree(Tree[Entry]):
             self._auto_expanded.discard(node.data.key)
         if not node.is_expanded:
             node.expand()
+
+    def collapse_branch(self, node: TreeNode[Entry]) -> None:
+        """Close ``node``; a cursor inside it moves onto it first.
+
+        Left inside, the cursor would sit on a hidden line: the tree re-lays out keeping
+        that line's old number, and the cursor lands on whatever line now has it.
+        """
+        cursor = self.cursor_node
+        parent = cursor.parent if cursor is not None else None
+        while parent is not None and parent is not node:
+            parent = parent.parent
+        if cursor is not None and parent is node:
+            self.move_cursor(node)
+        node.collapse()
+
+    def _toggle_node(self, node: TreeNode[Entry]) -> None:
+        # A click on a branch's ▼: close it the safe way.
+        if node.allow_expand and node.is_expanded:
+            self.collapse_branch(node)
+        else:
+            super()._toggle_node(node)
 
     def action_expand_cursor(self) -> None:
         """Open the module under the cursor."""
@@ -356,4 +381,5 @@ class ModuleTree(Tree[Entry]):
         label = self._label_for(node.data, node) if node.data is not None else Text(str(node.label))
         label.stylize(style)
         prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
-        return Text.assemble((prefix, base_style), label)
+        # The icon carries the toggle marker, so a click on ▶/▼ opens or closes the branch.
+        return Text.assemble((prefix, base_style + TOGGLE_STYLE), label)
