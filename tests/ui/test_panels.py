@@ -126,3 +126,18 @@ async def test_no_warning_marker_without_warnings_and_T_is_in_help() -> None:
         assert isinstance(app.screen, HelpScreen)
         assert any(key == "T" and "Threads" in what for _, key, what in app.screen.rows)
         assert any(key == "f" and "Try it" in what for _, key, what in app.screen.rows)
+
+
+async def test_a_what_if_measured_after_the_hints_closed_shows_in_the_status_line_then_as_a_notice() -> None:
+    source = FakeSource([with_hints(1, (FOLD,))])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("H", "f")
+        await pilot.press("escape")
+        assert app.screen is app.main
+        assert "what-if measuring" in str(app.main.query_one(StatusBar).render())
+        source.push(with_hints(2, (FOLD,), TRIED))
+        await settle(app, pilot, 2)
+        assert "what-if measuring" not in str(app.main.query_one(StatusBar).render())
+        assert any("12.5% faster" in n.message for n in app._notifications)

@@ -28,7 +28,7 @@ from fxtui.ui.filtering import (
 )
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.filter_keys import FilterKeysMixin
-from fxtui.ui.screens.hints import HintsScreen
+from fxtui.ui.screens.hints import HintsScreen, what_if_summary
 from fxtui.ui.screens.navigation import NavigationMixin
 from fxtui.ui.screens.panels import PanelsMixin
 from fxtui.ui.widgets.detail_pane import DetailPane
@@ -158,6 +158,9 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
         self.applied += 1
         if self.trying_fusion and snapshot.what_if is not None and snapshot.what_if is not self.what_if_before:
             self.trying_fusion = False
+            self._show_status()
+            if not isinstance(self.app.screen, HintsScreen):
+                self.notify(f"what-if measured: {what_if_summary(snapshot.what_if)} · H shows it", timeout=6)
         hints_screen = self.app.screen
         if isinstance(hints_screen, HintsScreen):
             if snapshot.hints is not hints_screen.hints:
@@ -241,6 +244,7 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
             sort=f"{BY_KEY[table.sort_key].label} {arrow}",
             filters=describe(self.spec),
             paused=self.paused,
+            measuring=self.trying_fusion,
         )
 
     def _show_status(self) -> None:

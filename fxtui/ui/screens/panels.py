@@ -37,6 +37,7 @@ class PanelsMixin(_ScreenBase):
 
         def _show_detail(self) -> None: ...
         def show_node(self, name: str) -> None: ...
+        def _show_status(self) -> None: ...
 
     def action_explain(self) -> None:
         """Ask the source for the aten operators inside the selected node; the detail pane shows them."""
@@ -73,6 +74,7 @@ class PanelsMixin(_ScreenBase):
         self.trying_fusion = True
         self.what_if_before = self.snapshot.what_if if self.snapshot is not None else None
         self.source.try_fusion()
+        self._show_status()
 
     def action_threads(self) -> None:
         """Show threads, cores, build flags and library versions, warnings first."""

@@ -21,6 +21,8 @@ class ViewState:
     sort: str = "median ↓"
     filters: str = "none"
     paused: bool = False
+    measuring: bool = False
+    """A what-if (Conv-BN fold) is being measured."""
 
 
 def state_text(snapshot: Snapshot | None, paused: bool) -> str:
@@ -64,6 +66,8 @@ def view_line(view: ViewState) -> Text:
     text.append(f" · {view.shown}/{view.total} nodes · filter ")
     text.append(view.filters, style="bold" if view.filters != "none" else "")
     text.append(f" · sort {view.sort}")
+    if view.measuring:
+        text.append(" · what-if measuring…", style="bold")
     return text
 
 
