@@ -219,7 +219,7 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def _headless(args: argparse.Namespace) -> int:
-    from fxtui.engine.report import EXTRA_COLUMNS, check_writable, export, sort_key
+    from fxtui.engine.report import EXTRA_COLUMNS, check_writable, sort_key
 
     # Everything the user could have mistyped is checked before the model is loaded.
     sort_key(args.sort)
@@ -232,21 +232,31 @@ def _headless(args: argparse.Namespace) -> int:
         if path:
             check_writable(path)
 
+    # FLOPs, bytes, source lines and the machine's peaks cost about a second more; only
+    # when the output shows them.
+    analyse = bool(args.json or args.csv or args.hints or set(columns) - {"mean", "min", "max", "iqr"})
+    stop = _StopOnSignal()
+    with stop:  # the whole run, printing and exports included: a signal never leaves half a result
+        return _profile_and_print(args, spec, columns, analyse, stop)
+
+
+def _profile_and_print(
+    args: argparse.Namespace, spec: FilterSpec, columns: tuple[str, ...], analyse: bool, stop: _StopOnSignal
+) -> int:
     import dataclasses
 
     from fxtui.engine.pipeline import make_report, run_profile, session_for_target
-    from fxtui.engine.report import Report, aten_text, hints_text, threads_text
+    from fxtui.engine.report import Report, aten_text, export, hints_text, threads_text
     from fxtui.engine.session import thread_limit
 
     settings: tuple[int | None, ...] = args.threads or (None,)
     reports: list[Report] = []
-    stop = _StopOnSignal()
-    with stop, thread_limit(settings[0]):
-        session = session_for_target(_target(args))
+    with thread_limit(settings[0]):
+        session = session_for_target(_target(args), analyse=analyse)
     for threads in settings:
         if stop.is_set():
             break
-        with stop, thread_limit(threads) as in_force:
+        with thread_limit(threads) as in_force:
             session.reset()
             done = run_profile(session, args.runs, args.warmup, should_stop=stop.is_set)
             if session.samples.count == 0:
@@ -254,8 +264,9 @@ def _headless(args: argparse.Namespace) -> int:
                     raise FxtuiError(f"every run failed; last: {session.last_error.message}")
                 raise FxtuiError("interrupted before the first profiled run; nothing to report")
             warnings: tuple[str, ...] = ()
-            if stop.is_set():
-                warnings = (f"interrupted after {done} of {args.runs} runs; figures are from those runs",)
+            if done < args.runs:
+                why = "interrupted" if stop.is_set() else "stopped: too many runs failed"
+                warnings = (f"{why} after {done} of {args.runs} runs; figures are from those runs",)
             if args.hints and not stop.is_set():
                 from fxtui.engine.explain import refresh_hints
 
@@ -263,7 +274,7 @@ def _headless(args: argparse.Namespace) -> int:
             last = threads == settings[-1]
             report = make_report(session, timeline=bool(args.chrome_trace) and last, warnings=warnings)
             reports.append(dataclasses.replace(report, threads=in_force))
-    report = reports[-1] if len(reports) > 1 else reports[0]
+    report = reports[-1]
     _say(report.header() + "\n")
     if len(reports) > 1:
         _say(threads_text(reports, top=args.top or None))

@@ -155,10 +155,14 @@ def test_failing_runs_are_counted_and_the_session_continues(
     (failures,) = header_lines(out, "failures")
     data = json.loads(saved.read_text())["metadata"]
     assert data["failures"] >= 2 and failures.startswith(f"failures   {data['failures']} runs failed")
-    assert "node flaky" in failures and "ValueError: sensor glitch on call" in failures
-    # Runs between the failures were recorded.
-    assert 0 < data["runs"] < 6
+    # The last failure may have come from the uninstrumented run, which cannot name a node.
+    assert "ValueError: sensor glitch on call" in failures
+    # Steps between the failures were recorded; a failed step does not use up --runs, and the
+    # profile stops once as many steps have failed as were asked for, saying so.
+    assert 0 < data["runs"] <= 6
     assert f"runs       {data['runs']} profiled" in out
+    if data["runs"] < 6:
+        assert f"too many runs failed after {data['runs']} of 6 runs" in out
 
 
 def test_every_run_gets_a_fresh_input(faulty: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

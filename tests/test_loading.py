@@ -334,10 +334,7 @@ def test_input_shapes_keep_the_kind_of_a_factorys_example_inputs(tmp_path: Path)
 
 def test_a_model_keeps_its_own_dtype_without_dtype_option(tmp_path: Path) -> None:
     path = tmp_path / "half.py"
-    path.write_text(
-        "import torch\nfrom torch import nn\n\n"
-        "def make():\n    return nn.Linear(4, 2).to(torch.float64)\n"
-    )
+    path.write_text("import torch\nfrom torch import nn\n\ndef make():\n    return nn.Linear(4, 2).to(torch.float64)\n")
     loaded = load_target(f"{path}:make", input_shapes=[(3, 4)])
     assert loaded.dtype == "float64"
     assert loaded.module.weight.dtype == torch.float64 and loaded.inputs[0].dtype == torch.float64

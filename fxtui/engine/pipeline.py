@@ -79,12 +79,18 @@ def loaded_from_module(model: torch.nn.Module, example_inputs: Any, name: str | 
 
 
 def run_profile(session: Session, runs: int, warmup: int, should_stop: Callable[[], bool] = lambda: False) -> int:
-    """Warm up, then record ``runs`` steps (fewer if ``should_stop`` turns true). Returns steps recorded."""
+    """Warm up, then record ``runs`` steps; returns how many were recorded.
+
+    A step that fails is not counted; the profile ends early when ``should_stop``
+    turns true or when as many steps have failed as were asked for.
+    """
     session.warm_up(warmup)
-    done = 0
-    while done < runs and not should_stop():
-        session.step()
-        done += 1
+    done = failed = 0
+    while done < runs and failed < max(runs, 3) and not should_stop():
+        if session.step():
+            done += 1
+        else:
+            failed += 1
     return done
 
 

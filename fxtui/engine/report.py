@@ -592,6 +592,9 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     p = check_writable(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
     try:
+        # mkstemp makes the file private (0600); an export should get the mode any new
+        # file gets here, or keep the mode of the file it replaces.
+        os.fchmod(fd, p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
@@ -605,6 +608,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def export(

@@ -21,6 +21,7 @@ Interpreter semantics for single nodes and shares the same timed region.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -248,6 +249,12 @@ class TimingInterpreter(torch.fx.Interpreter):
             return NodeError("", f"the model failed before its first node: {_first_line(error)}")
         node = self.nodes[index]
         what = node.target if node.op != "call_module" else type(self.module.get_submodule(str(node.target))).__name__
+        if isinstance(error, MemoryError) or "can't allocate memory" in str(error) or "out of memory" in str(error):
+            return NodeError(
+                node.name,
+                f"node {node.name} ({node.op} {_short_target(what)}) ran out of memory"
+                f"{_asked_for(str(error))}; try a smaller --input-shape",
+            )
         return NodeError(
             node.name,
             f"node {node.name} ({node.op} {_short_target(what)}) raised {type(error).__name__}: {_first_line(error)}",
@@ -281,6 +288,19 @@ class _MethodCall:
 
 def _identity(x: Any) -> Any:
     return x
+
+
+def _asked_for(message: str) -> str:
+    """`` (asked for 4.0 EiB)`` from an allocator message that names the bytes, else ``""``."""
+    found = re.search(r"allocate (?:memory: you tried to allocate )?(\d+) bytes", message)
+    if not found:
+        return ""
+    size = float(found.group(1))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024 or unit == "EiB":
+            return f" (asked for {size:.1f} {unit})"
+        size /= 1024
+    return ""
 
 
 def _first_line(error: BaseException) -> str:

@@ -91,11 +91,15 @@ class FxtuiApp(App[None]):
         """Show every key."""
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen([
-            ("session and view", self.main.BINDINGS),
-            ("hints (H)", HintsScreen.BINDINGS),
-            ("app", self.BINDINGS),
-        ]))
+        self.push_screen(
+            HelpScreen(
+                [
+                    ("session and view", self.main.BINDINGS),
+                    ("hints (H)", HintsScreen.BINDINGS),
+                    ("app", self.BINDINGS),
+                ]
+            )
+        )
 
     def on_unmount(self) -> None:
         # However the app ends (an exception included), the session must not keep running.

@@ -40,8 +40,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s")),
     Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct")),
     Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count")),
-    Column("noisy", "~", 1, False, lambda _i, s: "~" if s is not None and s.noisy else " ",
-           lambda _i, s: 1.0 if s is not None and s.noisy else 0.0),
+    Column(
+        "noisy",
+        "~",
+        1,
+        False,
+        lambda _i, s: "~" if s is not None and s.noisy else " ",
+        lambda _i, s: 1.0 if s is not None and s.noisy else 0.0,
+    ),
     Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
     Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target),
     Column("module", "module", 18, False, lambda i, _s: i.module_path or "(root)", lambda i, _s: i.module_path),
@@ -52,9 +58,7 @@ COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
 
 
-def sort_names(
-    nodes: list[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool
-) -> list[str]:
+def sort_names(nodes: list[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
     """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
     column = BY_KEY[key]
     get = stats.get

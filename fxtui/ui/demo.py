@@ -72,8 +72,15 @@ def resnet18_rows() -> list[_Row]:
         c_in = widths[layer - 1] if layer > 1 else 64
         for index in (0, 1):
             down = layer > 1 and index == 0
-            rows += _block(layer, index, c_in if index == 0 else widths[layer], widths[layer], sizes[layer], down,
-                           scales[layer] * (1.04 if index == 0 else 1.0))
+            rows += _block(
+                layer,
+                index,
+                c_in if index == 0 else widths[layer],
+                widths[layer],
+                sizes[layer],
+                down,
+                scales[layer] * (1.04 if index == 0 else 1.0),
+            )
     rows += [
         ("avgpool", "call_module", "AdaptiveAvgPool2d", "AdaptiveAvgPool2d", "avgpool", "1×512×1×1", 9.0),
         ("flatten", "call_function", "torch.flatten", "flatten", "", "1×512", 2.1),
@@ -83,8 +90,13 @@ def resnet18_rows() -> list[_Row]:
     return rows
 
 
-_CLASSES = {"": "ResNet", "layer1": "Sequential", "layer2": "Sequential", "layer3": "Sequential",
-            "layer4": "Sequential"}
+_CLASSES = {
+    "": "ResNet",
+    "layer1": "Sequential",
+    "layer2": "Sequential",
+    "layer3": "Sequential",
+    "layer4": "Sequential",
+}
 
 
 def _module_class(path: str) -> str:
@@ -152,12 +164,25 @@ def build_graph(rows: Sequence[_Row], *, model: str, inputs: tuple[str, ...], le
     # A module that a call_module node calls is of that node's class (Conv2d); the rest are containers.
     called = {n.module_path: n.target for n in nodes if n.op == "call_module"}
     modules = {
-        p: ModuleInfo(p, called.get(p) or _module_class(p), None if p == "" else p.rpartition(".")[0],
-                      tuple(children[p]), tuple(direct[p]), leaf_fallback=p in leaves)
+        p: ModuleInfo(
+            p,
+            called.get(p) or _module_class(p),
+            None if p == "" else p.rpartition(".")[0],
+            tuple(children[p]),
+            tuple(direct[p]),
+            leaf_fallback=p in leaves,
+        )
         for p in direct
     }
-    return GraphInfo(model=model, inputs=inputs, dtype="float32", threads=2, nodes=tuple(nodes), modules=modules,
-                     leaf_modules=tuple(sorted(leaves)))
+    return GraphInfo(
+        model=model,
+        inputs=inputs,
+        dtype="float32",
+        threads=2,
+        nodes=tuple(nodes),
+        modules=modules,
+        leaf_modules=tuple(sorted(leaves)),
+    )
 
 
 def _recent(median_s: float, index: int, n: int = 24) -> tuple[float, ...]:
@@ -184,8 +209,15 @@ def make_snapshot(
         med = med_us * scale * 1e-6
         spread = 0.25 if i % 9 == 4 else 0.04  # every ninth node is noisy
         nodes[info.name] = NodeStats(
-            count=runs, median_s=med, mean_s=med * 1.02, p90_s=med * (1 + spread * 1.5), min_s=med * 0.91,
-            max_s=med * (1.4 + spread), iqr_s=med * spread, pct=100.0 * med / run_s, recent=_recent(med, i),
+            count=runs,
+            median_s=med,
+            mean_s=med * 1.02,
+            p90_s=med * (1 + spread * 1.5),
+            min_s=med * 0.91,
+            max_s=med * (1.4 + spread),
+            iqr_s=med * spread,
+            pct=100.0 * med / run_s,
+            recent=_recent(med, i),
         )
     inclusive: dict[str, float] = dict.fromkeys(graph.modules, 0.0)
     own: dict[str, float] = dict.fromkeys(graph.modules, 0.0)
@@ -199,8 +231,18 @@ def make_snapshot(
             counts[path] += 1
             path = None if path == "" else path.rpartition(".")[0]
     modules = {p: ModuleStats(p, inclusive[p], own[p], 100.0 * inclusive[p] / run_s, counts[p]) for p in graph.modules}
-    return Snapshot(graph=graph, state=state, seq=seq, runs=runs, run_median_s=run_s, eager_median_s=total * 1.01,
-                    nodes=nodes, modules=modules, error=error, message=message)
+    return Snapshot(
+        graph=graph,
+        state=state,
+        seq=seq,
+        runs=runs,
+        run_median_s=run_s,
+        eager_median_s=total * 1.01,
+        nodes=nodes,
+        modules=modules,
+        error=error,
+        message=message,
+    )
 
 
 def resnet18_graph() -> GraphInfo:

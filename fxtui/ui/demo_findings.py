@@ -34,17 +34,28 @@ def demo_hints() -> tuple[Hint, ...]:
     """Two hints: the Conv-BN fold (tryable) and one about the run."""
     bns = tuple(bn for _, bn in CONV_BN_PAIRS)
     return (
-        Hint("conv-bn-fold", "Fold each BatchNorm2d into the Conv2d before it", bns,
-             f"{len(bns)} BatchNorm2d directly after a Conv2d take 0.95 ms per run", 9.5e-4, 9.0),
-        Hint("python-glue", "Most of the unattributed time is Python between ops", (),
-             "the nodes account for 94% of the uninstrumented run; the rest is the interpreter", None, None),
+        Hint(
+            "conv-bn-fold",
+            "Fold each BatchNorm2d into the Conv2d before it",
+            bns,
+            f"{len(bns)} BatchNorm2d directly after a Conv2d take 0.95 ms per run",
+            9.5e-4,
+            9.0,
+        ),
+        Hint(
+            "python-glue",
+            "Most of the unattributed time is Python between ops",
+            (),
+            "the nodes account for 94% of the uninstrumented run; the rest is the interpreter",
+            None,
+            None,
+        ),
     )
 
 
 def demo_what_if() -> WhatIf:
     """The fold, measured: a little faster, outputs equal to float32 rounding."""
-    return WhatIf("fold BatchNorm2d into Conv2d", CONV_BN_PAIRS, before_s=9.98e-3, after_s=9.07e-3,
-                  max_abs_diff=2.4e-6)
+    return WhatIf("fold BatchNorm2d into Conv2d", CONV_BN_PAIRS, before_s=9.98e-3, after_s=9.07e-3, max_abs_diff=2.4e-6)
 
 
 def findings_snapshot() -> Snapshot:

@@ -145,12 +145,23 @@ class DiffApp(App[None]):
 
     def on_mount(self) -> None:
         nodes = self.query_one("#diff-nodes", DataTable)
-        for label, key in (("node", "name"), ("module path", "module"), ("before", "before"), ("after", "after"),
-                           ("Δ", "delta"), ("Δ%", "pct")):
+        for label, key in (
+            ("node", "name"),
+            ("module path", "module"),
+            ("before", "before"),
+            ("after", "after"),
+            ("Δ", "delta"),
+            ("Δ%", "pct"),
+        ):
             nodes.add_column(self._header(label, key), key=key)
         modules = self.query_one("#diff-modules", DataTable)
-        for label, key in (("module path", "name"), ("before", "before"), ("after", "after"), ("Δ", "delta"),
-                           ("Δ%", "pct")):
+        for label, key in (
+            ("module path", "name"),
+            ("before", "before"),
+            ("after", "after"),
+            ("Δ", "delta"),
+            ("Δ%", "pct"),
+        ):
             modules.add_column(self._header(label, key), key=key)
         only = self.query_one("#diff-only", DataTable)
         only.add_column("node", key="name")
@@ -172,9 +183,10 @@ class DiffApp(App[None]):
         arrow = "↓" if self.sort_descending else "↑"
         self.query_one("#diff-sort", Static).update(f"sort {order.label} {arrow}  ·  s: next sort  S: reverse")
         rows = sorted_changes(self.diff.nodes, self.sort_key, self.sort_descending)
-        self._refill(self.query_one("#diff-nodes", DataTable), [
-            (c.name, (c.name, c.module_path or "(root)", *self._numbers(c))) for c in rows
-        ])
+        self._refill(
+            self.query_one("#diff-nodes", DataTable),
+            [(c.name, (c.name, c.module_path or "(root)", *self._numbers(c))) for c in rows],
+        )
         modules = sorted_changes([m for m in self.diff.modules if m.name], self.sort_key, self.sort_descending)
         module_rows = [(m.name, (m.name, *self._numbers(m))) for m in modules]
         self._refill(self.query_one("#diff-modules", DataTable), module_rows)

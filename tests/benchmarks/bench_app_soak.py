@@ -44,15 +44,20 @@ async def soak(model: str, minutes: float, every: float, warmup_share: float) ->
                 snap = app.main.snapshot
                 runs = snap.runs if snap is not None and snap.state is State.RUNNING else 0
                 samples.append((now - start, rss_mb(), rss_mb(child), runs))
-                print(f"  {now - start:7.0f} s   app {samples[-1][1]:7.1f} MB   engine {samples[-1][2]:7.1f} MB"
-                      f"   runs in window {runs}", flush=True)
+                print(
+                    f"  {now - start:7.0f} s   app {samples[-1][1]:7.1f} MB   engine {samples[-1][2]:7.1f} MB"
+                    f"   runs in window {runs}",
+                    flush=True,
+                )
                 next_sample += every
             await pilot.pause(0.5)
         await pilot.press("q")
     cut = next(i for i, s in enumerate(samples) if s[0] >= warmup_share * minutes * 60)
     base, last = samples[cut], samples[-1]
-    print(f"{model}, {minutes:g} min, {k} key presses: growth after warm-up (from {base[0]:.0f} s): "
-          f"app {last[1] - base[1]:+.1f} MB, engine {last[2] - base[2]:+.1f} MB")
+    print(
+        f"{model}, {minutes:g} min, {k} key presses: growth after warm-up (from {base[0]:.0f} s): "
+        f"app {last[1] - base[1]:+.1f} MB, engine {last[2] - base[2]:+.1f} MB"
+    )
 
 
 def main() -> None:

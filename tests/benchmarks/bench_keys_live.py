@@ -45,8 +45,10 @@ async def bench(model: str, shape: tuple[int, ...]) -> None:
             if time.monotonic() - started > 300:
                 raise TimeoutError("the session did not start running")
             await pilot.pause(0.2)
-        print(f"{model} {'×'.join(map(str, shape))}: running after {time.monotonic() - started:.1f} s "
-              f"(run median {snap.run_median_s * 1e3:.1f} ms)")
+        print(
+            f"{model} {'×'.join(map(str, shape))}: running after {time.monotonic() - started:.1f} s "
+            f"(run median {snap.run_median_s * 1e3:.1f} ms)"
+        )
         meter = PaintMeter(main)
         main.select_node = meter.mark(main.select_node)  # type: ignore[method-assign]
         main.set_scope = meter.mark(main.set_scope)  # type: ignore[method-assign]
@@ -63,8 +65,11 @@ async def bench(model: str, shape: tuple[int, ...]) -> None:
         main.apply_snapshot = timed_apply  # type: ignore[method-assign]
         latencies: dict[str, list[float]] = {"down": [], "n": [], "h/backspace": []}
         for i in range(PRESSES):
-            for label, key, char in (("down", "down", None), ("n", "n", "n"),
-                                     ("h/backspace", "h" if i % 2 == 0 else "backspace", None)):
+            for label, key, char in (
+                ("down", "down", None),
+                ("n", "n", "n"),
+                ("h/backspace", "h" if i % 2 == 0 else "backspace", None),
+            ):
                 await asyncio.sleep(0.05)
                 meter.marks.clear()
                 t0 = time.perf_counter()
@@ -83,8 +88,10 @@ async def bench(model: str, shape: tuple[int, ...]) -> None:
                 print(f"    {key:<12} median {ms(statistics.median(values)):>9}  p95 {ms(p95(values)):>9}")
         print(f"    {'all keys':<12} median {ms(statistics.median(everything)):>9}  p95 {ms(p95(everything)):>9}")
         if refresh_cpu:
-            print(f"  live refreshes: {len(refresh_cpu)}, handler CPU median {ms(statistics.median(refresh_cpu))}"
-                  f" p95 {ms(p95(refresh_cpu))}")
+            print(
+                f"  live refreshes: {len(refresh_cpu)}, handler CPU median {ms(statistics.median(refresh_cpu))}"
+                f" p95 {ms(p95(refresh_cpu))}"
+            )
         await pilot.press("q")
 
 

@@ -142,8 +142,10 @@ async def bench(n_nodes: int) -> None:
 
         def line(view: str, result: tuple[list[float], list[float]]) -> None:
             a, t = result
-            print(f"  {view:<34}{ms(statistics.median(a)):>16}{ms(p95(a)):>10}"
-                  f"{ms(statistics.median(t)):>22}{ms(p95(t)):>10}")
+            print(
+                f"  {view:<34}{ms(statistics.median(a)):>16}{ms(p95(a)):>10}"
+                f"{ms(statistics.median(t)):>22}{ms(p95(t)):>10}"
+            )
 
         line("root, tree collapsed", await refreshes(app, meter, snapshot))
         main.module_tree.focus()

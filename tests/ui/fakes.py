@@ -27,8 +27,9 @@ def resnet_snapshot(
     seq: int = 1, scale: float = 1.0, *, state: State = State.RUNNING, error: RunError | None = None, runs: int = 200
 ) -> Snapshot:
     """resnet18 after ``runs`` runs, with every median multiplied by ``scale``."""
-    return make_snapshot(resnet18_graph_cached(), resnet18_medians(), seq=seq, scale=scale, state=state, error=error,
-                         runs=runs)
+    return make_snapshot(
+        resnet18_graph_cached(), resnet18_medians(), seq=seq, scale=scale, state=state, error=error, runs=runs
+    )
 
 
 _GRAPH: GraphInfo | None = None

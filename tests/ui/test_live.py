@@ -41,7 +41,15 @@ async def test_first_view_shows_the_session_and_the_hottest_nodes_first() -> Non
         tree = app.main.module_tree
         # Graph order; a submodule called once (conv1) is listed as its node, not as a branch holding it.
         assert tree.visible_entries()[:9] == [
-            "", "conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4"
+            "",
+            "conv1",
+            "bn1",
+            "relu",
+            "maxpool",
+            "layer1",
+            "layer2",
+            "layer3",
+            "layer4",
         ]
         assert "1.48 ms" in tree.label_text(Entry("node", "conv1"))
         assert app.focused is table
@@ -206,8 +214,10 @@ async def test_x_explains_the_selected_node_and_the_detail_pane_shows_its_aten_o
         await pilot.press("x")
         assert source.calls == ["explain conv1"]
         assert "working" in detail.aten_note
-        ops = (AtenOp("aten::convolution", 0, 1e-5, 1.4e-3, 1.0, 0.95),
-               AtenOp("aten::mkldnn_convolution", 1, 1.39e-3, 1.39e-3, 1.0, 0.94))
+        ops = (
+            AtenOp("aten::convolution", 0, 1e-5, 1.4e-3, 1.0, 0.95),
+            AtenOp("aten::mkldnn_convolution", 1, 1.39e-3, 1.39e-3, 1.0, 0.94),
+        )
         source.push(dataclasses.replace(resnet_snapshot(seq=2), aten={"conv1": ops}))
         await settle(app, pilot, 2)
         assert detail.aten == ops
@@ -227,8 +237,14 @@ async def test_H_asks_for_hints_lists_them_and_enter_goes_to_the_node() -> None:
         assert isinstance(screen, HintsScreen)
         assert "asking" in str(screen.query_one("#hints-note", Label).render())
         hints = (
-            Hint("conv-bn-fold", "Fold batch norms into the convolutions", ("layer2_0_bn1", "layer2_0_conv1"),
-                 "20 BatchNorm2d after Conv2d take 0.8 ms", 7e-4, 6.6),
+            Hint(
+                "conv-bn-fold",
+                "Fold batch norms into the convolutions",
+                ("layer2_0_bn1", "layer2_0_conv1"),
+                "20 BatchNorm2d after Conv2d take 0.8 ms",
+                7e-4,
+                6.6,
+            ),
             Hint("threads", "Try more threads", (), "1 of 2 cores used", None, None),
         )
         source.push(dataclasses.replace(resnet_snapshot(seq=2), hints=hints))

@@ -17,11 +17,22 @@ from fxtui.ui.widgets.status_bar import StatusBar
 
 SIZE = (120, 36)
 
-FOLD = Hint("conv-bn-fold", "Fold batch norms into the convolutions", ("layer1_0_bn1", "layer1_0_conv1"),
-            "20 BatchNorm2d after Conv2d take 0.8 ms", 7e-4, 6.6)
+FOLD = Hint(
+    "conv-bn-fold",
+    "Fold batch norms into the convolutions",
+    ("layer1_0_bn1", "layer1_0_conv1"),
+    "20 BatchNorm2d after Conv2d take 0.8 ms",
+    7e-4,
+    6.6,
+)
 THREADS = Hint("threads", "Try more threads", (), "1 of 2 cores used", None, None)
-TRIED = WhatIf("fold 20 Conv-BN pairs", (("conv1", "bn1"), ("layer1_0_conv1", "layer1_0_bn1")),
-               before_s=0.0120, after_s=0.0105, max_abs_diff=3.2e-6)
+TRIED = WhatIf(
+    "fold 20 Conv-BN pairs",
+    (("conv1", "bn1"), ("layer1_0_conv1", "layer1_0_bn1")),
+    before_s=0.0120,
+    after_s=0.0105,
+    max_abs_diff=3.2e-6,
+)
 
 
 def what_if_panel(screen: HintsScreen) -> str:

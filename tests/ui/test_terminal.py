@@ -15,8 +15,7 @@ from fxtui.ui.widgets.status_bar import StatusBar
 
 def _styled(strip: Strip, text: str) -> list[tuple[bool, bool]]:
     """(reverse, underline) of the segments of ``strip`` that hold ``text``."""
-    return [(bool(s.style and s.style.reverse), bool(s.style and s.style.underline))
-            for s in strip if text in s.text]
+    return [(bool(s.style and s.style.reverse), bool(s.style and s.style.underline)) for s in strip if text in s.text]
 
 
 async def test_no_color_still_shows_the_cursor_and_which_widget_has_focus(monkeypatch: pytest.MonkeyPatch) -> None:

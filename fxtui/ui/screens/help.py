@@ -22,8 +22,16 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("click a header", "sort the table by that column (again: reverse)"),
 )
 
-_KEY_NAMES = {"slash": "/", "space": "Space", "backspace": "Backspace", "escape": "Esc", "question_mark": "?",
-              "ctrl+c": "Ctrl+C", "ctrl+p": "Ctrl+P", "enter": "Enter"}
+_KEY_NAMES = {
+    "slash": "/",
+    "space": "Space",
+    "backspace": "Backspace",
+    "escape": "Esc",
+    "question_mark": "?",
+    "ctrl+c": "Ctrl+C",
+    "ctrl+p": "Ctrl+P",
+    "enter": "Enter",
+}
 
 
 def key_label(key: str) -> str:

@@ -46,8 +46,10 @@ def hint_prompt(hint: Hint) -> Text:
 def what_if_summary(what_if: WhatIf) -> str:
     """``9.98 ms → 9.07 ms, 9.1% faster``."""
     direction = "faster" if what_if.saving_pct >= 0 else "slower"
-    return (f"{format_seconds(what_if.before_s)} → {format_seconds(what_if.after_s)}, "
-            f"{abs(what_if.saving_pct):.1f}% {direction}")
+    return (
+        f"{format_seconds(what_if.before_s)} → {format_seconds(what_if.after_s)}, "
+        f"{abs(what_if.saving_pct):.1f}% {direction}"
+    )
 
 
 def what_if_text(what_if: WhatIf | None, measuring: bool) -> Text:

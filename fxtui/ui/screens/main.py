@@ -38,8 +38,21 @@ from fxtui.ui.widgets.status_bar import StatusBar, ViewState
 
 # Actions that mean nothing until a graph has been traced.
 _NEED_GRAPH = frozenset(
-    {"toggle_pause", "reset", "hottest", "hotspot", "filter_path", "filter_type", "filter_ops", "sort_next",
-     "sort_reverse", "toggle_detail", "explain", "hints", "threads"}
+    {
+        "toggle_pause",
+        "reset",
+        "hottest",
+        "hotspot",
+        "filter_path",
+        "filter_type",
+        "filter_ops",
+        "sort_next",
+        "sort_reverse",
+        "toggle_detail",
+        "explain",
+        "hints",
+        "threads",
+    }
 )
 
 
@@ -138,12 +151,18 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
             return
         if snapshot.graph is None and self.graph is not None:
             # The source failed after tracing: keep the graph and numbers on screen, show the state.
-            snapshot = Snapshot(self.graph, snapshot.state, snapshot.seq, message=snapshot.message,
-                                error=snapshot.error, runs=self.snapshot.runs if self.snapshot else 0,
-                                run_median_s=self.snapshot.run_median_s if self.snapshot else None,
-                                eager_median_s=self.snapshot.eager_median_s if self.snapshot else None,
-                                nodes=self.snapshot.nodes if self.snapshot else {},
-                                modules=self.snapshot.modules if self.snapshot else {})
+            snapshot = Snapshot(
+                self.graph,
+                snapshot.state,
+                snapshot.seq,
+                message=snapshot.message,
+                error=snapshot.error,
+                runs=self.snapshot.runs if self.snapshot else 0,
+                run_median_s=self.snapshot.run_median_s if self.snapshot else None,
+                eager_median_s=self.snapshot.eager_median_s if self.snapshot else None,
+                nodes=self.snapshot.nodes if self.snapshot else {},
+                modules=self.snapshot.modules if self.snapshot else {},
+            )
         before_error = self.snapshot.error if self.snapshot is not None else None
         with self.app.batch_update():
             self.snapshot = snapshot
@@ -230,8 +249,14 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
         snapshot = self.snapshot
         error = snapshot.error if snapshot is not None else None
         aten = snapshot.aten.get(self.selected) if snapshot is not None else None
-        detail.show(self.graph.node(self.selected), self._medians().get(self.selected), error,
-                    peaks=self.graph.peaks, aten=aten, explaining=self.selected in self._explaining)
+        detail.show(
+            self.graph.node(self.selected),
+            self._medians().get(self.selected),
+            error,
+            peaks=self.graph.peaks,
+            aten=aten,
+            explaining=self.selected in self._explaining,
+        )
 
     def view_state(self) -> ViewState:
         """What the status line's second row describes."""
@@ -386,4 +411,3 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
     @on(Input.Submitted, "#filter-input")
     def _filter_submitted(self, message: Input.Submitted) -> None:
         self.submit_filter(message.value)
-

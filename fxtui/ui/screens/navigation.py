@@ -61,8 +61,12 @@ class NavigationMixin(_ScreenBase):
         stats = self._medians()
         totals = self.module_tree.totals
         candidates: list[tuple[float, Entry]] = [
-            (totals.get(entry.key, 0.0) if entry.kind == "module" else
-             (stats[entry.key].median_s if entry.key in stats else 0.0), entry)
+            (
+                totals.get(entry.key, 0.0)
+                if entry.kind == "module"
+                else (stats[entry.key].median_s if entry.key in stats else 0.0),
+                entry,
+            )
             for entry in self.module_tree.children_of(self.scope)
         ]
         if not candidates:
@@ -104,4 +108,3 @@ class NavigationMixin(_ScreenBase):
             self.set_scope("", reveal=False)
         self.select_node(name)
         self.table.focus()
-

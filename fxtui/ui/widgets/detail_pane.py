@@ -61,8 +61,13 @@ def aten_table(ops: tuple[AtenOp, ...], limit: int = 12) -> Table:
     table.add_column("self", justify="right")
     table.add_column("of node", justify="right")
     for op in ops[:limit]:
-        table.add_row("  " * op.depth + op.name, f"{op.calls:g}", format_seconds(op.total_s),
-                      format_seconds(op.self_s), f"{op.share:.0%}")
+        table.add_row(
+            "  " * op.depth + op.name,
+            f"{op.calls:g}",
+            format_seconds(op.total_s),
+            format_seconds(op.self_s),
+            f"{op.share:.0%}",
+        )
     if len(ops) > limit:
         table.add_row(f"… {len(ops) - limit} more", "", "", "", "")
     return table

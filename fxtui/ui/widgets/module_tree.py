@@ -297,7 +297,7 @@ class ModuleTree(Tree[Entry]):
 
     def label_text(self, entry: Entry) -> str:
         """The plain text of an entry's label (what a user reads)."""
-        node = (self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key))
+        node = self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key)
         return "".join(text for text, _ in self._parts(entry, node))
 
     def _depth_cells(self, node: TreeNode[Entry] | None) -> int:

@@ -20,6 +20,7 @@ _BLOCKS = " ▏▎▍▌▋▊▉█"
 #: A label piece: its text and the tree's component class that styles it ("" for none).
 Part = tuple[str, str]
 
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """What a tree line stands for: a module path or a node name."""
@@ -57,14 +58,13 @@ def short_node_name(name: str, module_path: str) -> str:
         return name
     base = module_path.replace(".", "_")
     if name == base or name.startswith(base + "_"):
-        return module_path.rpartition(".")[2] + name[len(base):]
+        return module_path.rpartition(".")[2] + name[len(base) :]
     return name
 
 
-
-
-def fit_label(name: str, kind: str, flag: Part | None, seconds: float | None, share: float | None,
-              width: int, indent: int) -> list[Part]:
+def fit_label(
+    name: str, kind: str, flag: Part | None, seconds: float | None, share: float | None, width: int, indent: int
+) -> list[Part]:
     """A label for a tree ``width`` cells wide whose line starts ``indent`` cells in (guides, icon).
 
     Name, flag and kind sit on the left; time, share and bar at the right edge, so they
