@@ -197,3 +197,22 @@ def test_describe_value_covers_nested_outputs() -> None:
 def test_clock_calibration_measures_the_cost_of_two_reads() -> None:
     ticks = iter(range(0, 10**9, 5))
     assert calibrate_clock(lambda: next(ticks), pairs=10) == 5
+
+
+def test_page_faults_per_run_are_counted_and_explained() -> None:
+    from fxtui.engine.pipeline import make_report
+    from fxtui.engine.snapshot import page_fault_warning
+
+    class FreshBuffer(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            # 64 MB: above glibc's largest dynamic mmap threshold, so every run maps it afresh.
+            return x + x.new_ones(16 * 2**20).sum()
+
+    session = Session(torch.fx.symbolic_trace(FreshBuffer()), (torch.zeros(2),))
+    for _ in range(3):
+        session.step()
+    assert len(session.faults) == 3
+    assert session.faults_per_run is not None and session.faults_per_run > 10_000  # 16,384 pages of 4 KiB
+    header = make_report(session, timeline=False).header()
+    assert "page faults per run" in header and "jemalloc" in header
+    assert page_fault_warning(None) == "" and page_fault_warning(500) == ""

@@ -22,7 +22,14 @@ import tabulate
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches, path_matches
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
-from fxtui.engine.snapshot import GraphInfo, NodeInfo, RunFigures, RunFiguresMixin, Snapshot
+from fxtui.engine.snapshot import (
+    GraphInfo,
+    NodeInfo,
+    RunFigures,
+    RunFiguresMixin,
+    Snapshot,
+    page_fault_warning,
+)
 from fxtui.engine.units import format_pct, format_ratio, format_seconds
 
 #: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
@@ -116,6 +123,8 @@ class Report(RunFiguresMixin):
     thread_warnings: tuple[str, ...] = ()
     hints: tuple[Hint, ...] = ()
     aten: dict[str, tuple[AtenOp, ...]] = field(default_factory=dict)
+    faults_per_run: float | None = None
+    """Median minor page faults of the process per profiled run."""
     graph: GraphInfo | None = field(default=None, repr=False, compare=False)
 
     # -- derived figures -----------------------------------------------------------
@@ -205,6 +214,7 @@ class Report(RunFiguresMixin):
             thread_warnings=graph.thread_warnings,
             hints=snapshot.hints or (),
             aten=dict(snapshot.aten),
+            faults_per_run=snapshot.faults_per_run,
             **extra,
         )
 
@@ -243,7 +253,8 @@ class Report(RunFiguresMixin):
             lines.append("leaves     kept whole (untraceable code): " + ", ".join(self.leaf_modules))
         if self.failures:
             lines.append(f"failures   {self.failures} runs failed; last: {self.last_error}")
-        lines.extend(f"warning    {w}" for w in (*self.warnings, *self.thread_warnings))
+        faults = page_fault_warning(self.faults_per_run)
+        lines.extend(f"warning    {w}" for w in (*self.warnings, *self.thread_warnings, *([faults] if faults else [])))
         return "\n".join(lines)
 
     def table(
@@ -320,6 +331,7 @@ class Report(RunFiguresMixin):
             "peaks": asdict(self.peaks) if self.peaks else None,
             "thread_info": list(self.thread_info),
             "thread_warnings": list(self.thread_warnings),
+            "faults_per_run": self.faults_per_run,
             "hints": [asdict(h) for h in self.hints],
             "aten": {name: [asdict(op) for op in ops] for name, ops in self.aten.items()},
             "model": self.model,

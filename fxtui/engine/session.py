@@ -10,8 +10,11 @@ overhead; the sum of node medians over the uninstrumented median is its fidelity
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import resource
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -104,6 +107,8 @@ class Session:
         """The Conv-BN folding what-if, once measured."""
         self._eager_first = False
         self._pending: list[Any] = [None, 0, 0]
+        self.faults: collections.deque[int] = collections.deque(maxlen=64)
+        """Minor page faults of the latest profiled runs (the process's, read around each run)."""
         """The step in progress: profiled node times, profiled run time, uninstrumented run time."""
 
     # -- running -----------------------------------------------------------------
@@ -153,18 +158,26 @@ class Session:
         candidates.sort(key=lambda c: c[0])
         return candidates[len(candidates) // 2][1]
 
+    @property
+    def faults_per_run(self) -> float | None:
+        """Median minor page faults per profiled run, over the latest runs."""
+        return float(statistics.median(self.faults)) if self.faults else None
+
     def reset(self) -> None:
         """Forget every sample and failure."""
+        self.faults.clear()
         self.samples.reset()
         self.failures = 0
         self.last_error = None
 
     def _profiled(self) -> NodeError | None:
         inputs = clone_inputs(self.inputs)
+        faults = _minor_faults()
         try:
             self.interp.run(*inputs)
         except NodeError as e:
             return e
+        self.faults.append(_minor_faults() - faults)
         self._pending[0] = list(self.interp.last_ns)
         self._pending[1] = self.interp.last_run_ns
         return None
@@ -197,6 +210,7 @@ class Session:
                 aten=dict(self.aten),
                 hints=self.hints,
                 what_if=self.what_if,
+                faults_per_run=self.faults_per_run,
             )
         run = summary.run_median or sum(summary.median) or 1e-12
         names = self.interp.names
@@ -228,7 +242,12 @@ class Session:
             aten=dict(self.aten),
             hints=self.hints,
             what_if=self.what_if,
+            faults_per_run=self.faults_per_run,
         )
+
+
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def module_stats(graph: GraphInfo, nodes: dict[str, NodeStats], run_s: float) -> dict[str, ModuleStats]:

@@ -285,6 +285,13 @@ class Snapshot(RunFiguresMixin):
     """Suggestions, once asked for (see ``SnapshotSource.request_hints``)."""
     what_if: WhatIf | None = None
     """The Conv-BN folding tried and measured, once asked for (``SnapshotSource.try_fusion``)."""
+    faults_per_run: float | None = None
+    """Median minor page faults of the process per profiled run."""
+
+    @property
+    def fault_warning(self) -> str:
+        """A sentence when page faults inflate node times, else ``""``."""
+        return page_fault_warning(self.faults_per_run)
 
     @property
     def attributed_s(self) -> float:
@@ -295,6 +302,23 @@ class Snapshot(RunFiguresMixin):
     def figures(self) -> RunFigures:
         """Fidelity, overhead and the unattributed remainder of these statistics."""
         return RunFigures.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
+
+
+#: Minor page faults per run above which node times are dominated by first-touch memory:
+#: a 4 KiB page each, so 1,000 faults are 4 MB of memory mapped afresh every run.
+PAGE_FAULT_WARNING = 1000
+
+
+def page_fault_warning(faults_per_run: float | None) -> str:
+    """Say so when each run maps large buffers afresh (the allocator returns them to the OS)."""
+    if faults_per_run is None or faults_per_run < PAGE_FAULT_WARNING:
+        return ""
+    return (
+        f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh): "
+        "the allocator returns large buffers to the OS and the nodes that refill them pay for it; "
+        "a caching allocator (jemalloc or tcmalloc via LD_PRELOAD) or MALLOC_MMAP_THRESHOLD_ and "
+        "MALLOC_TRIM_THRESHOLD_ set high removes this"
+    )
 
 
 class SnapshotSource(Protocol):

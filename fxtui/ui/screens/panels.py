@@ -79,4 +79,5 @@ class PanelsMixin(_ScreenBase):
     def action_threads(self) -> None:
         """Show threads, cores, build flags and library versions, warnings first."""
         if self.graph is not None and not isinstance(self.app.screen, ThreadsScreen):
-            self.app.push_screen(ThreadsScreen(self.graph))
+            faults = self.snapshot.fault_warning if self.snapshot is not None else ""
+            self.app.push_screen(ThreadsScreen(self.graph, faults))

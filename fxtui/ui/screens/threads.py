@@ -19,16 +19,16 @@ from textual.widgets import Static
 from fxtui.engine.snapshot import GraphInfo
 
 
-def threads_text(graph: GraphInfo) -> Text:
-    """The warnings, then one line per fact."""
+def threads_text(graph: GraphInfo, memory_warning: str = "") -> Text:
+    """The warnings (threads, and page faults when ``memory_warning`` says so), then one line per fact."""
     text = Text()
     text.append("Threads and build", style="bold")
     text.append(f"  ({graph.model}, {graph.threads} thread{'s' if graph.threads != 1 else ''})\n\n")
-    for warning in graph.thread_warnings:
+    for warning in (*graph.thread_warnings, *([memory_warning] if memory_warning else [])):
         text.append("⚠ ", style="bold")
         text.append(warning, style="bold")
         text.append("\n")
-    if graph.thread_warnings:
+    if graph.thread_warnings or memory_warning:
         text.append("\n")
     if graph.thread_info:
         text.append("\n".join(graph.thread_info))
@@ -42,11 +42,12 @@ class ThreadsScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,T,q", "dismiss", "Close")]
 
-    def __init__(self, graph: GraphInfo) -> None:
+    def __init__(self, graph: GraphInfo, memory_warning: str = "") -> None:
         super().__init__()
         self.graph = graph
+        self.memory_warning = memory_warning
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="threads"):
-            yield Static(threads_text(self.graph), id="threads-text")
+            yield Static(threads_text(self.graph, self.memory_warning), id="threads-text")
             yield Static("Esc, T or q closes this panel.", id="threads-hint")

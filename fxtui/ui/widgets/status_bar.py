@@ -49,6 +49,10 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         count = len(graph.thread_warnings)
         text.append(" ")
         text.append(f"⚠ {count} thread warning{'s' if count != 1 else ''} (T)", style="bold reverse")
+    if snapshot is not None and snapshot.fault_warning:
+        # Node times then include first-touch page faults, which vary from session to session.
+        text.append(" ")
+        text.append(f"⚠ {snapshot.faults_per_run:,.0f} page faults/run (T)", style="bold reverse")
     if snapshot is not None and graph is not None:
         text.append(" │ ")
         text.append(graph.model, style="bold")
