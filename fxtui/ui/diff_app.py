@@ -16,11 +16,12 @@ from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from fxtui.engine.diff import Change, RunDiff
 from fxtui.engine.units import format_seconds
 from fxtui.ui.screens.help import HelpScreen
+from fxtui.ui.widgets.footer import Footer
 
 #: Keys handled by the tables themselves.
 DIFF_NAVIGATION: tuple[tuple[str, str], ...] = (

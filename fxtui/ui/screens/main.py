@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, Tree
+from textual.widgets import Input, Static, Tree
 
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
@@ -32,6 +32,7 @@ from fxtui.ui.screens.hints import HintsScreen, what_if_summary
 from fxtui.ui.screens.navigation import NavigationMixin
 from fxtui.ui.screens.panels import PanelsMixin
 from fxtui.ui.widgets.detail_pane import DetailPane
+from fxtui.ui.widgets.footer import Footer
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar, ViewState

@@ -1,0 +1,23 @@
+"""The key footer, without a leak of the keys it replaces."""
+
+from __future__ import annotations
+
+from textual.widgets import Footer as TextualFooter
+
+
+class Footer(TextualFooter):
+    """Textual's footer; prunes what each recompose leaves behind.
+
+    Every key the footer shows is data-bound to the footer's ``compact`` reactive,
+    which stores a watcher entry pointing at the key on the footer itself. Textual
+    prunes those entries only when ``compact`` changes (Textualize/textual#6666),
+    so each recompose — whenever the keys that apply change, e.g. Backspace after a
+    drill-down — kept the previous keys alive: a long session grew by megabytes a
+    minute. After recomposing, entries of keys no longer attached are dropped.
+    """
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        watchers: dict[str, list[tuple[object, object]]] = getattr(self, "__watchers", {})
+        for entries in watchers.values():
+            entries[:] = [(node, callback) for node, callback in entries if getattr(node, "is_attached", True)]
