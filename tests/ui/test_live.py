@@ -271,3 +271,22 @@ async def test_a_long_session_keeps_only_the_current_tree_lines() -> None:
             source.push(resnet_snapshot(seq=i + 2, scale=1.0 + 0.01 * (i % 7)))
             await settle(app, pilot, applied=i + 2)
         assert 0 < len(tree._line_cache) <= tree.size.height
+
+
+async def test_drilling_down_and_back_does_not_keep_old_footer_keys_alive() -> None:
+    import gc
+
+    from textual.widgets._footer import FooterKey
+
+    app = FxtuiApp(FakeSource([resnet_snapshot(seq=1)]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        for _ in range(6):  # each press changes which keys apply, so the footer recomposes
+            await pilot.press("h")
+            await pilot.pause(0.1)
+            await pilot.press("backspace")
+            await pilot.pause(0.1)
+        gc.collect()
+        shown = {id(key) for key in app.screen.query(FooterKey)}
+        alive = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
+        assert shown and all(id(key) in shown for key in alive), f"{len(alive) - len(shown)} old footer keys kept"
