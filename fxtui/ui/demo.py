@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from fxtui.engine.snapshot import (
     GraphInfo,
-    ModuleInfo,
     ModuleStats,
     NodeInfo,
     NodeStats,
     RunError,
     Snapshot,
     State,
+    build_module_tree,
 )
 
 # (name, op, target, type_name, module path, output shape, median in µs)
@@ -146,34 +146,17 @@ def build_graph(rows: Sequence[_Row], *, model: str, inputs: tuple[str, ...], le
             )
         )
         prev, prev_shape = name, shape
-    direct: dict[str, list[str]] = {"": []}
-    children: dict[str, list[str]] = {"": []}
-
-    def ensure(path: str) -> None:
-        if path in direct:
-            return
-        parent = path.rpartition(".")[0]
-        ensure(parent)
-        direct[path], children[path] = [], []
-        children[parent].append(path)
-
-    for node in nodes:
-        ensure(node.module_path)
-        direct[node.module_path].append(node.name)
     leaves = set(leaf)
     # A module that a call_module node calls is of that node's class (Conv2d); the rest are containers.
     called = {n.module_path: n.target for n in nodes if n.op == "call_module"}
-    modules = {
-        p: ModuleInfo(
-            p,
-            called.get(p) or _module_class(p),
-            None if p == "" else p.rpartition(".")[0],
-            tuple(children[p]),
-            tuple(direct[p]),
-            leaf_fallback=p in leaves,
-        )
-        for p in direct
-    }
+    paths = {""}
+    for node in nodes:
+        path = node.module_path
+        while path:
+            paths.add(path)
+            path = path.rpartition(".")[0]
+    classes = {p: called.get(p) or _module_class(p) for p in paths}
+    modules = build_module_tree(nodes, classes, tuple(leaves))
     return GraphInfo(
         model=model,
         inputs=inputs,
