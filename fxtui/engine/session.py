@@ -344,6 +344,8 @@ class LiveSource:
 
     def _answer_requests(self, session: Session) -> bool:
         """Answer pending explain/hint requests; True when there was anything to answer."""
+        if not (self._explain or self._hints or self._fusion):
+            return False  # the common case, once per step
         from fxtui.engine.explain import explain_nodes, refresh_hints, what_if_conv_bn
 
         answered = False

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_soak import rss_mb
 
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.engine.snapshot import State
 from fxtui.engine.target import Target
 from fxtui.ui.app import FxtuiApp
-
-
-def rss_mb(pid: int | str = "self") -> float:
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
 async def soak(model: str, minutes: float, every: float, warmup_share: float) -> None:

@@ -8,25 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.screen import Screen
 from textual.widgets import Input
 
 from fxtui.engine.filters import parse_types
 from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, shown_ops, with_ops
+from fxtui.ui.screens.mixin_base import ScreenMixin
 from fxtui.ui.screens.op_filter import OpFilterScreen
 
 if TYPE_CHECKING:
     from fxtui.ui.widgets.node_table import NodeTable
 
 
-if TYPE_CHECKING:
-    # The mixin is only ever part of MainScreen; type-check it as a screen.
-    _ScreenBase = Screen[None]
-else:
-    _ScreenBase = object
-
-
-class FilterKeysMixin(_ScreenBase):
+class FilterKeysMixin(ScreenMixin):
     """The filter input and the op-type modal for the main screen."""
 
     if TYPE_CHECKING:  # provided by MainScreen

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from textual.screen import Screen
-
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot
 from fxtui.ui.columns import hotspots
 from fxtui.ui.filtering import FilterSpec, in_scope, matches, shown_ops, with_ops
+from fxtui.ui.screens.mixin_base import ScreenMixin
 from fxtui.ui.widgets.module_tree import Entry
 
 if TYPE_CHECKING:
@@ -21,14 +20,7 @@ if TYPE_CHECKING:
     from fxtui.ui.widgets.node_table import NodeTable
 
 
-if TYPE_CHECKING:
-    # The mixin is only ever part of MainScreen; type-check it as a screen.
-    _ScreenBase = Screen[None]
-else:
-    _ScreenBase = object
-
-
-class NavigationMixin(_ScreenBase):
+class NavigationMixin(ScreenMixin):
     """``Backspace``, ``h``, ``n``/``N``, ``e`` and :meth:`show_node` for the main screen."""
 
     if TYPE_CHECKING:  # provided by MainScreen

@@ -8,22 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.screen import Screen
-
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, Snapshot, SnapshotSource
 from fxtui.ui.screens.hints import HintsScreen
+from fxtui.ui.screens.mixin_base import ScreenMixin
 from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.widgets.detail_pane import DetailPane
 
-if TYPE_CHECKING:
-    # The mixin is only ever part of MainScreen; type-check it as a screen.
-    _ScreenBase = Screen[None]
-else:
-    _ScreenBase = object
 
-
-class PanelsMixin(_ScreenBase):
+class PanelsMixin(ScreenMixin):
     """``x``, ``d``, ``H`` (and ``f`` inside it), ``T`` for the main screen."""
 
     if TYPE_CHECKING:  # provided by MainScreen
