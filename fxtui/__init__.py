@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["FxtuiError", "Report", "__version__", "profile"]
+__all__ = ["FxtuiError", "Report", "__version__", "keep_freed_memory", "profile"]
 
 if TYPE_CHECKING:
     import torch
 
+    from fxtui.engine.allocator import keep_freed_memory
     from fxtui.engine.errors import FxtuiError
     from fxtui.engine.report import Report
 
@@ -38,6 +39,11 @@ def profile(
     is interleaved with an uninstrumented run of the same graph, so the report's
     ``fidelity`` and ``overhead`` say how far the per-node figures can be trusted.
     Submodules whose code cannot be traced are kept whole (``report.leaf_modules``).
+
+    The caller's process keeps its memory allocator's settings. Call
+    :func:`keep_freed_memory` first for the figures the command line measures:
+    without it, glibc may hand large buffers back to the system between runs, and
+    the nodes that refill them pay page faults (``report.faults_per_run``).
     """
     from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
     from fxtui.engine.session import thread_limit
@@ -53,6 +59,10 @@ def __getattr__(name: str) -> Any:
         from fxtui.engine.report import Report
 
         return Report
+    if name == "keep_freed_memory":
+        from fxtui.engine.allocator import keep_freed_memory
+
+        return keep_freed_memory
     if name == "FxtuiError":
         from fxtui.engine.errors import FxtuiError
 

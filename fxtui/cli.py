@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N[,N…]",
         help="torch intra-op threads; several (1,2) profile each and compare them headless",
     )
+    g.add_argument(
+        "--malloc",
+        choices=("keep", "glibc"),
+        default="keep",
+        help="keep: freed memory stays in the process, so no node pays page faults for buffers the "
+        "allocator gave back (default); glibc: measure with glibc's own policy",
+    )
     r = p.add_argument_group("runs (headless)")
     r.add_argument("--once", action="store_true", help="profile --runs runs, print a table, exit (no app)")
     r.add_argument("--runs", type=_count("--runs", 1), default=30, metavar="N", help="profiled runs (default 30)")
@@ -235,6 +242,10 @@ def _headless(args: argparse.Namespace) -> int:
     # FLOPs, bytes, source lines and the machine's peaks cost about a second more; only
     # when the output shows them.
     analyse = bool(args.json or args.csv or args.hints or set(columns) - {"mean", "min", "max", "iqr"})
+    if args.malloc == "keep":
+        from fxtui.engine.allocator import keep_freed_memory
+
+        keep_freed_memory()
     stop = _StopOnSignal()
     with stop:  # the whole run, printing and exports included: a signal never leaves half a result
         return _profile_and_print(args, spec, columns, analyse, stop)
@@ -334,7 +345,12 @@ def _live(args: argparse.Namespace) -> int:
     from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 
-    options = ChildOptions(target=_target(args), threads=args.threads[0] if args.threads else None, warmup=args.warmup)
+    options = ChildOptions(
+        target=_target(args),
+        threads=args.threads[0] if args.threads else None,
+        warmup=args.warmup,
+        keep_freed_memory=args.malloc == "keep",
+    )
     source = ProcessSource(options)
     source.start()
     app = FxtuiApp(source, title=f"fxtui {args.target}")

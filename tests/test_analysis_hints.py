@@ -193,3 +193,26 @@ def test_hints_are_ordered_by_saving() -> None:
     hints = suggest(gm, medians, 1e-3, noise={"_0": 0.5}, inputs=(torch.randn(1, 3, 8, 8),))
     assert _rules(hints)[0] == "conv-bn-fold"
     assert all(h.saving_s is None for h in hints[1:])
+
+
+# -- unsteady ------------------------------------------------------------------------
+
+
+def test_unsteady_nodes_fire_when_their_excess_matters() -> None:
+    gm = torch.fx.symbolic_trace(ThreeLinears())
+    medians = {"a": 250e-6, "b": 1e-3, "c": 60e-6}
+    fastest = {"a": 65e-6, "b": 0.95e-3, "c": 55e-6}
+    hints = suggest(gm, medians, 1.5e-3, fastest=fastest)
+    (hint,) = [h for h in hints if h.rule == "unsteady"]
+    assert hint.nodes == ("a",)
+    assert hint.title.startswith("1 node usually runs 2×")
+    assert "a: 250 µs, fastest 65.0 µs" in hint.evidence
+    assert hint.saving_s == pytest.approx(185e-6)
+
+
+def test_unsteady_nodes_are_silent_when_their_excess_is_a_sliver() -> None:
+    gm = torch.fx.symbolic_trace(ThreeLinears())
+    medians = {"a": 250e-6, "b": 1e-3, "c": 60e-6}
+    fastest = {"a": 65e-6, "b": 0.95e-3, "c": 55e-6}
+    assert "unsteady" not in _rules(suggest(gm, medians, 100e-3, fastest=fastest))  # 0.2% of the run
+    assert "unsteady" not in _rules(suggest(gm, medians, 1.5e-3))  # no fastest runs known

@@ -187,3 +187,20 @@ def test_python_api_profiles_a_model() -> None:
     assert report.runs == 4 and report.eager_median_s and report.run_median_s
     assert report.fidelity is not None and 0.3 < report.fidelity < 2.0
     assert "layer1_0_conv" in report.table(top=0)
+
+
+def test_the_table_marks_unsteady_and_noisy_nodes(report: Report) -> None:
+    import dataclasses
+
+    first, second, *rest = report.rows
+    rows = [
+        dataclasses.replace(first, median_s=250e-6, min_s=65e-6, unsteady=True, noisy=False),
+        dataclasses.replace(second, median_s=200e-6, min_s=65e-6, unsteady=True, noisy=True),
+        *(dataclasses.replace(r, unsteady=False, noisy=False) for r in rest),
+    ]
+    text = dataclasses.replace(report, rows=rows).table(top=0)
+    lines = {line.split()[1]: line for line in text.splitlines()[2:] if line.strip()}
+    assert lines[first.name].rstrip().endswith("min 65.0 µs")
+    assert lines[second.name].rstrip().endswith("noisy, min 65.0 µs")
+    assert all(lines[r.name].rstrip()[-1].isdigit() for r in rest)  # ends at the calls column
+    assert json.loads(json.dumps(dataclasses.replace(report, rows=rows).to_dict()))["rows"][0]["unsteady"] is True

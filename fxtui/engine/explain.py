@@ -79,6 +79,7 @@ def refresh_hints(session: Session) -> None:
         medians,
         snapshot.run_median_s,
         noise=noise,
+        fastest={name: s.min_s for name, s in snapshot.nodes.items()},
         work=session.work,
         threads=thread_info(),
         inputs=session.inputs,

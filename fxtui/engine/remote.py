@@ -38,6 +38,8 @@ class ChildOptions:
     threads: int | None = None
     warmup: int = 3
     interval: float = 0.3
+    keep_freed_memory: bool = True
+    """See :mod:`fxtui.engine.allocator`: the child is fxtui's own process."""
     nice: int = 10
     """Scheduling niceness of the child. The model's threads would otherwise share the
     cores evenly with the app, and a key press could wait for a time slice: measured
@@ -169,6 +171,10 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)
+    if options.keep_freed_memory:
+        from fxtui.engine.allocator import keep_freed_memory
+
+        keep_freed_memory()
     import torch
 
     from fxtui.engine.pipeline import session_for_target

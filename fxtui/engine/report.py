@@ -19,6 +19,7 @@ from typing import Any
 
 import tabulate
 
+from fxtui.engine import allocator
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches, path_matches
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
@@ -59,6 +60,8 @@ class NodeRow:
     """Median as a share of the profiled run's median, in percent."""
     noisy: bool
     index: int
+    unsteady: bool = False
+    """The median is at least twice the fastest run (see ``NodeStats.unsteady``)."""
     flops: float | None = None
     """FLOPs of one call."""
     bytes_moved: float | None = None
@@ -125,6 +128,8 @@ class Report(RunFiguresMixin):
     aten: dict[str, tuple[AtenOp, ...]] = field(default_factory=dict)
     faults_per_run: float | None = None
     """Median minor page faults of the process per profiled run."""
+    malloc: str = ""
+    """How the process handed freed memory back: keep, glibc or system (``fxtui.engine.allocator``)."""
     graph: GraphInfo | None = field(default=None, repr=False, compare=False)
 
     # -- derived figures -----------------------------------------------------------
@@ -170,6 +175,7 @@ class Report(RunFiguresMixin):
                     count=st.count,
                     pct=st.pct,
                     noisy=st.noisy,
+                    unsteady=st.unsteady,
                     index=info.index,
                     flops=info.flops,
                     bytes_moved=info.bytes_moved,
@@ -215,6 +221,7 @@ class Report(RunFiguresMixin):
             hints=snapshot.hints or (),
             aten=dict(snapshot.aten),
             faults_per_run=snapshot.faults_per_run,
+            malloc=snapshot.malloc,
             **extra,
         )
 
@@ -253,7 +260,9 @@ class Report(RunFiguresMixin):
             lines.append("leaves     kept whole (untraceable code): " + ", ".join(self.leaf_modules))
         if self.failures:
             lines.append(f"failures   {self.failures} runs failed; last: {self.last_error}")
-        faults = page_fault_warning(self.faults_per_run)
+        if self.malloc:
+            lines.append("memory     " + allocator.describe(self.malloc))
+        faults = page_fault_warning(self.faults_per_run, self.malloc)
         lines.extend(f"warning    {w}" for w in (*self.warnings, *self.thread_warnings, *([faults] if faults else [])))
         return "\n".join(lines)
 
@@ -284,7 +293,7 @@ class Report(RunFiguresMixin):
                 format_pct(r.pct),
                 r.count,
                 *(EXTRA_COLUMNS[c][1](r) for c in columns),
-                "noisy" if r.noisy else "",
+                _marks(r),
             ]
             for r in rows
         ]
@@ -332,6 +341,7 @@ class Report(RunFiguresMixin):
             "thread_info": list(self.thread_info),
             "thread_warnings": list(self.thread_warnings),
             "faults_per_run": self.faults_per_run,
+            "malloc": self.malloc,
             "hints": [asdict(h) for h in self.hints],
             "aten": {name: [asdict(op) for op in ops] for name, ops in self.aten.items()},
             "model": self.model,
@@ -503,6 +513,14 @@ def _speedup(base: float | None, other: float | None) -> str:
 
 def _opt(value: float | None, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
+
+
+def _marks(row: NodeRow) -> str:
+    """The table's last column: why a node's median deserves caution."""
+    marks = ["noisy"] if row.noisy else []
+    if row.unsteady:
+        marks.append(f"min {format_seconds(row.min_s)}")
+    return ", ".join(marks)
 
 
 #: Columns ``table(columns=…)`` / ``--columns`` can add: name → (header, formatter).

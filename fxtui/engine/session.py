@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxtui.engine import allocator
 from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.findings import AtenOp, Hint, WhatIf
 from fxtui.engine.graphinfo import build_graph_info
@@ -211,6 +212,7 @@ class Session:
                 hints=self.hints,
                 what_if=self.what_if,
                 faults_per_run=self.faults_per_run,
+                malloc=allocator.policy(),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
         names = self.interp.names
@@ -243,6 +245,7 @@ class Session:
             hints=self.hints,
             what_if=self.what_if,
             faults_per_run=self.faults_per_run,
+            malloc=allocator.policy(),
         )
 
 

@@ -36,6 +36,16 @@ OPCODES: tuple[str, ...] = (
 #: (the threshold torch.utils.benchmark uses).
 NOISY_IQR_RATIO = 0.1
 
+#: A node is flagged unsteady when its median is at least this many times its fastest
+#: run, and the difference is at least UNSTEADY_MIN_S (below that, clock and call
+#: overhead dominate). Measured on resnet18 5×3×224×224 with 2 threads on a 2-core
+#: machine: in each session six to nine batch-norm, add and downsample nodes took
+#: 2-7× their fastest run in nearly every run (bimodal, so their IQR stays small),
+#: and which nodes it hit changed from session to session. Their medians then rank
+#: differently between sessions while their minimums agree.
+UNSTEADY_RATIO = 2.0
+UNSTEADY_MIN_S = 20e-6
+
 
 class State(str, enum.Enum):
     """Where a profiling session is in its life."""
@@ -190,6 +200,16 @@ class NodeStats:
         """True when the spread (IQR) exceeds a tenth of the median."""
         return self.median_s > 0 and self.iqr_s / self.median_s > NOISY_IQR_RATIO
 
+    @property
+    def unsteady(self) -> bool:
+        """True when the typical run takes at least twice the node's fastest run.
+
+        The operator did the same work in less time at least once, so most of the
+        difference is not its arithmetic: memory placement, page faults, or the
+        machine (another process, the hypervisor) — see :data:`UNSTEADY_RATIO`.
+        """
+        return is_unsteady(self.median_s, self.min_s)
+
 
 @dataclass(frozen=True, slots=True)
 class ModuleStats:
@@ -287,11 +307,13 @@ class Snapshot(RunFiguresMixin):
     """The Conv-BN folding tried and measured, once asked for (``SnapshotSource.try_fusion``)."""
     faults_per_run: float | None = None
     """Median minor page faults of the process per profiled run."""
+    malloc: str = ""
+    """How the process hands freed memory back (``fxtui.engine.allocator``): keep, glibc or system."""
 
     @property
     def fault_warning(self) -> str:
         """A sentence when page faults inflate node times, else ``""``."""
-        return page_fault_warning(self.faults_per_run)
+        return page_fault_warning(self.faults_per_run, self.malloc)
 
     @property
     def attributed_s(self) -> float:
@@ -304,20 +326,27 @@ class Snapshot(RunFiguresMixin):
         return RunFigures.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
 
 
+def is_unsteady(median_s: float, min_s: float) -> bool:
+    """The :attr:`NodeStats.unsteady` test on two figures (also used for saved reports)."""
+    return min_s > 0 and median_s >= UNSTEADY_RATIO * min_s and median_s - min_s >= UNSTEADY_MIN_S
+
+
 #: Minor page faults per run above which node times are dominated by first-touch memory:
 #: a 4 KiB page each, so 1,000 faults are 4 MB of memory mapped afresh every run.
 PAGE_FAULT_WARNING = 1000
 
 
-def page_fault_warning(faults_per_run: float | None) -> str:
+def page_fault_warning(faults_per_run: float | None, malloc: str = "") -> str:
     """Say so when each run maps large buffers afresh (the allocator returns them to the OS)."""
     if faults_per_run is None or faults_per_run < PAGE_FAULT_WARNING:
         return ""
-    return (
-        f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh): "
+    said = f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh): "
+    if malloc == "keep":
+        return said + "the model maps new memory every run even though freed memory is kept, and its nodes pay for it"
+    return said + (
         "the allocator returns large buffers to the OS and the nodes that refill them pay for it; "
-        "a caching allocator (jemalloc or tcmalloc via LD_PRELOAD) or MALLOC_MMAP_THRESHOLD_ and "
-        "MALLOC_TRIM_THRESHOLD_ set high removes this"
+        "fxtui's --malloc keep (the default on the command line; fxtui.keep_freed_memory() from Python) "
+        "or a caching allocator (jemalloc or tcmalloc via LD_PRELOAD) removes this"
     )
 
 

@@ -32,6 +32,11 @@ def _time_cell(attr: str) -> Callable[[NodeInfo, NodeStats | None], str]:
     return lambda _info, stats: "–" if stats is None or stats.count == 0 else format_seconds(getattr(stats, attr))
 
 
+def _caution(stats: NodeStats | None) -> bool:
+    """The ``~`` mark: the median is noisy (wide IQR) or unsteady (far above the fastest run)."""
+    return stats is not None and stats.count > 0 and (stats.noisy or stats.unsteady)
+
+
 # Numbers come right after the node name so they stay on screen in an 80-column terminal;
 # the descriptive columns follow and scroll into view on narrow screens.
 COLUMNS: tuple[Column, ...] = (
@@ -45,8 +50,8 @@ COLUMNS: tuple[Column, ...] = (
         "~",
         1,
         False,
-        lambda _i, s: "~" if s is not None and s.noisy else " ",
-        lambda _i, s: 1.0 if s is not None and s.noisy else 0.0,
+        lambda _i, s: "~" if _caution(s) else " ",
+        lambda _i, s: 1.0 if _caution(s) else 0.0,
     ),
     Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
     Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target),

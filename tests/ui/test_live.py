@@ -290,3 +290,17 @@ async def test_drilling_down_and_back_does_not_keep_old_footer_keys_alive() -> N
         shown = {id(key) for key in app.screen.query(FooterKey)}
         alive = [o for o in gc.get_objects() if type(o) is FooterKey]  # type(): no attribute lookups on proxies
         assert shown and all(id(key) in shown for key in alive), f"{len(alive) - len(shown)} old footer keys kept"
+
+
+async def test_an_unsteady_node_is_marked_and_explained() -> None:
+    snapshot = resnet_snapshot()
+    conv1 = dataclasses.replace(snapshot.nodes["conv1"], min_s=snapshot.nodes["conv1"].median_s / 3)
+    app = FxtuiApp(FakeSource([dataclasses.replace(snapshot, nodes={**snapshot.nodes, "conv1": conv1})]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        table = app.main.table
+        assert table.cell_text("conv1", "noisy") == "~"
+        assert table.cell_text("bn1", "noisy").strip() == ""
+        detail = app.main.query_one(DetailPane)
+        labels = dict(detail.fields)
+        assert labels["unsteady"].startswith("the median is 3.0× the fastest run")

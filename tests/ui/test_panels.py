@@ -129,18 +129,22 @@ async def test_thread_warnings_show_in_the_status_line_and_T_lists_every_fact() 
 
 
 async def test_page_faults_per_run_show_in_the_status_line_and_the_threads_panel_explains_them() -> None:
-    snapshot = dataclasses.replace(resnet_snapshot(), faults_per_run=16384.0)
+    snapshot = dataclasses.replace(resnet_snapshot(), faults_per_run=16384.0, malloc="glibc")
     app = FxtuiApp(FakeSource([snapshot]))
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(app, pilot)
         assert "⚠ 16,384 page faults/run (T)" in str(app.main.query_one(StatusBar).render())
         await pilot.press("T")
         text = str(app.screen.query_one("#threads-text", Static).render())
-        assert "16,384 page faults per run" in text and "jemalloc" in text
-    quiet = FxtuiApp(FakeSource([dataclasses.replace(resnet_snapshot(), faults_per_run=3.0)]))
+        assert "16,384 page faults per run" in text and "--malloc keep" in text
+        assert "memory: glibc's default" in text
+    quiet = FxtuiApp(FakeSource([dataclasses.replace(resnet_snapshot(), faults_per_run=3.0, malloc="keep")]))
     async with quiet.run_test(size=(120, 30)) as pilot:
         await settle(quiet, pilot)
         assert "page faults" not in str(quiet.main.query_one(StatusBar).render())
+        await pilot.press("T")
+        text = str(quiet.screen.query_one("#threads-text", Static).render())
+        assert "page faults per run" not in text and "memory: freed memory kept in the process" in text
 
 
 async def test_no_warning_marker_without_warnings_and_T_is_in_help() -> None:

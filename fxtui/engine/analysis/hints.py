@@ -22,7 +22,7 @@ from fxtui.engine.analysis.threads import ThreadInfo
 from fxtui.engine.analysis.work import NodeWork
 from fxtui.engine.findings import Hint
 from fxtui.engine.graphinfo import describe_target
-from fxtui.engine.snapshot import NOISY_IQR_RATIO
+from fxtui.engine.snapshot import NOISY_IQR_RATIO, UNSTEADY_RATIO, is_unsteady
 from fxtui.engine.units import format_seconds
 
 #: A node faster than this is mostly per-call overhead (Python, dispatch, allocation).
@@ -36,6 +36,8 @@ PEER_SLOW_RATIO = 0.5
 PEER_MIN_SAVING_SHARE = 0.01
 #: Noisy nodes below this share of the run are not worth mentioning.
 NOISY_MIN_SHARE = 0.01
+#: Unsteady nodes are worth a hint when their medians exceed their fastest runs by this share of the run.
+UNSTEADY_MIN_SHARE = 0.01
 #: Convolutions must take this share of the run for a memory-format change to matter.
 CONV_HEAVY_SHARE = 0.30
 
@@ -48,6 +50,7 @@ def suggest(
     run_median_s: float,
     *,
     noise: Mapping[str, float] | None = None,
+    fastest: Mapping[str, float] | None = None,
     work: Mapping[str, NodeWork] | None = None,
     threads: ThreadInfo | None = None,
     inputs: Sequence[Any] = (),
@@ -55,11 +58,12 @@ def suggest(
     """Every hint that applies, largest estimated saving first (unestimated ones last).
 
     ``medians`` maps node name → median seconds; ``run_median_s`` is the median of a
-    whole run; ``noise`` maps node name → IQR/median; ``work`` comes from
+    whole run; ``noise`` maps node name → IQR/median; ``fastest`` maps node name →
+    its fastest run in seconds; ``work`` comes from
     :func:`~fxtui.engine.analysis.work.measure_work`; ``inputs`` are the example
     inputs (for the memory-format rule). Rules whose inputs are missing stay silent.
     """
-    ctx = _Context(gm, medians, run_median_s, noise or {}, work or {}, threads, tuple(inputs))
+    ctx = _Context(gm, medians, run_median_s, noise or {}, fastest or {}, work or {}, threads, tuple(inputs))
     hints: list[Hint] = []
     for rule in RULES:
         hints.extend(rule(ctx))
@@ -72,6 +76,7 @@ class _Context:
     medians: Mapping[str, float]
     run_s: float
     noise: Mapping[str, float]
+    fastest: Mapping[str, float]
     work: Mapping[str, NodeWork]
     threads: ThreadInfo | None
     inputs: tuple[Any, ...]
@@ -210,6 +215,36 @@ def _noisy(ctx: _Context) -> list[Hint]:
     ]
 
 
+def _unsteady(ctx: _Context) -> list[Hint]:
+    """Nodes whose typical run takes a multiple of their fastest: the extra is not their arithmetic."""
+    found = [
+        n.name for n in ctx.nodes() if n.name in ctx.fastest and is_unsteady(ctx.medians[n.name], ctx.fastest[n.name])
+    ]
+    excess = {n: ctx.medians[n] - ctx.fastest[n] for n in found}
+    total = sum(excess.values())
+    if not found or ctx.share(total) < UNSTEADY_MIN_SHARE:
+        return []
+    ranked = sorted(found, key=lambda n: -excess[n])
+    shown = "; ".join(
+        f"{n}: {format_seconds(ctx.medians[n])}, fastest {format_seconds(ctx.fastest[n])}" for n in ranked[:5]
+    )
+    count = len(found)
+    return [
+        ctx.hint(
+            "unsteady",
+            f"{count} node{'s' if count != 1 else ''} usually run{'' if count != 1 else 's'}"
+            f" {UNSTEADY_RATIO:.0f}× or more slower than their fastest run: the extra is not their arithmetic",
+            ranked,
+            f"{shown}{'; …' if count > 5 else ''}. Each did the same work faster at least once, so the rest"
+            " is memory (where the buffers landed, page faults) or the machine (another process, the"
+            " hypervisor). It changes between sessions, and so does these nodes' rank. Small memory-bound"
+            " operators are the usual victims; --threads 1,2 shows whether they fare better on one thread."
+            f" Up to {format_seconds(total)} if every run were as fast as the fastest.",
+            total,
+        )
+    ]
+
+
 def _oversubscribed(ctx: _Context) -> list[Hint]:
     """More intra-op threads than cores the process may use."""
     t = ctx.threads
@@ -274,6 +309,7 @@ RULES: tuple[Callable[[_Context], list[Hint]], ...] = (
     _slow_vs_peers,
     _tiny_ops,
     _noisy,
+    _unsteady,
     _oversubscribed,
     _channels_last,
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fxtui.engine import allocator
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, Snapshot, SnapshotSource
 from fxtui.ui.screens.hints import HintsScreen
@@ -73,4 +74,5 @@ class PanelsMixin(ScreenMixin):
         """Show threads, cores, build flags and library versions, warnings first."""
         if self.graph is not None and not isinstance(self.app.screen, ThreadsScreen):
             faults = self.snapshot.fault_warning if self.snapshot is not None else ""
-            self.app.push_screen(ThreadsScreen(self.graph, faults))
+            malloc = self.snapshot.malloc if self.snapshot is not None else ""
+            self.app.push_screen(ThreadsScreen(self.graph, faults, allocator.describe(malloc) if malloc else ""))

@@ -19,8 +19,11 @@ from textual.widgets import Static
 from fxtui.engine.snapshot import GraphInfo
 
 
-def threads_text(graph: GraphInfo, memory_warning: str = "") -> Text:
-    """The warnings (threads, and page faults when ``memory_warning`` says so), then one line per fact."""
+def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "") -> Text:
+    """The warnings (threads, and page faults when ``memory_warning`` says so), then one line per fact.
+
+    ``memory`` describes how the engine's process hands freed memory back, when known.
+    """
     text = Text()
     text.append("Threads and build", style="bold")
     text.append(f"  ({graph.model}, {graph.threads} thread{'s' if graph.threads != 1 else ''})\n\n")
@@ -34,6 +37,8 @@ def threads_text(graph: GraphInfo, memory_warning: str = "") -> Text:
         text.append("\n".join(graph.thread_info))
     else:
         text.append("the session reported nothing about threads or the build", style="italic")
+    if memory:
+        text.append(f"\nmemory: {memory}")
     return text
 
 
@@ -42,12 +47,13 @@ class ThreadsScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,T,q", "dismiss", "Close")]
 
-    def __init__(self, graph: GraphInfo, memory_warning: str = "") -> None:
+    def __init__(self, graph: GraphInfo, memory_warning: str = "", memory: str = "") -> None:
         super().__init__()
         self.graph = graph
         self.memory_warning = memory_warning
+        self.memory = memory
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="threads"):
-            yield Static(threads_text(self.graph, self.memory_warning), id="threads-text")
+            yield Static(threads_text(self.graph, self.memory_warning, self.memory), id="threads-text")
             yield Static("Esc, T or q closes this panel.", id="threads-hint")

@@ -13,6 +13,14 @@ from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError
 from fxtui.engine.units import format_pct, format_seconds
 
 
+def _unsteady(stats: NodeStats) -> str:
+    """Why an unsteady median is not the operator's own cost."""
+    return (
+        f"the median is {stats.median_s / stats.min_s:.1f}× the fastest run: most of it is not "
+        "this operator's work (memory, page faults, the machine)"
+    )
+
+
 def _fields(info: NodeInfo, stats: NodeStats | None, peaks: MachinePeaks | None = None) -> list[tuple[str, str]]:
     """Label/value pairs in reading order; fields the engine fills only sometimes appear when present."""
     rows: list[tuple[str, str]] = [
@@ -31,6 +39,8 @@ def _fields(info: NodeInfo, stats: NodeStats | None, peaks: MachinePeaks | None 
             ("IQR", format_seconds(stats.iqr_s) + ("   noisy" if stats.noisy else "")),
             ("samples", str(stats.count)),
         ]
+        if stats.unsteady:
+            rows.append(("unsteady", _unsteady(stats)))
     else:
         rows.append(("median", "not measured yet"))
     if info.params is not None:

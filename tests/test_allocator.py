@@ -1,0 +1,90 @@
+"""The allocator policy: with freed memory kept, runs stop paying page faults; the report says which policy ran."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fxtui.engine import allocator
+from fxtui.engine.snapshot import page_fault_warning
+
+glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+
+# Each run allocates a 64 MB buffer: above glibc's largest dynamic mmap threshold, so
+# by default every run maps it afresh. Run in a fresh interpreter: the policy is
+# process-wide and this test process may have switched it already.
+_FAULTS_PER_RUN = textwrap.dedent(
+    """
+    import sys, torch, torch.fx
+    from torch import nn
+    from fxtui.engine.session import Session
+    if sys.argv[1] == "keep":
+        import fxtui
+        fxtui.keep_freed_memory()
+
+    class FreshBuffer(nn.Module):
+        def forward(self, x):
+            return x + x.new_ones(16 * 2**20).sum()
+
+    session = Session(torch.fx.symbolic_trace(FreshBuffer()), (torch.zeros(2),))
+    session.warm_up(2)
+    for _ in range(5):
+        session.step()
+    print(session.faults_per_run, session.snapshot().malloc)
+    """
+)
+
+
+def _faults(policy: str) -> tuple[float, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _FAULTS_PER_RUN, policy], capture_output=True, text=True, timeout=120, check=True
+    )
+    faults, malloc = proc.stdout.split()
+    return float(faults), malloc
+
+
+@glibc_only
+def test_keeping_freed_memory_removes_the_page_faults_of_each_run() -> None:
+    faults, malloc = _faults("glibc")
+    assert malloc == "glibc"
+    assert faults > 10_000  # 16,384 pages of 4 KiB mapped afresh every run
+    faults, malloc = _faults("keep")
+    assert malloc == "keep"
+    assert faults < 100
+
+
+def test_the_warning_names_the_remedy_that_applies() -> None:
+    advice = page_fault_warning(16_384, "glibc")
+    assert "16,384 page faults per run" in advice and "--malloc keep" in advice
+    kept = page_fault_warning(16_384, "keep")
+    assert "even though freed memory is kept" in kept and "--malloc" not in kept
+    assert page_fault_warning(None) == "" and page_fault_warning(500, "glibc") == ""
+
+
+def test_every_policy_has_a_description() -> None:
+    for name in (allocator.KEEP, allocator.GLIBC, allocator.SYSTEM):
+        assert allocator.describe(name) and allocator.describe(name) != name
+    assert allocator.policy() in (allocator.KEEP, allocator.GLIBC, allocator.SYSTEM)
+
+
+@glibc_only
+@pytest.mark.parametrize("choice", ["keep", "glibc"])
+def test_the_command_line_reports_the_policy_it_ran_with(tmp_path: Path, choice: str) -> None:
+    model = tmp_path / "tiny.py"
+    model.write_text("from torch import nn\nmodel = nn.Sequential(nn.Linear(8, 8), nn.ReLU())\n")
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxtui", f"{model}:model", "--input-shape", "2,8", "--runs", "3",
+         "--malloc", choice, "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    memory = next(line for line in proc.stdout.splitlines() if line.startswith("memory"))
+    assert memory.removeprefix("memory").strip() == allocator.describe(choice)
+    assert json.loads(out.read_text())["metadata"]["malloc"] == choice
