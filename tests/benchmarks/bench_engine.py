@@ -1,10 +1,12 @@
 """Engine benchmark: prints fidelity, overhead, stability, memory and start-up figures.
 
-    python tests/benchmarks/bench_engine.py            # everything (about 3 minutes on 2 cores)
+    python tests/benchmarks/bench_engine.py            # everything (about 15 minutes on 2 cores)
     python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, stability, memory, startup
 
 Every ratio is measured side by side in one process, runs interleaved, medians
-taken, because a shared machine drifts by 10-15% between sessions. The baseline
+taken, because a shared machine drifts by 10-15% between sessions. Stability is
+the exception: it compares independent sessions, so each runs in its own process
+(about 12 minutes for 36 sessions). The baseline
 is the approach of the FX profiling tutorial: an Interpreter whose run_node is
 wrapped with time.time(), everything else stock.
 """
@@ -123,29 +125,86 @@ while time.time() < end:
 """
 
 
-def stability(runs: int = 30) -> None:
-    print("== stability: two independent 30-run sessions on resnet18 5×3×224×224")
+def _one_session(threads: str, malloc: str, runs: int = 30) -> None:
+    """Child process: one 30-run session as `fxtui resnet18 --once` runs it; JSON on stdout."""
+    import json
+
+    if malloc == "keep":
+        from fxtui.engine.allocator import keep_freed_memory
+
+        keep_freed_memory()
+    if threads != "default":
+        torch.set_num_threads(int(threads))
+    s = session("resnet18", (5, 3, 224, 224))
+    s.warm_up(3)
+    for _ in range(runs):
+        s.step()
+    snap = s.snapshot()
+    names = [n.name for n in snap.graph.nodes if n.op not in ("placeholder", "output")]
+    print(
+        json.dumps(
+            {
+                "median": [snap.nodes[n].median_s for n in names],
+                "min": [snap.nodes[n].min_s for n in names],
+                "pct": [snap.nodes[n].pct for n in names],
+                "unsteady": sum(snap.nodes[n].unsteady for n in names),
+                "faults": snap.faults_per_run,
+                "threads": torch.get_num_threads(),
+                "names": names,
+            }
+        )
+    )
+
+
+def _session_in_child(threads: str, malloc: str) -> dict[str, Any]:
+    import json
+
+    out = subprocess.run(
+        [sys.executable, __file__, "_session", threads, malloc], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+STABILITY_SETTINGS = (("default", "keep"), ("default", "glibc"), ("1", "keep"))
+"""(threads, malloc): fxtui's defaults, glibc's own allocator policy, and one thread."""
+
+
+def stability(pairs: int = 3) -> None:
+    print(
+        "== stability: pairs of independent 30-run sessions (each its own process, as two `fxtui --once` calls)"
+        " on resnet18 5×3×224×224"
+    )
+    print(
+        "   Spearman over all nodes, of the medians (what the table ranks by) and of the fastest runs;"
+        " largest share difference; unsteady nodes and page faults per run in each session"
+    )
     for competing in (False, True):
         burner = None
         if competing:
-            burner = subprocess.Popen([sys.executable, "-c", _BURNER.format(seconds=120)])
-        results = []
-        for _ in range(2):
-            s = session("resnet18", (5, 3, 224, 224))
-            s.warm_up(3)
-            for _ in range(runs):
-                s.step()
-            results.append(s.snapshot())
-        if burner:
-            burner.terminate()
-            burner.wait()
-        a, b = results
-        names = [n.name for n in a.graph.nodes if n.op not in ("placeholder", "output")]
-        rho = _spearman([a.nodes[n].median_s for n in names], [b.nodes[n].median_s for n in names])
-        worst = max(names, key=lambda n: abs(a.nodes[n].pct - b.nodes[n].pct))
-        delta = abs(a.nodes[worst].pct - b.nodes[worst].pct)
+            burner = subprocess.Popen([sys.executable, "-c", _BURNER.format(seconds=3600)])
         label = "with a competing process (150 ms busy every 750 ms)" if competing else "quiet"
-        print(f"  {label:<52} Spearman {rho:.4f}   largest share difference {delta:.2f} pp ({worst})")
+        results: dict[tuple[str, str], list[str]] = {k: [] for k in STABILITY_SETTINGS}
+        try:
+            # Settings interleaved pair by pair, so a drift of the machine reaches each alike.
+            for _ in range(pairs):
+                for threads, malloc in STABILITY_SETTINGS:
+                    a, b = _session_in_child(threads, malloc), _session_in_child(threads, malloc)
+                    rho = _spearman(a["median"], b["median"])
+                    rho_min = _spearman(a["min"], b["min"])
+                    delta, worst = max((abs(x - y), n) for x, y, n in zip(a["pct"], b["pct"], a["names"], strict=True))
+                    results[threads, malloc].append(
+                        f"median {rho:.3f}  fastest {rho_min:.3f}  share {delta:.2f} pp ({worst})"
+                        f"  unsteady {a['unsteady']}/{b['unsteady']}  faults {a['faults']:.0f}/{b['faults']:.0f}"
+                    )
+        finally:
+            if burner:
+                burner.terminate()
+                burner.wait()
+        print(f"  {label}")
+        for (threads, malloc), lines in results.items():
+            print(f"    threads {threads}, --malloc {malloc}")
+            for line in lines:
+                print(f"      {line}")
 
 
 def _rss_mb() -> float:
@@ -187,6 +246,9 @@ def startup(reps: int = 5) -> None:
 PARTS = {"fidelity": fidelity, "stability": stability, "memory": memory, "startup": startup}
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["_session"]:
+        _one_session(*sys.argv[2:4])
+        sys.exit(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
     for part in sys.argv[1:] or list(PARTS):
         PARTS[part]()
