@@ -198,6 +198,16 @@ class Session:
 
     # -- results -----------------------------------------------------------------
 
+    def _findings(self) -> dict[str, Any]:
+        """What every snapshot carries besides the statistics: analysis results and memory facts."""
+        return {
+            "aten": dict(self.aten),
+            "hints": self.hints,
+            "what_if": self.what_if,
+            "faults_per_run": self.faults_per_run,
+            "malloc": allocator.policy(),
+        }
+
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
         """Freeze the current statistics."""
         summary = self.samples.summary()
@@ -208,11 +218,7 @@ class Session:
                 seq=seq,
                 error=self.last_error,
                 message=message,
-                aten=dict(self.aten),
-                hints=self.hints,
-                what_if=self.what_if,
-                faults_per_run=self.faults_per_run,
-                malloc=allocator.policy(),
+                **self._findings(),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
         names = self.interp.names
@@ -241,11 +247,7 @@ class Session:
             modules=module_stats(self.graph, nodes, run),
             error=self.last_error,
             message=message,
-            aten=dict(self.aten),
-            hints=self.hints,
-            what_if=self.what_if,
-            faults_per_run=self.faults_per_run,
-            malloc=allocator.policy(),
+            **self._findings(),
         )
 
 

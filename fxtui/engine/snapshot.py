@@ -41,8 +41,7 @@ NOISY_IQR_RATIO = 0.1
 #: overhead dominate). Measured on resnet18 5×3×224×224 with 2 threads on a 2-core
 #: machine: in each session six to nine batch-norm, add and downsample nodes took
 #: 2-7× their fastest run in nearly every run (bimodal, so their IQR stays small),
-#: and which nodes it hit changed from session to session. Their medians then rank
-#: differently between sessions while their minimums agree.
+#: and which nodes it hit changed from session to session, and with it their rank.
 UNSTEADY_RATIO = 2.0
 UNSTEADY_MIN_S = 20e-6
 
@@ -327,7 +326,7 @@ class Snapshot(RunFiguresMixin):
 
 
 def is_unsteady(median_s: float, min_s: float) -> bool:
-    """The :attr:`NodeStats.unsteady` test on two figures (also used for saved reports)."""
+    """The :attr:`NodeStats.unsteady` test on plain figures (the hints apply it too)."""
     return min_s > 0 and median_s >= UNSTEADY_RATIO * min_s and median_s - min_s >= UNSTEADY_MIN_S
 
 
