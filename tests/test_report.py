@@ -204,3 +204,13 @@ def test_the_table_marks_unsteady_and_noisy_nodes(report: Report) -> None:
     assert lines[second.name].rstrip().endswith("noisy, min 65.0 µs")
     assert all(lines[r.name].rstrip()[-1].isdigit() for r in rest)  # ends at the calls column
     assert json.loads(json.dumps(dataclasses.replace(report, rows=rows).to_dict()))["rows"][0]["unsteady"] is True
+
+
+def test_the_header_explains_a_negative_unattributed_remainder(report: Report) -> None:
+    import dataclasses
+
+    glue = dataclasses.replace(report, eager_median_s=report.attributed_s + 1e-3)
+    assert "unattributed 1.00 ms of the uninstrumented run is Python glue" in glue.header()
+    over = dataclasses.replace(report, eager_median_s=report.attributed_s - 371e-6)
+    line = next(line for line in over.header().splitlines() if line.startswith("unattributed"))
+    assert line.startswith("unattributed none: the node medians add up to 371 µs more")

@@ -246,8 +246,7 @@ class Report(RunFiguresMixin):
             f"{format_seconds(self.eager_median_s)} uninstrumented median",
             f"fidelity   {format_ratio(self.fidelity)} (Σ node medians ÷ uninstrumented)   "
             f"overhead {format_ratio(self.overhead)} (profiled ÷ uninstrumented)",
-            f"unattributed {format_seconds(self.unattributed_s)} of the uninstrumented run is Python glue "
-            f"between ops, not charged to any node",
+            _unattributed_line(self.unattributed_s),
         ]
         if self.peaks:
             lines.append(
@@ -513,6 +512,21 @@ def _speedup(base: float | None, other: float | None) -> str:
 
 def _opt(value: float | None, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
+
+
+def _unattributed_line(seconds: float | None) -> str:
+    """The header's line on what the node medians leave out of the uninstrumented run."""
+    if seconds is not None and seconds < 0:
+        # Medians of parts need not add up to the median of the whole; on a short or noisy
+        # session the nodes can account for slightly more than the run.
+        return (
+            f"unattributed none: the node medians add up to {format_seconds(-seconds)} more than the "
+            "uninstrumented median (medians of parts need not sum to the median of the whole)"
+        )
+    return (
+        f"unattributed {format_seconds(seconds)} of the uninstrumented run is Python glue "
+        "between ops, not charged to any node"
+    )
 
 
 def _marks(row: NodeRow) -> str:
