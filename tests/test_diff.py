@@ -57,3 +57,47 @@ def test_the_command_compares_two_files_and_rejects_foreign_ones(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not an fxtui report" in err
     assert main(["diff", str(a)]) == 2
+
+
+def with_spread(report: dict, **ranges: tuple[float, float]) -> dict:
+    """Give the named rows a fastest run and a p90, as a saved run has them."""
+    for row in report["rows"]:
+        if row["name"] in ranges:
+            row["min_s"], row["p90_s"] = ranges[row["name"]]
+    return report
+
+
+def test_a_change_within_either_runs_own_spread_is_marked() -> None:
+    # steady_1 moved 5%, inside its own fastest-to-p90 range; real_1 doubled, far outside both ranges;
+    # flip_1 ran near its fastest in one session and at 3× it for most of the other (an unsteady node).
+    before = with_spread(
+        saved({"steady_1": 1.00e-3, "real_1": 1e-3, "flip_1": 3.0e-4, "bare_1": 1e-3}, {}, 4e-3),
+        steady_1=(0.93e-3, 1.08e-3),
+        real_1=(0.95e-3, 1.05e-3),
+        flip_1=(1.0e-4, 3.2e-4),
+    )
+    after = with_spread(
+        saved({"steady_1": 1.05e-3, "real_1": 2e-3, "flip_1": 1.1e-4, "bare_1": 3e-3}, {}, 5e-3),
+        steady_1=(0.97e-3, 1.12e-3),
+        real_1=(1.9e-3, 2.1e-3),
+        flip_1=(1.0e-4, 1.3e-4),
+    )
+    d = diff_reports(before, after)
+    marked = {c.name: c.within_spread for c in d.nodes}
+    # bare_1 has no range (a file saved without min/p90): no evidence either way, no mark.
+    assert marked == {"steady_1": True, "real_1": False, "flip_1": True, "bare_1": False}
+    text = d.table()
+    row = {name: next(line for line in text.splitlines() if line.startswith(name)) for name in marked}
+    assert {name for name in marked if row[name].rstrip().endswith("~")} == {"steady_1", "flip_1"}
+    assert "~ 2 of 4 node changes lie within what either run measured" in text
+
+
+def test_no_mark_no_legend_and_settings_that_differ_are_named() -> None:
+    before, after = saved({"x_1": 1e-3}, {}, 1e-3), saved({"x_1": 2e-3}, {}, 2e-3)
+    same = diff_reports(before, after)
+    assert same.differences == [] and "settings" not in same.table() and "~" not in same.table()
+    after["metadata"]["threads"] = 2
+    after["metadata"]["inputs"] = ["2×4"]
+    d = diff_reports(before, after)
+    assert d.differences == ["inputs 1×4 → 2×4", "threads 1 → 2"]
+    assert "settings   differ: inputs 1×4 → 2×4; threads 1 → 2" in d.table()

@@ -15,6 +15,11 @@ import tabulate
 from fxtui.engine.report import load_json
 from fxtui.engine.units import format_seconds
 
+SPREAD_MARK = "~"
+"""Marks a node change that lies within either run's own spread."""
+#: Settings that change what a node costs; a difference is named above the tables.
+_SETTINGS = ("model", "inputs", "dtype", "threads", "malloc")
+
 
 @dataclass(frozen=True)
 class Change:
@@ -24,6 +29,9 @@ class Change:
     module_path: str
     before_s: float
     after_s: float
+    within_spread: bool = False
+    """Either run itself measured this node as slow as the other's median (anywhere from its
+    fastest run to its p90): the machine may account for the change, not the model."""
 
     @property
     def delta_s(self) -> float:
@@ -51,6 +59,21 @@ class RunDiff:
     only_after: list[str]
 
     @property
+    def differences(self) -> list[str]:
+        """How the two runs' settings differ (``threads 2 → 1``); empty when they match."""
+        out = []
+        for key in _SETTINGS:
+            b, a = self.before.get(key), self.after.get(key)
+            if b is not None and a is not None and b != a:
+                out.append(f"{key} {_setting_text(b)} → {_setting_text(a)}")
+        return out
+
+    @property
+    def within_spread(self) -> list[Change]:
+        """Node changes that either run's own spread covers (see :attr:`Change.within_spread`)."""
+        return [c for c in self.nodes if c.within_spread]
+
+    @property
     def run(self) -> Change:
         """The profiled-run medians."""
         return Change("run", "", self.before.get("run_median_s") or 0.0, self.after.get("run_median_s") or 0.0)
@@ -67,18 +90,22 @@ class RunDiff:
             f"after      {_describe(self.after)}",
             f"run        {_change_text(self.run)} (profiled median)",
             f"uninstr.   {_change_text(self.eager)} (uninstrumented median)",
-            "",
         ]
+        if self.differences:
+            lines.append(f"settings   differ: {'; '.join(self.differences)}")
+        lines.append("")
         rows = self.nodes[:top] if top else self.nodes
         lines.append(
             tabulate.tabulate(
-                [_row(c, c.name) for c in rows],
-                headers=["node", "module path", "before", "after", "Δ", "Δ%"],
+                [[*_row(c, c.name), SPREAD_MARK if c.within_spread else ""] for c in rows],
+                headers=["node", "module path", "before", "after", "Δ", "Δ%", ""],
                 disable_numparse=True,
             )
         )
         if top and len(self.nodes) > top:
             lines.append(f"… {len(self.nodes) - top} more nodes (--top 0 shows all)")
+        if self.within_spread:
+            lines.append(spread_legend(self))
         if self.only_before:
             lines.append(f"\nonly in before ({len(self.only_before)}): " + ", ".join(self.only_before))
         if self.only_after:
@@ -96,6 +123,14 @@ class RunDiff:
         return "\n".join(lines)
 
 
+def spread_legend(diff: RunDiff) -> str:
+    """The line that explains the ``~`` mark, with how many node changes carry it."""
+    return (
+        f"{SPREAD_MARK} {len(diff.within_spread)} of {len(diff.nodes)} node changes lie within what either run"
+        " measured for that node alone (fastest run to p90): the machine may account for them"
+    )
+
+
 def diff_files(before: str | os.PathLike[str], after: str | os.PathLike[str]) -> RunDiff:
     """Load and compare two saved runs; FxtuiError when either is not an fxtui report."""
     return diff_reports(load_json(before), load_json(after))
@@ -106,7 +141,13 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> RunDiff:
     b_rows = {r["name"]: r for r in before["rows"]}
     a_rows = {r["name"]: r for r in after["rows"]}
     nodes = [
-        Change(name, a_rows[name]["module_path"], float(b_rows[name]["median_s"]), float(a_rows[name]["median_s"]))
+        Change(
+            name,
+            a_rows[name]["module_path"],
+            float(b_rows[name]["median_s"]),
+            float(a_rows[name]["median_s"]),
+            _within_spread(b_rows[name], a_rows[name]),
+        )
         for name in b_rows
         if name in a_rows
     ]
@@ -126,6 +167,26 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> RunDiff:
         only_before=[n for n in b_rows if n not in a_rows],
         only_after=[n for n in a_rows if n not in b_rows],
     )
+
+
+def _within_spread(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Does either run's own range for the node (fastest run to p90) reach the other's median?
+
+    Medians of independent sessions differ by more than one session's runs do: the machine
+    drifts, and a node can take twice its fastest run for a whole session (``unsteady``).
+    A change that one run's own samples already span is not evidence about the model.
+    Runs saved without these fields (older files) give no range, and no mark.
+    """
+
+    def covers(row: dict[str, Any], value: Any) -> bool:
+        low, high = row.get("min_s"), row.get("p90_s")
+        return isinstance(low, (int, float)) and isinstance(high, (int, float)) and low <= float(value) <= high
+
+    return covers(before, after["median_s"]) or covers(after, before["median_s"])
+
+
+def _setting_text(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _describe(meta: dict[str, Any]) -> str:

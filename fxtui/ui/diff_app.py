@@ -1,8 +1,9 @@
 """``fxtui diff before.json after.json`` on a terminal: what changed between two saved runs.
 
 Totals on top (both runs described, the profiled and uninstrumented medians before →
-after), then three tables on tabs: nodes by absolute change, modules, and nodes found
-in one run only (what a fusion removed or added). Everything comes from
+after, settings that differ, what the ``~`` mark means), then three tables on tabs:
+nodes by absolute change, modules, and nodes found in one run only (what a fusion
+removed or added). Everything comes from
 :class:`~fxtui.engine.diff.RunDiff`, which needs neither torch nor the model.
 """
 
@@ -18,7 +19,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from fxtui.engine.diff import Change, RunDiff
+from fxtui.engine.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.engine.units import format_seconds
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.widgets.footer import Footer
@@ -90,6 +91,11 @@ def totals_text(diff: RunDiff) -> Text:
         text.append(f"{label:<9}", style="bold")
         text.append_text(change_text(change))
         text.append(f"  ({what} median)" + ("\n" if label == "run" else ""))
+    if diff.differences:
+        text.append("\nsettings differ: ", style="bold")
+        text.append("; ".join(diff.differences))
+    if diff.within_spread:
+        text.append("\n" + spread_legend(diff), style="dim")
     return text
 
 
@@ -153,6 +159,7 @@ class DiffApp(App[None]):
             ("after", "after"),
             ("Δ", "delta"),
             ("Δ%", "pct"),
+            (SPREAD_MARK, "spread"),
         ):
             nodes.add_column(self._header(label, key), key=key)
         modules = self.query_one("#diff-modules", DataTable)
@@ -186,7 +193,10 @@ class DiffApp(App[None]):
         rows = sorted_changes(self.diff.nodes, self.sort_key, self.sort_descending)
         self._refill(
             self.query_one("#diff-nodes", DataTable),
-            [(c.name, (c.name, c.module_path or "(root)", *self._numbers(c))) for c in rows],
+            [
+                (c.name, (c.name, c.module_path or "(root)", *self._numbers(c), SPREAD_MARK if c.within_spread else ""))
+                for c in rows
+            ],
         )
         modules = sorted_changes([m for m in self.diff.modules if m.name], self.sort_key, self.sort_descending)
         module_rows = [(m.name, (m.name, *self._numbers(m))) for m in modules]
@@ -195,7 +205,7 @@ class DiffApp(App[None]):
     @staticmethod
     def _header(label: str, key: str) -> Text:
         # Number columns are right-aligned; so are their headers.
-        return Text(label, justify="left" if key in ("name", "module") else "right")
+        return Text(label, justify="left" if key in ("name", "module", "spread") else "right")
 
     @staticmethod
     def _numbers(change: Change) -> tuple[Text, Text, Text, Text]:

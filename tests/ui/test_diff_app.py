@@ -114,3 +114,19 @@ async def test_survives_a_small_terminal(diff: RunDiff) -> None:
         await pilot.resize_terminal(120, 36)
         await pilot.pause()
         assert app.query_one("#diff-nodes", DataTable).size.height > 10
+
+
+async def test_changes_within_either_runs_spread_carry_a_mark_explained_on_top(diff: RunDiff) -> None:
+    app = DiffApp(diff)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one("#diff-nodes", DataTable)
+        # conv1 did not change: inside its own spread. layer1_0_conv1 took 1.5×: outside both runs' ranges.
+        assert str(table.get_row("conv1")[-1]) == "~"
+        assert str(table.get_row("layer1_0_conv1")[-1]) == ""
+        assert str(table.get_row("layer4_0_conv1")[-1]) == ""
+        totals = str(app.query_one("#diff-totals", Static).render())
+        marked = len(diff.within_spread)
+        assert 0 < marked < len(diff.nodes)
+        assert f"~ {marked} of {len(diff.nodes)} node changes lie within" in totals
+        assert "settings differ" not in totals
