@@ -149,6 +149,7 @@ def _one_session(threads: str, malloc: str, runs: int = 30) -> None:
                 "pct": [snap.nodes[n].pct for n in names],
                 "unsteady": sum(snap.nodes[n].unsteady for n in names),
                 "faults": snap.faults_per_run,
+                "eager": snap.eager_median_s,
                 "threads": torch.get_num_threads(),
                 "names": names,
             }
@@ -176,35 +177,44 @@ def stability(pairs: int = 3) -> None:
     )
     print(
         "   Spearman over all nodes, of the medians (what the table ranks by) and of the fastest runs;"
-        " largest share difference; unsteady nodes and page faults per run in each session"
+        " largest share difference; each session's uninstrumented median, unsteady nodes and page faults per run"
     )
-    for competing in (False, True):
-        burner = None
-        if competing:
-            burner = subprocess.Popen([sys.executable, "-c", _BURNER.format(seconds=3600)])
-        label = "with a competing process (150 ms busy every 750 ms)" if competing else "quiet"
-        results: dict[tuple[str, str], list[str]] = {k: [] for k in STABILITY_SETTINGS}
-        try:
-            # Settings interleaved pair by pair, so a drift of the machine reaches each alike.
-            for _ in range(pairs):
+    modes = ("quiet", "with a competing process (150 ms busy every 750 ms)")
+    results: dict[tuple[str, tuple[str, str]], list[str]] = {
+        (mode, setting): [] for mode in modes for setting in STABILITY_SETTINGS
+    }
+    # Quiet and competing pairs, and the settings within them, are interleaved pair by pair:
+    # the machine drifts over minutes, and a drift must reach every column alike.
+    for _ in range(pairs):
+        for mode in modes:
+            burner = None
+            if mode != "quiet":
+                burner = subprocess.Popen([sys.executable, "-c", _BURNER.format(seconds=3600)])
+            try:
                 for threads, malloc in STABILITY_SETTINGS:
                     a, b = _session_in_child(threads, malloc), _session_in_child(threads, malloc)
-                    rho = _spearman(a["median"], b["median"])
-                    rho_min = _spearman(a["min"], b["min"])
-                    delta, worst = max((abs(x - y), n) for x, y, n in zip(a["pct"], b["pct"], a["names"], strict=True))
-                    results[threads, malloc].append(
-                        f"median {rho:.3f}  fastest {rho_min:.3f}  share {delta:.2f} pp ({worst})"
-                        f"  unsteady {a['unsteady']}/{b['unsteady']}  faults {a['faults']:.0f}/{b['faults']:.0f}"
-                    )
-        finally:
-            if burner:
-                burner.terminate()
-                burner.wait()
-        print(f"  {label}")
-        for (threads, malloc), lines in results.items():
+                    results[mode, (threads, malloc)].append(_pair_line(a, b))
+            finally:
+                if burner:
+                    burner.terminate()
+                    burner.wait()
+    for mode in modes:
+        print(f"  {mode}")
+        for threads, malloc in STABILITY_SETTINGS:
             print(f"    threads {threads}, --malloc {malloc}")
-            for line in lines:
+            for line in results[mode, (threads, malloc)]:
                 print(f"      {line}")
+
+
+def _pair_line(a: dict[str, Any], b: dict[str, Any]) -> str:
+    rho = _spearman(a["median"], b["median"])
+    rho_min = _spearman(a["min"], b["min"])
+    delta, worst = max((abs(x - y), n) for x, y, n in zip(a["pct"], b["pct"], a["names"], strict=True))
+    return (
+        f"median {rho:.3f}  fastest {rho_min:.3f}  share {delta:.2f} pp ({worst})"
+        f"  uninstrumented {a['eager'] * 1e3:.1f}/{b['eager'] * 1e3:.1f} ms"
+        f"  unsteady {a['unsteady']}/{b['unsteady']}  faults {a['faults']:.0f}/{b['faults']:.0f}"
+    )
 
 
 def _rss_mb() -> float:
