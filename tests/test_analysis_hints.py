@@ -173,6 +173,19 @@ def test_channels_last_silent_for_nhwc_inputs_or_light_convs() -> None:
     assert "channels-last" not in _rules(suggest(gm, light, 1e-3, inputs=(torch.randn(1, 3, 16, 16),)))
 
 
+def test_channels_last_counts_pooling_with_the_convolutions() -> None:
+    # Convolutions alone are 20% of the run, under the threshold; with the max pool they are 60%.
+    gm = torch.fx.symbolic_trace(
+        nn.Sequential(nn.Conv2d(3, 8, 3), nn.MaxPool2d(3, 2, 1), nn.ReLU(), nn.Conv2d(8, 8, 3)).eval()
+    )
+    medians = {"_0": 100e-6, "_1": 400e-6, "_2": 50e-6, "_3": 100e-6}
+    x = torch.randn(1, 3, 16, 16)
+    (hint,) = [h for h in suggest(gm, medians, 1e-3, inputs=(x,)) if h.rule == "channels-last"]
+    assert hint.nodes[0] == "_1" and set(hint.nodes) == {"_0", "_1", "_3"}
+    assert "convolutions and pooling take 60%" in hint.title
+    assert "2 Conv2d nodes and 1 pooling node" in hint.evidence and "NHWC kernels" in hint.evidence
+
+
 # -- all together ------------------------------------------------------------------
 
 
