@@ -53,6 +53,8 @@ SORTS: tuple[SortKey, ...] = (
     SortKey("name", "name", lambda c: c.name),
 )
 SORT_BY_KEY = {s.key: s for s in SORTS}
+#: The number columns both the node and the module table end with: (header, column key).
+NUMBER_COLUMNS = (("before", "before"), ("after", "after"), ("Δ", "delta"), ("Δ%", "pct"))
 #: Which sort a click on a column header asks for.
 HEADER_SORT = {"name": "name", "module": "name", "before": "before", "after": "after", "delta": "abs", "pct": "pct"}
 
@@ -152,24 +154,10 @@ class DiffApp(App[None]):
 
     def on_mount(self) -> None:
         nodes = self.query_one("#diff-nodes", DataTable)
-        for label, key in (
-            ("node", "name"),
-            ("module path", "module"),
-            ("before", "before"),
-            ("after", "after"),
-            ("Δ", "delta"),
-            ("Δ%", "pct"),
-            (SPREAD_MARK, "spread"),
-        ):
+        for label, key in (("node", "name"), ("module path", "module"), *NUMBER_COLUMNS, (SPREAD_MARK, "spread")):
             nodes.add_column(self._header(label, key), key=key)
         modules = self.query_one("#diff-modules", DataTable)
-        for label, key in (
-            ("module path", "name"),
-            ("before", "before"),
-            ("after", "after"),
-            ("Δ", "delta"),
-            ("Δ%", "pct"),
-        ):
+        for label, key in (("module path", "name"), *NUMBER_COLUMNS):
             modules.add_column(self._header(label, key), key=key)
         only = self.query_one("#diff-only", DataTable)
         only.add_column("node", key="name")

@@ -17,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-from textual import events
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui import PaintMeter, ms, p95
@@ -71,15 +69,9 @@ async def bench(model: str, shape: tuple[int, ...]) -> None:
                 ("h/backspace", "h" if i % 2 == 0 else "backspace", None),
             ):
                 await asyncio.sleep(0.05)
-                meter.marks.clear()
-                t0 = time.perf_counter()
-                app.post_message(events.Key(key, char or ("h" if key == "h" else None)))
-                while not meter.marks and time.perf_counter() - t0 < 2:
-                    await asyncio.sleep(0.001)
-                if not meter.marks:
-                    continue
-                _start, end, _cpu = await meter.paint_after(meter.marks[-1])
-                latencies[label].append(end - t0)
+                latency = await meter.press(app, key, char or ("h" if key == "h" else None))
+                if latency is not None:
+                    latencies[label].append(latency)
         runs = main.snapshot.runs if main.snapshot else 0
         print(f"  key press → effect painted, {PRESSES} presses per key, {runs} runs done meanwhile:")
         everything = [v for values in latencies.values() for v in values]

@@ -100,6 +100,18 @@ class PaintMeter:
             await asyncio.sleep(0.001)
         raise TimeoutError("no repaint")
 
+    async def press(self, app: FxtuiApp, key: str, char: str | None) -> float | None:
+        """Post a key and return the seconds until the repaint after its handler; None if nothing handled it."""
+        self.marks.clear()
+        t0 = time.perf_counter()
+        app.post_message(events.Key(key, char))
+        while not self.marks and time.perf_counter() - t0 < 2:
+            await asyncio.sleep(0.001)
+        if not self.marks:
+            return None
+        _start, end, _cpu = await self.paint_after(self.marks[-1])
+        return end - t0
+
 
 async def refreshes(
     app: FxtuiApp, meter: PaintMeter, snapshots: Callable[[int], Snapshot]
@@ -185,15 +197,9 @@ async def bench(n_nodes: int) -> None:
                 for label in ("down", "n", "h" if i % 2 == 0 else "backspace"):
                     key, char = keys[label]
                     await asyncio.sleep(0.03)
-                    meter.marks.clear()
-                    t0 = time.perf_counter()
-                    app.post_message(events.Key(key, char))
-                    while not meter.marks and time.perf_counter() - t0 < 2:
-                        await asyncio.sleep(0.001)
-                    if not meter.marks:
-                        continue
-                    _start, end, _cpu = await meter.paint_after(meter.marks[-1])
-                    latencies[label].append(end - t0)
+                    latency = await meter.press(app, key, char)
+                    if latency is not None:
+                        latencies[label].append(latency)
         finally:
             stop.set()
             thread.join()
