@@ -32,10 +32,16 @@ def profile(
     warmup: int = 3,
     threads: int | None = None,
     name: str | None = None,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    capture: str = "auto",
 ) -> Report:
-    """Trace ``model`` with torch.fx and time every node over ``runs`` runs after ``warmup``.
+    """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
-    ``example_input`` is a tensor or a tuple of positional inputs. Each profiled run
+    ``example_input`` is a tensor or a tuple of positional inputs; ``kwargs`` are keyword
+    inputs (``input_ids=…`` for a transformers model). ``capture`` is ``"auto"`` (torch.fx
+    symbolic tracing, and TorchDynamo when the model cannot be traced), ``"fx"`` or
+    ``"dynamo"``; ``report.capture`` says which ran. Each profiled run
     is interleaved with an uninstrumented run of the same graph, so the report's
     ``fidelity`` and ``overhead`` say how far the per-node figures can be trusted.
     Submodules whose code cannot be traced are kept whole (``report.leaf_modules``).
@@ -49,7 +55,7 @@ def profile(
     from fxtui.engine.session import thread_limit
 
     with thread_limit(threads):
-        session = session_for_module(loaded_from_module(model, example_input, name))
+        session = session_for_module(loaded_from_module(model, example_input, name, kwargs), capture_mode=capture)
         run_profile(session, runs, warmup)
         return make_report(session)
 

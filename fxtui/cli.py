@@ -24,8 +24,10 @@ EXIT_INTERNAL = 1
 
 _EPILOG = """\
 TARGET is a torchvision model name (resnet18, mobilenet_v3_small, …), or
-package.module:attr, or path/to/file.py:attr, where attr is an nn.Module class,
-an instance, or a factory returning a module or (module, example_inputs).
+hf:MODEL_TYPE (hf:bert, hf:gpt2, hf:vit: a transformers model from its default
+configuration, random weights), or package.module:attr, or path/to/file.py:attr,
+where attr is an nn.Module class, an instance, or a factory returning a module,
+(module, args) or (module, args, kwargs).
 A file.py TARGET is executed as Python code: only name files you trust.
 
 On a terminal fxtui opens the live app; with --once, or when stdout is not a
@@ -106,6 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--dtype", help="input and parameter dtype: float32 (default), float64, bfloat16, float16")
     g.add_argument("--submodule", metavar="PATH", help="profile only this submodule, e.g. backbone")
+    g.add_argument(
+        "--capture",
+        choices=("auto", "fx", "dynamo"),
+        default="auto",
+        help="how the model becomes graphs: fx (torch.fx symbolic tracing), dynamo (TorchDynamo, "
+        "for models fx cannot trace), auto: fx, then dynamo when the model cannot be traced (default)",
+    )
+    g.add_argument(
+        "--hf-config",
+        metavar="KEY=VALUE,…",
+        help="for hf: targets, change configuration values first, e.g. num_hidden_layers=2",
+    )
     g.add_argument(
         "--threads",
         type=_thread_list,
@@ -221,8 +235,17 @@ def _filter_spec(args: argparse.Namespace) -> FilterSpec:
 
 
 def _target(args: argparse.Namespace) -> Target:
+    from fxtui.engine.target import parse_hf_config
+
     shapes = tuple(args.input_shape) if args.input_shape else None
-    return Target(args.target, input_shapes=shapes, dtype=args.dtype, submodule=args.submodule)
+    return Target(
+        args.target,
+        input_shapes=shapes,
+        dtype=args.dtype,
+        submodule=args.submodule,
+        capture=args.capture,
+        hf_config=parse_hf_config(args.hf_config) if args.hf_config else (),
+    )
 
 
 def _headless(args: argparse.Namespace) -> int:

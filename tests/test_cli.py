@@ -85,7 +85,7 @@ def test_a_file_factory_profiles_and_prints_a_table(capsys: pytest.CaptureFixtur
         (["{file}:nothing_here"], ["nothing_here"]),
         (["{file}:broken"], ["broken", "no such checkpoint"]),
         (["{file}:make", "--input-shape", "2,9"], ["fc"]),
-        (["{file}:branchy"], ["--submodule"]),
+        (["{file}:branchy", "--capture", "fx"], ["--submodule"]),
         (["{file}:make", "--threads", "0"], ["--threads"]),
         (["{file}:make", "--json", "/nonexistent-dir/x.json"], ["/nonexistent-dir"]),
         (["{file}:make", "--sort", "speed"], ["speed"]),

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from fxtui.engine.errors import FxtuiError
-from fxtui.engine.loading import load_target
 from fxtui.engine.target import parse_shape
+from fxtui.engine.targets import load_target
 
 MODEL_SOURCE = """
 import torch
@@ -102,10 +102,10 @@ def test_torchvision_classifier_defaults() -> None:
     assert loaded.name == "resnet18"
     assert not loaded.module.training
     assert loaded.input_desc == ("1×3×224×224",)
-    assert loaded.inputs[0].shape == (1, 3, 224, 224)
+    assert loaded.inputs.args[0].shape == (1, 3, 224, 224)
     assert loaded.dtype == "float32"
     assert loaded.kind == "classification"
-    assert loaded.module(*loaded.inputs).shape == (1, 1000)
+    assert loaded.module(*loaded.inputs.args).shape == (1, 1000)
 
 
 def test_classifier_input_size_comes_from_its_weights() -> None:
@@ -115,7 +115,7 @@ def test_classifier_input_size_comes_from_its_weights() -> None:
 
 def test_random_weights_are_reproducible() -> None:
     a, b = load_target("squeezenet1_1"), load_target("squeezenet1_1")
-    torch.testing.assert_close(a.inputs, b.inputs)
+    torch.testing.assert_close(a.inputs.args, b.inputs.args)
     for pa, pb in zip(a.module.parameters(), b.module.parameters(), strict=True):
         assert torch.equal(pa, pb)
 
@@ -123,8 +123,8 @@ def test_random_weights_are_reproducible() -> None:
 def test_video_and_optical_flow_defaults() -> None:
     assert load_target("r3d_18").input_desc == ("1×3×16×112×112",)
     flow = load_target("raft_small")
-    assert len(flow.inputs) == 2
-    for image in flow.inputs:
+    assert len(flow.inputs.args) == 2
+    for image in flow.inputs.args:
         assert image.shape[:2] == (1, 3)
         assert image.shape[2] % 8 == 0 and image.shape[3] % 8 == 0
 
@@ -139,9 +139,9 @@ def test_detection_builds_without_network(no_network: Path) -> None:
     loaded = load_target("fasterrcnn_mobilenet_v3_large_320_fpn")
     assert loaded.kind == "detection"
     assert loaded.input_desc == ("list[3×320×320]",)
-    assert isinstance(loaded.inputs[0], list)
+    assert isinstance(loaded.inputs.args[0], list)
     with torch.inference_mode():
-        (detections,) = loaded.module(*loaded.inputs)
+        (detections,) = loaded.module(*loaded.inputs.args)
     assert "boxes" in detections
     assert not no_network.exists()
 
@@ -156,9 +156,9 @@ def test_input_shape_and_dtype_override() -> None:
     loaded = load_target("resnet18", input_shapes=[(2, 3, 64, 64)], dtype="float64")
     assert loaded.input_desc == ("2×3×64×64",)
     assert loaded.dtype == "float64"
-    assert loaded.inputs[0].dtype == torch.float64
+    assert loaded.inputs.args[0].dtype == torch.float64
     assert all(p.dtype == torch.float64 for p in loaded.module.parameters())
-    assert loaded.module(*loaded.inputs).shape == (2, 1000)
+    assert loaded.module(*loaded.inputs.args).shape == (2, 1000)
 
 
 def test_detection_input_shapes_are_images() -> None:
@@ -176,7 +176,7 @@ def test_package_target_forms_need_shapes(model_package: str, attr: str) -> None
     loaded = load_target(f"{model_package}:{attr}", input_shapes=[(4, 8)])
     assert loaded.name == f"zoo.nets:{attr}"
     assert loaded.input_desc == ("4×8",)
-    assert loaded.module(*loaded.inputs).shape == (4, 2)
+    assert loaded.module(*loaded.inputs.args).shape == (4, 2)
 
 
 @pytest.mark.parametrize("attr", ["Net", "net", "make"])
@@ -185,7 +185,7 @@ def test_file_target_forms(model_file: Path, attr: str) -> None:
     assert loaded.name == f"model.py:{attr}"
     assert type(loaded.module).__name__ == "Net"
     assert not loaded.module.training
-    assert loaded.module(*loaded.inputs).shape == (3, 2)
+    assert loaded.module(*loaded.inputs.args).shape == (3, 2)
 
 
 def test_factory_example_inputs(model_file: Path) -> None:
@@ -194,7 +194,7 @@ def test_factory_example_inputs(model_file: Path) -> None:
     two = load_target(f"{model_file}:make_with_two_inputs")
     assert two.input_desc == ("4×8", "4×8")
     converted = load_target(f"{model_file}:make_with_inputs", dtype="bfloat16")
-    assert converted.inputs[0].dtype == torch.bfloat16
+    assert converted.inputs.args[0].dtype == torch.bfloat16
     assert converted.module.get_parameter("head.weight").dtype == torch.bfloat16
 
 
@@ -223,23 +223,23 @@ def test_submodule_inputs_are_captured_from_a_full_run(model_file: Path) -> None
     # What Net.forward passes to head: stem's output times two.
     parent = load_target(f"{model_file}:make_with_inputs")
     with torch.no_grad():
-        expected = parent.module.get_submodule("stem")(parent.inputs[0]) * 2
-    torch.testing.assert_close(loaded.inputs[0], expected)
+        expected = parent.module.get_submodule("stem")(parent.inputs.args[0]) * 2
+    torch.testing.assert_close(loaded.inputs.args[0], expected)
     # Usable outside inference mode too (a run that records autograd would reject inference tensors).
-    assert loaded.module(*loaded.inputs).shape == (4, 2)
+    assert loaded.module(*loaded.inputs.args).shape == (4, 2)
 
 
 def test_detection_backbone_submodule(no_network: Path) -> None:
     loaded = load_target("fasterrcnn_mobilenet_v3_large_320_fpn", submodule="backbone")
     assert loaded.name == "fasterrcnn_mobilenet_v3_large_320_fpn.backbone"
-    assert len(loaded.inputs) == 1
-    assert loaded.inputs[0].dim() == 4 and loaded.inputs[0].shape[:2] == (1, 3)
+    assert len(loaded.inputs.args) == 1
+    assert loaded.inputs.args[0].dim() == 4 and loaded.inputs.args[0].shape[:2] == (1, 3)
 
 
 def test_submodule_with_given_shapes() -> None:
     loaded = load_target("resnet18", submodule="layer2.0", input_shapes=[(1, 64, 8, 8)])
     assert loaded.name == "resnet18.layer2.0"
-    assert loaded.module(*loaded.inputs).shape == (1, 128, 4, 4)
+    assert loaded.module(*loaded.inputs.args).shape == (1, 128, 4, 4)
 
 
 def test_unknown_submodule_lists_children() -> None:
@@ -324,12 +324,12 @@ def test_input_shapes_keep_the_kind_of_a_factorys_example_inputs(tmp_path: Path)
         "    return Masked(), (torch.tensor([[3, 6]]), torch.tensor([[True, False]]), torch.zeros(1, 2))\n"
     )
     loaded = load_target(f"{path}:make", input_shapes=[(4, 50), (4, 50), (4, 50)], dtype="float64")
-    ids, mask, x = loaded.inputs
+    ids, mask, x = loaded.inputs.args
     # Token ids stay integers within the example's range, a mask stays boolean, floats take --dtype.
     assert ids.dtype == torch.int64 and int(ids.min()) >= 3 and int(ids.max()) <= 6
     assert len(ids.unique()) > 1
     assert mask.dtype == torch.bool and x.dtype == torch.float64
-    assert loaded.module(*loaded.inputs).shape == (4, 50, 4)
+    assert loaded.module(*loaded.inputs.args).shape == (4, 50, 4)
 
 
 def test_a_model_keeps_its_own_dtype_without_dtype_option(tmp_path: Path) -> None:
@@ -337,6 +337,6 @@ def test_a_model_keeps_its_own_dtype_without_dtype_option(tmp_path: Path) -> Non
     path.write_text("import torch\nfrom torch import nn\n\ndef make():\n    return nn.Linear(4, 2).to(torch.float64)\n")
     loaded = load_target(f"{path}:make", input_shapes=[(3, 4)])
     assert loaded.dtype == "float64"
-    assert loaded.module.weight.dtype == torch.float64 and loaded.inputs[0].dtype == torch.float64
+    assert loaded.module.weight.dtype == torch.float64 and loaded.inputs.args[0].dtype == torch.float64
     converted = load_target(f"{path}:make", input_shapes=[(3, 4)], dtype="float32")
     assert converted.module.weight.dtype == torch.float32 and converted.dtype == "float32"

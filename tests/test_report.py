@@ -43,7 +43,7 @@ class Net(nn.Module):
 
 @pytest.fixture(scope="module")
 def report() -> Report:
-    from fxtui.engine.tracing import trace_model
+    from fxtui.engine.capture.fx import trace_model
 
     traced = trace_model(Net().eval())
     session = Session(

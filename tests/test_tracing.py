@@ -10,9 +10,9 @@ import torch
 import torchvision
 from torch import nn
 
+from fxtui.engine.capture.fx import trace_model
 from fxtui.engine.errors import FxtuiError
-from fxtui.engine.loading import load_target
-from fxtui.engine.tracing import trace_model
+from fxtui.engine.targets import load_target
 
 
 class Branchy(nn.Module):
@@ -157,7 +157,7 @@ def test_tracing_a_small_model_does_not_pull_in_the_compiler_stack() -> None:
     # about 100 MB before the first node, for every model loaded from a file.
     code = (
         "import sys, torch\n"
-        "from fxtui.engine.tracing import trace_model\n"
+        "from fxtui.engine.capture.fx import trace_model\n"
         "trace_model(torch.nn.Sequential(torch.nn.Linear(2, 2)))\n"
         "print(sorted(m for m in ('torch._dynamo', 'torch._inductor', 'sympy') if m in sys.modules))\n"
     )
@@ -198,4 +198,4 @@ def test_detection_model_points_at_its_backbone() -> None:
     backbone = load_target("ssdlite320_mobilenet_v3_large", submodule="backbone")
     traced = trace_model(backbone.module, name=backbone.name)
     with torch.inference_mode():
-        traced.gm(*backbone.inputs)
+        traced.gm(*backbone.inputs.args)

@@ -2,7 +2,7 @@
 
 The whole zoo is swept by ``tests/benchmarks/sweep_zoo.py``; this is the subset
 that keeps each code path honest (classification, segmentation, video, quantizable,
-detection and optical flow pointing at their traceable part), plus a hand-written
+detection and optical flow whole through TorchDynamo and in part through torch.fx), plus a hand-written
 model whose blocks branch on tensor values, as models from other libraries do.
 """
 
@@ -54,21 +54,27 @@ def test_each_kind_of_model_profiles_node_by_node(
 
 
 @pytest.mark.parametrize(
-    ("model", "submodule", "expected_input"),
+    ("model", "submodule", "expected_input", "graphs"),
     [
-        ("fasterrcnn_mobilenet_v3_large_320_fpn", "backbone", "1×3×320×320"),
-        ("raft_small", "feature_encoder", "2×3×128×128"),
+        ("fasterrcnn_mobilenet_v3_large_320_fpn", "backbone", "1×3×320×320", 2),
+        ("raft_small", "feature_encoder", "2×3×128×128", 1),
     ],
     ids=["detection", "optical_flow"],
 )
-def test_untraceable_model_points_at_the_part_that_works(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, submodule: str, expected_input: str
+def test_untraceable_model_profiles_whole_with_dynamo_and_its_part_with_fx(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, submodule: str, expected_input: str, graphs: int
 ) -> None:
-    code, out, err = run_cli(capsys, model)
+    out, data = profiled_nodes(tmp_path, capsys, model)
+    meta = data["metadata"]
+    assert meta["capture"] == "dynamo" and "symbolic_trace" in meta["capture_reason"]
+    assert meta["graphs"] >= graphs and len(meta["graph_breaks"]) >= graphs - 1
+    assert len(data["rows"]) > 500  # the whole model, not one part
+
+    # torch.fx alone still says why it stops and which part it can trace.
+    code, out, err = run_cli(capsys, model, "--capture", "fx")
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
-    # Why (the line torch.fx stopped at) and what to try.
     assert "cannot be traced" in lines[0] and ".py:" in lines[0]
     assert lines[0].endswith(f"--submodule {submodule}")
 
@@ -76,6 +82,7 @@ def test_untraceable_model_points_at_the_part_that_works(
     # The submodule's inputs were captured from a run of the whole model on its default input.
     assert out.startswith(f"model      {model}.{submodule}   inputs {expected_input}")
     assert data["metadata"]["model"] == f"{model}.{submodule}"
+    assert data["metadata"]["capture"] == "fx"
     assert len(data["rows"]) > 20
 
 

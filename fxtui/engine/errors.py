@@ -17,3 +17,11 @@ class NodeError(FxtuiError):
     def __init__(self, node: str, message: str) -> None:
         super().__init__(message)
         self.node = node
+
+
+def exception_text(e: BaseException) -> str:
+    """``ValueError: message`` on one line."""
+    message = " ".join(str(e).split())
+    if len(message) > 200:
+        message = message[:199] + "…"
+    return f"{type(e).__name__}: {message}" if message else type(e).__name__

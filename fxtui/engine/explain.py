@@ -14,26 +14,24 @@ from collections.abc import Collection
 
 import torch
 
-from fxtui.engine.analysis.aten import aten_breakdown
+from fxtui.engine.analysis.aten import program_aten_breakdown
 from fxtui.engine.analysis.hints import suggest
 from fxtui.engine.analysis.roofline import measure_peaks
-from fxtui.engine.analysis.source import sources_of
+from fxtui.engine.analysis.source import program_sources
 from fxtui.engine.analysis.threads import thread_info
-from fxtui.engine.analysis.work import measure_work
+from fxtui.engine.analysis.work import measure_program_work
 from fxtui.engine.errors import NodeError
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.session import Session
-from fxtui.engine.timing import clone_inputs
 
 
 def annotate(session: Session, *, peaks: bool = True) -> None:
     """Add work, source lines, thread facts and (optionally) machine peaks to ``session.graph``."""
     try:
-        with torch.inference_mode():
-            session.work = measure_work(session.gm, clone_inputs(session.inputs))
+        session.work = measure_program_work(session.program, session.inputs)
     except NodeError:
         session.work = {}  # the model already ran once; a counting failure only loses the FLOPs column
-    sources = sources_of(session.gm)
+    sources = program_sources(session.program)
     nodes = []
     for info in session.graph.nodes:
         work = session.work.get(info.name)
@@ -60,8 +58,7 @@ def annotate(session: Session, *, peaks: bool = True) -> None:
 
 def explain_nodes(session: Session, names: Collection[str], runs: int = 3) -> None:
     """Record which aten operators ``names`` run and their share of the node (into ``session.aten``)."""
-    with torch.inference_mode():
-        found = aten_breakdown(session.gm, clone_inputs(session.inputs), node_names=set(names), runs=runs)
+    found = program_aten_breakdown(session.program, session.inputs, node_names=set(names), runs=runs)
     for name in names:
         session.aten[name] = found.get(name, ())
 
@@ -75,21 +72,26 @@ def refresh_hints(session: Session) -> None:
     medians = {name: s.median_s for name, s in snapshot.nodes.items()}
     noise = {name: s.iqr_s / s.median_s for name, s in snapshot.nodes.items() if s.median_s > 0}
     session.hints = suggest(
-        session.gm,
+        session.program,
         medians,
         snapshot.run_median_s,
         noise=noise,
         fastest={name: s.min_s for name, s in snapshot.nodes.items()},
         work=session.work,
         threads=thread_info(),
-        inputs=session.inputs,
+        inputs=session.inputs.tensors(),
     )
 
 
 def what_if_conv_bn(session: Session, runs: int = 20) -> WhatIf | None:
-    """Fold every Conv→BatchNorm pair and time both graphs, interleaved; None when nothing folds."""
+    """Fold every Conv→BatchNorm pair and time both graphs, interleaved; None when nothing folds.
+
+    The fold swaps modules, so it applies to ``fx`` captures only (None otherwise).
+    """
     from fxtui.engine.analysis.fusion import fuse_conv_bn
 
+    if session.program.capture != "fx":
+        return None
     fused_gm, pairs = fuse_conv_bn(session.gm)
     if not pairs:
         return None
@@ -101,8 +103,8 @@ def what_if_conv_bn(session: Session, runs: int = 20) -> WhatIf | None:
         original.step()
         fused.step()
     with torch.inference_mode():
-        a = session.gm(*clone_inputs(session.inputs))
-        b = fused_gm(*clone_inputs(session.inputs))
+        a = session.gm(*session.inputs.fresh().args)
+        b = fused_gm(*session.inputs.fresh().args)
     diff = float((a - b).abs().max()) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else 0.0
     before, after = original.snapshot().eager_median_s, fused.snapshot().eager_median_s
     return WhatIf(

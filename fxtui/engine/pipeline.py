@@ -1,7 +1,7 @@
 """From what the user names to a ready :class:`~fxtui.engine.session.Session`.
 
 Shared by the headless command, the live app's worker and the Python API, so all
-three load, trace and check a model the same way.
+three load, capture and check a model the same way.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from typing import Any
 
 import torch
 
+from fxtui.engine.capture import capture
 from fxtui.engine.explain import annotate
-from fxtui.engine.loading import LoadedModel, describe_value, load_target
+from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
 from fxtui.engine.snapshot import State
 from fxtui.engine.target import Target
-from fxtui.engine.tracing import trace_model
+from fxtui.engine.targets import LoadedModel, load_target
 
 Progress = Callable[[State, str], None]
 
@@ -28,34 +29,44 @@ def _quiet(state: State, message: str) -> None:
 
 
 def session_for_target(target: Target, progress: Progress = _quiet, window: int = 256, analyse: bool = True) -> Session:
-    """Load ``target``, trace it and check it runs; :class:`FxtuiError` on the user's mistakes."""
+    """Load ``target``, capture it and check it runs; :class:`FxtuiError` on the user's mistakes."""
     progress(State.LOADING, f"loading {target.target}")
     loaded = load_target(
-        target.target, input_shapes=target.input_shapes, dtype=target.dtype, submodule=target.submodule
+        target.target,
+        input_shapes=target.input_shapes,
+        dtype=target.dtype,
+        submodule=target.submodule,
+        hf_config=target.hf_config,
     )
-    return session_for_module(loaded, progress, window, analyse)
+    return session_for_module(loaded, progress, window, analyse, capture_mode=target.capture)
 
 
 def session_for_module(
-    loaded: LoadedModel, progress: Progress = _quiet, window: int = 256, analyse: bool = True
+    loaded: LoadedModel,
+    progress: Progress = _quiet,
+    window: int = 256,
+    analyse: bool = True,
+    *,
+    capture_mode: str = "auto",
 ) -> Session:
-    """Trace an already loaded model and prepare a session for it.
+    """Capture an already loaded model and prepare a session for it.
 
+    ``capture_mode`` is ``auto``, ``fx`` or ``dynamo`` (:mod:`fxtui.engine.capture`).
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description.
     """
-    progress(State.TRACING, f"tracing {loaded.name}")
+    how = {"auto": "tracing", "fx": "tracing", "dynamo": "capturing with TorchDynamo"}.get(capture_mode, "capturing")
+    progress(State.TRACING, f"{how} {loaded.name}")
     started = time.perf_counter()
-    traced = trace_model(loaded.module, name=loaded.name)
+    program = capture(loaded.module, loaded.inputs, mode=capture_mode, name=loaded.name)
+    if program.capture == "dynamo" and capture_mode != "dynamo":
+        progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
     session = Session(
-        traced.gm,
+        program,
         loaded.inputs,
         model=loaded.name,
         input_desc=loaded.input_desc,
         dtype=loaded.dtype,
-        module_paths=traced.module_paths,
-        module_classes=traced.module_classes,
-        leaf_modules=traced.leaf_modules,
         window=window,
     )
     if analyse:
@@ -65,15 +76,17 @@ def session_for_module(
     return session
 
 
-def loaded_from_module(model: torch.nn.Module, example_inputs: Any, name: str | None = None) -> LoadedModel:
+def loaded_from_module(
+    model: torch.nn.Module, example_inputs: Any, name: str | None = None, kwargs: dict[str, Any] | None = None
+) -> LoadedModel:
     """Wrap a module and its example input(s) given through the Python API."""
-    inputs: tuple[Any, ...] = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
-    first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
+    args: tuple[Any, ...] = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    inputs = Inputs(args, dict(kwargs or {}))
+    first = next(iter(inputs.tensors()), None)
     return LoadedModel(
         module=model.eval(),
         inputs=inputs,
         name=name or type(model).__name__,
-        input_desc=tuple(describe_value(x) for x in inputs),
         dtype=str(first.dtype).removeprefix("torch.") if first is not None else "",
     )
 
@@ -102,10 +115,10 @@ def make_report(session: Session, *, timeline: bool = True, warnings: tuple[str,
     spans: list[tuple[str, float, float]] = []
     if timeline and session.samples.count:
         run = session.representative_run()
-        spans = [(n, s, d) for n, (s, d) in zip(session.interp.names, run, strict=True)]
+        spans = [(n, s, d) for n, (s, d) in zip(session.timer.names, run, strict=True)]
     return Report.from_snapshot(
         session.snapshot(State.DONE),
-        clock_overhead_ns=session.interp.clock_overhead_ns,
+        clock_overhead_ns=session.timer.clock_overhead_ns,
         timeline=spans,
         warnings=warnings,
     )

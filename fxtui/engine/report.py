@@ -24,6 +24,7 @@ from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches, path_matches
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
 from fxtui.engine.snapshot import (
+    GraphBreak,
     GraphInfo,
     NodeInfo,
     RunFigures,
@@ -130,6 +131,14 @@ class Report(RunFiguresMixin):
     """Median minor page faults of the process per profiled run."""
     malloc: str = ""
     """How the process handed freed memory back: keep, glibc or system (``fxtui.engine.allocator``)."""
+    capture: str = "fx"
+    """Which capture produced the graphs: ``fx`` or ``dynamo`` (``fxtui.engine.capture``)."""
+    capture_reason: str = ""
+    graphs: int = 1
+    breaks: tuple[GraphBreak, ...] = ()
+    reference_median_s: float | None = None
+    """Median of the model run uncaptured (TorchDynamo captures only): what capture itself costs."""
+    late_graphs: int = 0
     graph: GraphInfo | None = field(default=None, repr=False, compare=False)
 
     # -- derived figures -----------------------------------------------------------
@@ -222,6 +231,12 @@ class Report(RunFiguresMixin):
             aten=dict(snapshot.aten),
             faults_per_run=snapshot.faults_per_run,
             malloc=snapshot.malloc,
+            capture=graph.capture,
+            capture_reason=graph.capture_reason,
+            graphs=graph.graphs,
+            breaks=graph.breaks,
+            reference_median_s=snapshot.reference_median_s,
+            late_graphs=snapshot.late_graphs,
             **extra,
         )
 
@@ -246,7 +261,8 @@ class Report(RunFiguresMixin):
             f"{format_seconds(self.eager_median_s)} uninstrumented median",
             f"fidelity   {format_ratio(self.fidelity)} (Σ node medians ÷ uninstrumented)   "
             f"overhead {format_ratio(self.overhead)} (profiled ÷ uninstrumented)",
-            _unattributed_line(self.unattributed_s),
+            _unattributed_line(self.unattributed_s, self.capture),
+            *capture_lines(self),
         ]
         if self.peaks:
             lines.append(
@@ -358,6 +374,12 @@ class Report(RunFiguresMixin):
             "last_error": self.last_error,
             "clock_overhead_ns": self.clock_overhead_ns,
             "warnings": list(self.warnings),
+            "capture": self.capture,
+            "capture_reason": self.capture_reason,
+            "graphs": self.graphs,
+            "graph_breaks": [asdict(b) for b in self.breaks],
+            "reference_median_s": self.reference_median_s,
+            "late_graphs": self.late_graphs,
         }
         return {
             "schema": SCHEMA,
@@ -514,7 +536,35 @@ def _opt(value: float | None, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
 
 
-def _unattributed_line(seconds: float | None) -> str:
+def capture_lines(report: Report) -> list[str]:
+    """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
+    if report.capture == "fx":
+        return ["capture    fx: torch.fx symbolic tracing, one graph"]
+    breaks = len(report.breaks)
+    lines = [
+        f"capture    dynamo: TorchDynamo, {report.graphs} graph{'s' if report.graphs != 1 else ''}, "
+        f"{breaks} graph break{'s' if breaks != 1 else ''}"
+        + (f" (switched from {report.capture_reason})" if report.capture_reason else "")
+    ]
+    for i, b in enumerate(report.breaks[:5], 1):
+        lines.append(f"break {i:<4} {b.reason}" + (f" at {b.source}" if b.source else ""))
+    if breaks > 5:
+        lines.append(f"break      … {breaks - 5} more (--json lists them all)")
+    if report.reference_median_s and report.eager_median_s:
+        cost = report.eager_median_s / report.reference_median_s - 1
+        lines.append(
+            f"eager      the model run uncaptured: {format_seconds(report.reference_median_s)} median "
+            f"(the captured graphs run {cost:+.0%} against it)"
+        )
+    if report.late_graphs:
+        lines.append(
+            f"warning    TorchDynamo compiled {report.late_graphs} more graph(s) after capture (recompiles); "
+            "they run untimed, in the unattributed remainder"
+        )
+    return lines
+
+
+def _unattributed_line(seconds: float | None, capture: str = "fx") -> str:
     """The header's line on what the node medians leave out of the uninstrumented run."""
     if seconds is not None and seconds < 0:
         # Medians of parts need not add up to the median of the whole; on a short or noisy
@@ -523,10 +573,8 @@ def _unattributed_line(seconds: float | None) -> str:
             f"unattributed none: the node medians add up to {format_seconds(-seconds)} more than the "
             "uninstrumented median (medians of parts need not sum to the median of the whole)"
         )
-    return (
-        f"unattributed {format_seconds(seconds)} of the uninstrumented run is Python glue "
-        "between ops, not charged to any node"
-    )
+    glue = "Python glue between ops" if capture == "fx" else "Python between graphs and TorchDynamo's guard checks"
+    return f"unattributed {format_seconds(seconds)} of the uninstrumented run is {glue}, not charged to any node"
 
 
 def _marks(row: NodeRow) -> str:

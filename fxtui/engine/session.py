@@ -1,11 +1,12 @@
 """A profiling session: warm-up, thread settings, the rerun loop, and snapshots of it.
 
-Each :meth:`Session.step` runs the graph twice on fresh copies of the inputs: once
-under the :class:`~fxtui.engine.timing.TimingInterpreter` and once uninstrumented
-(the GraphModule's own forward). The order alternates from step to step, so
-neither kind of run systematically inherits warm caches from the other, and the
-two medians are measured under the same conditions. Their ratio is the profiler's
-overhead; the sum of node medians over the uninstrumented median is its fidelity.
+Each :meth:`Session.step` runs the captured program twice on fresh copies of the
+inputs: once with every graph under a :class:`~fxtui.engine.timing.TimingInterpreter`
+and once uninstrumented (each graph's own forward, the same capture otherwise). The
+order alternates from step to step, so neither kind of run systematically inherits warm
+caches from the other, and the two medians are measured under the same conditions. Their
+ratio is the profiler's overhead; the sum of node medians over the uninstrumented median
+is its fidelity.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import torch
 import torch.fx
 
 from fxtui.engine import allocator
+from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.findings import AtenOp, Hint, WhatIf
 from fxtui.engine.graphinfo import build_graph_info
+from fxtui.engine.inputs import Inputs
 from fxtui.engine.snapshot import GraphInfo, ModuleStats, NodeStats, RunError, Snapshot, State
 from fxtui.engine.stats import SampleWindow
-from fxtui.engine.timing import Clock, TimingInterpreter, clone_inputs
+from fxtui.engine.timing import Clock, ProgramTimer
 
 
 @contextlib.contextmanager
@@ -48,6 +51,10 @@ def thread_limit(threads: int | None) -> Iterator[int]:
         torch.set_num_threads(before)
 
 
+#: Runs of the uncaptured model timed for reference, one per step, in the first steps.
+REFERENCE_RUNS = 5
+
+
 class Session:
     """Reruns one traced model and accumulates per-node timing statistics.
 
@@ -58,8 +65,8 @@ class Session:
 
     def __init__(
         self,
-        gm: torch.fx.GraphModule,
-        inputs: Sequence[Any],
+        program: Program | torch.fx.GraphModule,
+        inputs: Inputs | Sequence[Any],
         *,
         model: str = "model",
         input_desc: Sequence[str] = (),
@@ -71,34 +78,36 @@ class Session:
         clock: Clock = time.perf_counter_ns,
         clock_overhead_ns: int | None = None,
     ) -> None:
-        self.gm = gm
-        self.inputs = tuple(inputs)
-        self.interp = TimingInterpreter(gm, clock=clock, clock_overhead_ns=clock_overhead_ns)
+        if isinstance(program, torch.fx.GraphModule):  # a GraphModule is a one-graph program
+            program = graph_program(
+                program, module_paths=module_paths, module_classes=module_classes, leaf_modules=tuple(leaf_modules)
+            )
+        self.program = program
+        self.inputs = inputs if isinstance(inputs, Inputs) else Inputs(tuple(inputs))
+        self.timer = ProgramTimer(program, clock=clock, clock_overhead_ns=clock_overhead_ns)
         self.clock = clock
         with torch.inference_mode():
             try:
-                self.interp.run(*clone_inputs(self.inputs))
+                self.timer.run(self.inputs.fresh())
             except NodeError as e:
                 raise FxtuiError(f"the model does not run on these inputs: {e}") from e
-        meta = self.interp.meta or []
-        self.nonfinite = tuple(n for n, m in zip(self.interp.names, meta, strict=False) if not m.finite)
+        meta = self.timer.meta or []
+        self.nonfinite = tuple(n for n, m in zip(self.timer.names, meta, strict=False) if not m.finite)
+        placeholders = [i for i, p in enumerate(program.nodes) if p.node.op == "placeholder" and p.part.index == 0]
         self.graph: GraphInfo = build_graph_info(
-            gm,
+            program,
             model=model,
-            inputs=input_desc
-            or tuple(m.shape for n, m in zip(self.interp.nodes, meta, strict=False) if n.op == "placeholder"),
+            inputs=input_desc or tuple(meta[i].shape for i in placeholders if i < len(meta)),
             dtype=dtype,
             threads=torch.get_num_threads(),
-            module_paths=module_paths or {},
-            module_classes=module_classes or {"": type(gm).__name__},
-            leaf_modules=leaf_modules,
             meta=meta,
+            calls=list(self.timer.calls),
         )
-        self.samples = SampleWindow(len(self.interp.nodes), window)
+        self.samples = SampleWindow(len(self.timer.names), window)
         self.failures = 0
         self.last_error: RunError | None = None
         self.setup_seconds = 0.0
-        """Time spent tracing and checking the model (set by the pipeline)."""
+        """Time spent capturing and checking the model (set by the pipeline)."""
         self.work: dict[str, Any] = {}
         """Per-node work (FLOPs, bytes) once measured: ``fxtui.engine.explain.annotate``."""
         self.aten: dict[str, tuple[AtenOp, ...]] = {}
@@ -106,11 +115,18 @@ class Session:
         self.hints: tuple[Hint, ...] | None = None
         self.what_if: WhatIf | None = None
         """The Conv-BN folding what-if, once measured."""
+        self.reference: collections.deque[int] = collections.deque(maxlen=REFERENCE_RUNS)
+        """Wall times of the model run as it is, uncaptured (TorchDynamo captures only): what capture costs."""
         self._eager_first = False
         self._pending: list[Any] = [None, 0, 0]
+        """The step in progress: profiled node times, profiled run time, uninstrumented run time."""
         self.faults: collections.deque[int] = collections.deque(maxlen=64)
         """Minor page faults of the latest profiled runs (the process's, read around each run)."""
-        """The step in progress: profiled node times, profiled run time, uninstrumented run time."""
+
+    @property
+    def gm(self) -> torch.fx.GraphModule:
+        """The graph of a one-graph program (fx capture); analyses that need one graph use it."""
+        return self.program.parts[0].gm
 
     # -- running -----------------------------------------------------------------
 
@@ -133,7 +149,23 @@ class Session:
         if record:
             self.samples.add(self._pending[0], self._pending[1])
             self.samples.add_eager(self._pending[2])
+            if self.program.capture != "fx" and len(self.reference) < REFERENCE_RUNS:
+                self._time_reference()
         return True
+
+    def _time_reference(self) -> None:
+        """One run of the model as it is, uncaptured: what capture itself costs, seen beside the baseline."""
+        inputs = self.inputs.fresh()
+        # A reference that fails only loses its line.
+        with contextlib.suppress(Exception), torch.inference_mode():
+            t0 = self.clock()
+            inputs.call(self.program.root)
+            self.reference.append(self.clock() - t0)
+
+    @property
+    def reference_median_s(self) -> float | None:
+        """Median wall time of the uncaptured model (TorchDynamo captures only)."""
+        return statistics.median(self.reference) / 1e9 if self.reference else None
 
     def warm_up(self, runs: int) -> None:
         """Run ``runs`` steps whose timings are not recorded (caches, allocator, thread pools)."""
@@ -147,15 +179,16 @@ class Session:
         wall time is the median of them.
         """
         candidates = []
+        timer = self.timer
         with torch.inference_mode():
             for _ in range(max(runs, 1)):
-                self.interp.run(*clone_inputs(self.inputs))
-                origin = self.interp.last_run_start_ns
+                timer.run(self.inputs.fresh())
+                origin = timer.last_run_start_ns
                 timeline = [
                     ((s - origin) / 1e9, max(d, 0) / 1e9)
-                    for s, d in zip(self.interp.last_start_ns, self.interp.last_ns, strict=True)
+                    for s, d in zip(timer.last_start_ns, timer.last_ns, strict=True)
                 ]
-                candidates.append((self.interp.last_run_ns, timeline))
+                candidates.append((timer.last_run_ns, timeline))
         candidates.sort(key=lambda c: c[0])
         return candidates[len(candidates) // 2][1]
 
@@ -172,23 +205,24 @@ class Session:
         self.last_error = None
 
     def _profiled(self) -> NodeError | None:
-        inputs = clone_inputs(self.inputs)
+        inputs = self.inputs.fresh()
         faults = _minor_faults()
         try:
-            self.interp.run(*inputs)
+            self.timer.run(inputs)
         except NodeError as e:
             return e
         self.faults.append(_minor_faults() - faults)
-        self._pending[0] = list(self.interp.last_ns)
-        self._pending[1] = self.interp.last_run_ns
+        self._pending[0] = list(self.timer.last_ns)
+        self._pending[1] = self.timer.last_run_ns
         return None
 
     def _eager(self) -> NodeError | None:
-        inputs = clone_inputs(self.inputs)
+        inputs = self.inputs.fresh()
         clock = self.clock
+        run = self.program.run
         try:
             t0 = clock()
-            self.gm(*inputs)
+            run(inputs)
             t1 = clock()
         except Exception as e:  # the profiled run names the node; here we only keep going
             first = str(e).splitlines()[0] if str(e).strip() else ""
@@ -206,6 +240,8 @@ class Session:
             "what_if": self.what_if,
             "faults_per_run": self.faults_per_run,
             "malloc": allocator.policy(),
+            "reference_median_s": self.reference_median_s,
+            "late_graphs": self.program.late_graphs,
         }
 
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
@@ -221,7 +257,7 @@ class Session:
                 **self._findings(),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
-        names = self.interp.names
+        names = self.timer.names
         nodes = {
             name: NodeStats(
                 count=summary.count,

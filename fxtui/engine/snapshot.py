@@ -87,6 +87,20 @@ class NodeInfo:
     bytes_moved: float | None = None
     """Bytes read (inputs, parameters) plus bytes written (outputs) by one call."""
     params: int | None = None
+    graph: int = 0
+    """Which captured graph the node is in (0 unless the capture split the model)."""
+    calls: int = 1
+    """How often the node runs in one run of the model (a graph reused in a loop runs more than once)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """Where TorchDynamo stopped one graph and started another, and why."""
+
+    reason: str
+    """TorchDynamo's reason, first line: ``Unsupported Tensor.item() call …``."""
+    source: str = ""
+    """The user's line that caused it: ``model.py:12  if x.sum().item() > 0:``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +169,13 @@ class GraphInfo:
     thread_info: tuple[str, ...] = ()
     """Threads, environment and build flags, one line each."""
     thread_warnings: tuple[str, ...] = ()
+    capture: str = "fx"
+    """Which capture produced the graphs: ``fx`` (torch.fx.symbolic_trace) or ``dynamo`` (TorchDynamo)."""
+    capture_reason: str = ""
+    """Why that capture ran, when it was not the first choice (``auto`` switching to TorchDynamo)."""
+    graphs: int = 1
+    breaks: tuple[GraphBreak, ...] = ()
+    """Graph breaks, in the order TorchDynamo met them."""
 
     @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
@@ -308,6 +329,10 @@ class Snapshot(RunFiguresMixin):
     """Median minor page faults of the process per profiled run."""
     malloc: str = ""
     """How the process hands freed memory back (``fxtui.engine.allocator``): keep, glibc or system."""
+    reference_median_s: float | None = None
+    """Median wall time of the model run uncaptured, for reference (TorchDynamo captures only)."""
+    late_graphs: int = 0
+    """Graphs TorchDynamo compiled after capture (recompiles): they run untimed."""
 
     @property
     def fault_warning(self) -> str:

@@ -13,10 +13,14 @@ class Target:
     """A model to profile and the inputs to give it, as the user named them."""
 
     target: str
-    """``resnet18``, ``package.module:attr`` or ``path/file.py:attr``."""
+    """``resnet18``, ``hf:bert``, ``package.module:attr`` or ``path/file.py:attr``."""
     input_shapes: tuple[tuple[int, ...], ...] | None = None
     dtype: str | None = None
     submodule: str | None = None
+    capture: str = "auto"
+    """``auto``, ``fx`` or ``dynamo`` (see :mod:`fxtui.engine.capture`)."""
+    hf_config: tuple[tuple[str, str], ...] = ()
+    """``--hf-config`` overrides for an ``hf:`` target, as (key, value text) pairs."""
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -31,3 +35,14 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if any(s < 1 for s in shape):
         raise FxtuiError(f"cannot use the shape {text!r}: every size must be at least 1")
     return shape
+
+
+def parse_hf_config(text: str) -> tuple[tuple[str, str], ...]:
+    """``"num_hidden_layers=2,hidden_size=64"`` → ``(("num_hidden_layers", "2"), ("hidden_size", "64"))``."""
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise FxtuiError(f"--hf-config takes key=value pairs separated by commas, not {item!r}")
+        pairs.append((key.strip(), value.strip()))
+    return tuple(pairs)

@@ -32,7 +32,9 @@ import torch
 import torch.fx
 from torch.fx.node import Argument, Node
 
+from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.errors import NodeError
+from fxtui.engine.inputs import Inputs
 
 Clock = Callable[[], int]
 
@@ -112,12 +114,14 @@ class TimingInterpreter(torch.fx.Interpreter):
         gm: torch.fx.GraphModule,
         clock: Clock = time.perf_counter_ns,
         clock_overhead_ns: int | None = None,
+        names: Sequence[str] | None = None,
     ) -> None:
         super().__init__(gm, garbage_collect_values=True)
         self.clock = clock
         self.clock_overhead_ns = calibrate_clock(clock) if clock_overhead_ns is None else clock_overhead_ns
         self.nodes: list[Node] = list(gm.graph.nodes)
-        self.names: list[str] = [n.name for n in self.nodes]
+        self.names: list[str] = list(names) if names is not None else [n.name for n in self.nodes]
+        """The nodes' display names (the FX names unless the capture gave others)."""
         self._slot = {n: i for i, n in enumerate(self.nodes)}
         self._placeholders = [i for i, n in enumerate(self.nodes) if n.op == "placeholder"]
         self._steps = [self._compile(n) for n in self.nodes]
@@ -248,16 +252,17 @@ class TimingInterpreter(torch.fx.Interpreter):
         if index < 0:
             return NodeError("", f"the model failed before its first node: {_first_line(error)}")
         node = self.nodes[index]
+        name = self.names[index]
         what = node.target if node.op != "call_module" else type(self.module.get_submodule(str(node.target))).__name__
         if isinstance(error, MemoryError) or "can't allocate memory" in str(error) or "out of memory" in str(error):
             return NodeError(
-                node.name,
-                f"node {node.name} ({node.op} {_short_target(what)}) ran out of memory"
+                name,
+                f"node {name} ({node.op} {_short_target(what)}) ran out of memory"
                 f"{_asked_for(str(error))}; try a smaller --input-shape",
             )
         return NodeError(
-            node.name,
-            f"node {node.name} ({node.op} {_short_target(what)}) raised {type(error).__name__}: {_first_line(error)}",
+            name,
+            f"node {name} ({node.op} {_short_target(what)}) raised {type(error).__name__}: {_first_line(error)}",
         )
 
 
@@ -320,23 +325,68 @@ def _short_target(target: object) -> str:
     return name
 
 
-def input_count(gm: torch.fx.GraphModule) -> int:
-    """How many positional inputs the graph takes."""
-    return sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+class ProgramTimer:
+    """Times every node of every graph of a :class:`~fxtui.engine.capture.program.Program` in one run.
 
+    Each graph gets a :class:`TimingInterpreter`; during :meth:`run` the program routes
+    its graphs through them. A graph that runs several times in one run of the model
+    (a block reused in a loop) adds up its calls, and :attr:`calls` counts them. The
+    time between graphs (TorchDynamo's guards, the Python of a graph break) is in the
+    run's wall time but in no node.
+    """
 
-def clone_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
-    """Fresh copies of example inputs, so a model that mutates its input sees the same data every run."""
-    return tuple(_clone(x) for x in inputs)
+    def __init__(self, program: Program, clock: Clock = time.perf_counter_ns, clock_overhead_ns: int | None = None):
+        self.program = program
+        self.clock = clock
+        self.clock_overhead_ns = calibrate_clock(clock) if clock_overhead_ns is None else clock_overhead_ns
+        self.interps = [
+            TimingInterpreter(p.gm, clock=clock, clock_overhead_ns=self.clock_overhead_ns, names=p.names)
+            for p in program.parts
+        ]
+        self.names: list[str] = program.names
+        self.last_ns: list[int] = [0] * len(self.names)
+        self.last_start_ns: list[int] = [0] * len(self.names)
+        self.last_run_ns = 0
+        self.last_run_start_ns = 0
+        self.calls: list[int] = [0] * len(program.parts)
+        """How often each graph ran in the last run."""
+        self.meta: list[ValueMeta] | None = None
+        self._executors = [self._executor(p) for p in program.parts]
 
+    def _executor(self, part: GraphPart) -> Callable[..., Any]:
+        interp = self.interps[part.index]
+        lo, hi, g = part.offset, part.offset + len(part), part.index
+        ns, starts, calls = self.last_ns, self.last_start_ns, self.calls
 
-def _clone(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.clone()
-    if isinstance(x, tuple):
-        return tuple(_clone(v) for v in x)
-    if isinstance(x, list):
-        return [_clone(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _clone(v) for k, v in x.items()}
-    return x
+        def run(*args: Any) -> Any:
+            out = interp.run(*args)
+            if calls[g]:
+                ns[lo:hi] = [a + b for a, b in zip(ns[lo:hi], interp.last_ns, strict=True)]
+            else:
+                ns[lo:hi] = interp.last_ns
+                starts[lo:hi] = interp.last_start_ns
+            calls[g] += 1
+            return out
+
+        return run
+
+    def run(self, inputs: Inputs) -> Any:
+        """Run the model once on ``inputs``, timing every node. Returns the model's output."""
+        calls = self.calls
+        for g in range(len(calls)):
+            calls[g] = 0
+        with self.program.routed(lambda part: self._executors[part.index]):
+            start = self.clock()
+            out = self.program.run(inputs)
+            self.last_run_ns = self.clock() - start
+        self.last_run_start_ns = start
+        for part in self.program.parts:
+            if not calls[part.index]:  # not reached this run (a branch between graphs)
+                lo = part.offset
+                self.last_ns[lo : lo + len(part)] = [0] * len(part)
+        if self.meta is None:
+            meta: list[ValueMeta] = []
+            for interp in self.interps:
+                meta.extend(interp.meta or [ValueMeta("", "")] * len(interp.nodes))
+            self.meta = meta
+        return out

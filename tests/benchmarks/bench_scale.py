@@ -43,10 +43,10 @@ from typing import TypeVar
 import torch
 from torch import nn
 
+from fxtui.engine.capture.fx import trace_model
 from fxtui.engine.explain import annotate
 from fxtui.engine.pipeline import make_report
 from fxtui.engine.session import Session
-from fxtui.engine.tracing import trace_model
 
 SIZES = (1_000, 10_000)
 WIDTH = 32

@@ -20,8 +20,10 @@ import torch.fx
 from torch.fx.node import Node
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from fxtui.engine.capture.program import GraphPart, Program, graph_program
 from fxtui.engine.errors import NodeError
 from fxtui.engine.findings import AtenOp
+from fxtui.engine.inputs import Inputs
 
 #: Prefix of the profiler ranges fxtui opens around nodes, so a node called ``conv2d``
 #: is never mistaken for an operator of the same name.
@@ -48,13 +50,29 @@ def aten_breakdown(
     process's stderr for the moment, so pass ``quiet=False`` while a terminal UI
     is drawing on stderr (better: run the breakdown before the UI starts).
     """
+    return program_aten_breakdown(graph_program(gm), Inputs(tuple(inputs)), node_names, runs, quiet=quiet)
+
+
+def program_aten_breakdown(
+    program: Program,
+    inputs: Inputs,
+    node_names: Collection[str] | None = None,
+    runs: int = 3,
+    *,
+    quiet: bool = True,
+) -> dict[str, tuple[AtenOp, ...]]:
+    """:func:`aten_breakdown` over every graph of ``program``, keyed by display name."""
     wanted = None if node_names is None else set(node_names)
-    interp = _RangeInterpreter(gm, wanted)
+    interps = {part.index: _RangeInterpreter(part, wanted) for part in program.parts}
+
+    def visit(part: GraphPart, args: tuple[Any, ...]) -> Any:
+        return interps[part.index].run(*args)
+
     with torch.inference_mode():
-        interp.run(*inputs)
+        program.run_each(inputs.fresh(), visit)
         with _silenced_fd(2, quiet), profile(activities=[ProfilerActivity.CPU]) as prof:
             for _ in range(max(runs, 1)):
-                interp.run(*inputs)
+                program.run_each(inputs.fresh(), visit)
     return _attribute(prof.events(), max(runs, 1))
 
 
@@ -82,18 +100,20 @@ def _silenced_fd(fd: int, enabled: bool) -> Iterator[None]:
 class _RangeInterpreter(torch.fx.Interpreter):
     """Runs each node inside a profiler range named after it."""
 
-    def __init__(self, gm: torch.fx.GraphModule, wanted: set[str] | None) -> None:
-        super().__init__(gm)
+    def __init__(self, part: GraphPart, wanted: set[str] | None) -> None:
+        super().__init__(part.gm)
         self.wanted = wanted
+        self.labels = dict(zip(part.gm.graph.nodes, part.names, strict=True))
 
     def run_node(self, n: Node) -> Any:
+        name = self.labels[n]
         try:
-            if self.wanted is not None and n.name not in self.wanted:
+            if self.wanted is not None and name not in self.wanted:
                 return super().run_node(n)
-            with record_function(RANGE_PREFIX + n.name):
+            with record_function(RANGE_PREFIX + name):
                 return super().run_node(n)
         except Exception as e:
-            raise NodeError(n.name, f"node {n.name} raised {type(e).__name__} while profiling: {e}") from e
+            raise NodeError(name, f"node {name} raised {type(e).__name__} while profiling: {e}") from e
 
 
 def _attribute(events: Any, runs: int) -> dict[str, tuple[AtenOp, ...]]:

@@ -20,8 +20,9 @@ from torch import nn
 from fxtui.engine.analysis.fusion import find_conv_bn
 from fxtui.engine.analysis.threads import ThreadInfo
 from fxtui.engine.analysis.work import NodeWork
+from fxtui.engine.capture.names import describe_target
+from fxtui.engine.capture.program import Program, ProgramNode, graph_program
 from fxtui.engine.findings import Hint
-from fxtui.engine.graphinfo import describe_target
 from fxtui.engine.snapshot import NOISY_IQR_RATIO, UNSTEADY_RATIO, is_unsteady
 from fxtui.engine.units import format_seconds
 
@@ -45,7 +46,7 @@ _RUNNABLE = ("call_module", "call_function", "call_method")
 
 
 def suggest(
-    gm: torch.fx.GraphModule,
+    program: Program | torch.fx.GraphModule,
     medians: Mapping[str, float],
     run_median_s: float,
     *,
@@ -63,7 +64,9 @@ def suggest(
     :func:`~fxtui.engine.analysis.work.measure_work`; ``inputs`` are the example
     inputs (for the memory-format rule). Rules whose inputs are missing stay silent.
     """
-    ctx = _Context(gm, medians, run_median_s, noise or {}, fastest or {}, work or {}, threads, tuple(inputs))
+    if isinstance(program, torch.fx.GraphModule):
+        program = graph_program(program)
+    ctx = _Context(program, medians, run_median_s, noise or {}, fastest or {}, work or {}, threads, tuple(inputs))
     hints: list[Hint] = []
     for rule in RULES:
         hints.extend(rule(ctx))
@@ -72,7 +75,7 @@ def suggest(
 
 @dataclass(frozen=True)
 class _Context:
-    gm: torch.fx.GraphModule
+    program: Program
     medians: Mapping[str, float]
     run_s: float
     noise: Mapping[str, float]
@@ -81,8 +84,8 @@ class _Context:
     threads: ThreadInfo | None
     inputs: tuple[Any, ...]
 
-    def nodes(self) -> list[torch.fx.Node]:
-        return [n for n in self.gm.graph.nodes if n.op in _RUNNABLE and n.name in self.medians]
+    def nodes(self) -> list[ProgramNode]:
+        return [n for n in self.program.nodes if n.node.op in _RUNNABLE and n.name in self.medians]
 
     def pct(self, seconds: float) -> float | None:
         return 100.0 * seconds / self.run_s if self.run_s > 0 else None
@@ -97,7 +100,9 @@ class _Context:
 
 def _conv_bn(ctx: _Context) -> list[Hint]:
     """A BatchNorm in eval mode right after a conv is a per-channel affine map: fold it away."""
-    pairs = [(c, b) for c, b in find_conv_bn(ctx.gm) if b in ctx.medians]
+    if ctx.program.capture != "fx":
+        return []  # the fold swaps modules: it needs call_module nodes, which only symbolic tracing keeps
+    pairs = [(c, b) for c, b in find_conv_bn(ctx.program.parts[0].gm) if b in ctx.medians]
     if not pairs:
         return []
     saving = sum(ctx.medians[b] for _, b in pairs)
@@ -118,10 +123,11 @@ def _conv_bn(ctx: _Context) -> list[Hint]:
     ]
 
 
-def _peer_key(ctx: _Context, node: torch.fx.Node) -> str:
-    _, type_name = describe_target(ctx.gm, node)
+def _peer_key(ctx: _Context, pn: ProgramNode) -> str:
+    node, gm = pn.node, pn.part.gm
+    _, type_name = describe_target(gm, node)
     if node.op == "call_module":
-        mod = ctx.gm.get_submodule(str(node.target))
+        mod = gm.get_submodule(str(node.target))
         # Grouped and depthwise convolutions do far less work per byte; they are not comparable.
         if isinstance(mod, nn.modules.conv._ConvNd) and mod.groups > 1:
             return f"{type_name} (grouped)"
@@ -264,18 +270,20 @@ def _oversubscribed(ctx: _Context) -> list[Hint]:
     ]
 
 
-def _is_conv(ctx: _Context, node: torch.fx.Node) -> bool:
+def _is_conv(ctx: _Context, pn: ProgramNode) -> bool:
+    node = pn.node
     if node.op == "call_module":
-        return isinstance(ctx.gm.get_submodule(str(node.target)), nn.Conv2d)
+        return isinstance(pn.part.gm.get_submodule(str(node.target)), nn.Conv2d)
     return node.op == "call_function" and node.target in (torch.conv2d, torch.nn.functional.conv2d)
 
 
 _POOL_FUNCTIONS = (torch.nn.functional.max_pool2d, torch.nn.functional.avg_pool2d, torch.max_pool2d)
 
 
-def _is_pool(ctx: _Context, node: torch.fx.Node) -> bool:
+def _is_pool(ctx: _Context, pn: ProgramNode) -> bool:
+    node = pn.node
     if node.op == "call_module":
-        return isinstance(ctx.gm.get_submodule(str(node.target)), (nn.MaxPool2d, nn.AvgPool2d))
+        return isinstance(pn.part.gm.get_submodule(str(node.target)), (nn.MaxPool2d, nn.AvgPool2d))
     return node.op == "call_function" and node.target in _POOL_FUNCTIONS
 
 

@@ -12,6 +12,7 @@ import inspect
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.fx
@@ -75,6 +76,18 @@ def sources_of(gm: torch.fx.GraphModule, root: torch.nn.Module | None = None) ->
         loc = source_of(node, root if root is not None else gm)
         if loc is not None:
             out[node.name] = loc
+    return out
+
+
+def program_sources(program: Any) -> dict[str, SourceLocation]:
+    """:func:`source_of` for every node of every graph of a program, keyed by display name."""
+    root = program.root if program.capture == "fx" else None
+    out = {}
+    for part in program.parts:
+        for node, name in zip(part.gm.graph.nodes, part.names, strict=True):
+            loc = source_of(node, root if root is not None else part.gm)
+            if loc is not None:
+                out[name] = loc
     return out
 
 

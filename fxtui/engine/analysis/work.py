@@ -17,7 +17,9 @@ import torch.fx
 from torch.fx.node import Node
 from torch.utils.flop_counter import FlopCounterMode
 
+from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.errors import NodeError
+from fxtui.engine.inputs import Inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,33 @@ def measure_work(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> dict[str, N
         interp.counter = counter
         interp.run(*inputs)
     return interp.work
+
+
+def measure_program_work(program: Program, inputs: Inputs) -> dict[str, NodeWork]:
+    """:func:`measure_work` for every graph of ``program`` in one run of the model, keyed by display name.
+
+    A graph that runs several times in one run adds up its calls, as its timings do.
+    """
+    found: dict[str, NodeWork] = {}
+
+    def visit(part: GraphPart, args: tuple[Any, ...]) -> Any:
+        interp = _WorkInterpreter(part.gm)
+        interp.counter = counter
+        out = interp.run(*args)
+        for node, name in zip(part.gm.graph.nodes, part.names, strict=True):
+            work = interp.work.get(node.name)
+            if work is not None:
+                before = found.get(name)
+                found[name] = work if before is None else _added(before, work)
+        return out
+
+    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+        program.run_each(inputs.fresh(), visit)
+    return found
+
+
+def _added(a: NodeWork, b: NodeWork) -> NodeWork:
+    return NodeWork(a.flops + b.flops, a.bytes_read + b.bytes_read, a.bytes_written + b.bytes_written, a.params)
 
 
 class _WorkInterpreter(torch.fx.Interpreter):

@@ -1,4 +1,4 @@
-"""Symbolic tracing with a fallback for untraceable submodules, and each node's module path.
+"""The ``fx`` capture: symbolic tracing with a fallback for untraceable submodules, and each node's module path.
 
 ``torch.fx`` cannot trace code whose control flow depends on tensor values
 (``if x.sum() > 0:``). When that happens inside a submodule, :func:`trace_model`
@@ -25,7 +25,9 @@ import torch
 import torch.fx
 from torch.fx.proxy import TraceError
 
+from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.errors import FxtuiError
+from fxtui.engine.inputs import Inputs
 
 #: Retrace at most this many times; each retry turns one more submodule into a leaf.
 MAX_LEAF_RETRIES = 64
@@ -149,6 +151,49 @@ def trace_model(module: torch.nn.Module, *, name: str = "model") -> TracedModel:
         f"{name} cannot be traced: more than {MAX_LEAF_RETRIES} of its submodules fail to trace "
         f"(the first ones: {', '.join(leaves[:3])}); profile a part of it with --submodule"
     )
+
+
+def capture_fx(module: torch.nn.Module, inputs: Inputs, *, name: str = "model") -> Program:
+    """Trace ``module`` with torch.fx into a one-graph program whose node names are the FX names.
+
+    The graph takes positional inputs only: keyword inputs are placed by ``forward``'s
+    signature, and a keyword that has no position makes this capture refuse the model.
+    """
+    positional_inputs(module, inputs, name)
+    traced = trace_model(module, name=name)
+    args_program = graph_program(
+        traced.gm,
+        module_paths=traced.module_paths,
+        module_classes=traced.module_classes,
+        root=module,
+        capture="fx",
+        leaf_modules=traced.leaf_modules,
+        leaf_reasons=traced.leaf_reasons,
+        seconds=traced.trace_seconds,
+    )
+    part = args_program.parts[0]
+
+    def call(given: Inputs) -> Any:
+        return part(*positional_inputs(module, given, name).args)
+
+    args_program.call = call
+    return args_program
+
+
+def positional_inputs(module: torch.nn.Module, inputs: Inputs, name: str) -> Inputs:
+    """``inputs`` with keywords moved to their positions in ``forward`` (a traced graph takes positions only)."""
+    if not inputs.kwargs:
+        return inputs
+    import inspect
+
+    try:
+        bound = inspect.signature(module.forward).bind(*inputs.args, **inputs.kwargs)
+    except TypeError as e:
+        raise FxtuiError(f"{name} does not take these inputs: {e}") from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise FxtuiError(f"{name} takes keyword-only inputs ({', '.join(bound.kwargs)}), which torch.fx cannot trace")
+    return Inputs(tuple(bound.args))
 
 
 def _model_stack() -> str | None:

@@ -1,0 +1,149 @@
+"""A captured model: one or more FX graphs whose nodes know their module path, and how to run them.
+
+Every capture mode (:mod:`~fxtui.engine.capture.fx`, :mod:`~fxtui.engine.capture.dynamo`)
+produces a :class:`Program`. Nothing downstream — timing, statistics, analysis, snapshots,
+the UI — knows which mode ran: they see graphs, stable node names and module paths.
+
+A program runs the whole model (``program.run(inputs)``); each captured graph inside it
+runs through its :class:`GraphPart`, whose ``executor`` can be swapped for the time of a
+run (:meth:`Program.routed`): the graph's own ``forward`` for an uninstrumented run, a
+timing interpreter for a profiled one, a counting interpreter for an analysis pass.
+Whatever runs between graphs (the Python of a graph break, TorchDynamo's guard checks)
+is never charged to a node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.snapshot import GraphBreak
+
+Executor = Callable[..., Any]
+
+
+class GraphPart:
+    """One captured FX graph: its GraphModule, the display names of its nodes, and what runs it now."""
+
+    __slots__ = ("executor", "gm", "index", "names", "offset")
+
+    def __init__(self, gm: torch.fx.GraphModule, names: Sequence[str], offset: int, index: int) -> None:
+        self.gm = gm
+        self.names: tuple[str, ...] = tuple(names)
+        """One display name per node, graph order; unique across the program."""
+        self.offset = offset
+        """Index of this graph's first node in the program's node list."""
+        self.index = index
+        self.executor: Executor = gm.forward
+
+    def __call__(self, *args: Any) -> Any:
+        return self.executor(*args)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramNode:
+    """An FX node of a program under its display name."""
+
+    name: str
+    node: torch.fx.Node
+    part: GraphPart
+
+
+@dataclass
+class Program:
+    """The graphs a capture produced, and the call that runs the whole model through them."""
+
+    capture: str
+    """Which capture mode produced the graphs: ``fx`` or ``dynamo``."""
+    root: torch.nn.Module
+    """The module that was captured."""
+    call: Callable[[Inputs], Any]
+    """Runs the whole model once; each captured graph inside it runs through its part."""
+    parts: list[GraphPart] = field(default_factory=list)
+    module_paths: dict[str, str] = field(default_factory=dict)
+    """Display name → path of the module the node belongs to (``""`` is the root)."""
+    module_classes: dict[str, str] = field(default_factory=dict)
+    """Module path → class name, for every path a node uses, their ancestors and the root."""
+    reason: str = ""
+    """Why this capture ran, e.g. "symbolic_trace failed: …" when ``auto`` switched to TorchDynamo."""
+    leaf_modules: tuple[str, ...] = ()
+    leaf_reasons: dict[str, str] = field(default_factory=dict)
+    breaks: tuple[GraphBreak, ...] = ()
+    """Where TorchDynamo split the model into several graphs, and why."""
+    seconds: float = 0.0
+    """Wall time the capture took."""
+    late_graphs: int = 0
+    """Graphs compiled after the capture was sealed (recompiles): they run untimed."""
+
+    @property
+    def names(self) -> list[str]:
+        """Every node's display name, program order (graph by graph)."""
+        return [name for part in self.parts for name in part.names]
+
+    @property
+    def nodes(self) -> list[ProgramNode]:
+        """Every FX node of every graph under its display name, program order."""
+        return [
+            ProgramNode(name, node, part)
+            for part in self.parts
+            for name, node in zip(part.names, part.gm.graph.nodes, strict=True)
+        ]
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def run(self, inputs: Inputs) -> Any:
+        """Run the whole model once on ``inputs`` (pass fresh copies: the model may mutate them)."""
+        return self.call(inputs)
+
+    @contextlib.contextmanager
+    def routed(self, make: Callable[[GraphPart], Executor]) -> Iterator[None]:
+        """Run every graph through ``make(part)`` inside the block, then restore the graphs' own forward."""
+        before = [p.executor for p in self.parts]
+        for part in self.parts:
+            part.executor = make(part)
+        try:
+            yield
+        finally:
+            for part, executor in zip(self.parts, before, strict=True):
+                part.executor = executor
+
+    def run_each(self, inputs: Inputs, visit: Callable[[GraphPart, tuple[Any, ...]], Any]) -> Any:
+        """Run the model once with every graph call handed to ``visit(part, args)``, which must return its output."""
+        with self.routed(lambda part: lambda *args: visit(part, args)):
+            return self.run(inputs)
+
+
+def graph_program(
+    gm: torch.fx.GraphModule,
+    *,
+    module_paths: Mapping[str, str] | None = None,
+    module_classes: Mapping[str, str] | None = None,
+    root: torch.nn.Module | None = None,
+    **extra: Any,
+) -> Program:
+    """A one-graph program whose node names are the FX node names (symbolic_trace, tests)."""
+    part = GraphPart(gm, [n.name for n in gm.graph.nodes], 0, 0)
+
+    def call(inputs: Inputs) -> Any:
+        return part(*inputs.args)
+
+    return Program(
+        capture=extra.pop("capture", "fx"),
+        root=root if root is not None else gm,
+        call=call,
+        parts=[part],
+        module_paths=dict(module_paths or {}),
+        module_classes=dict(module_classes or {"": type(gm).__name__}),
+        **extra,
+    )

@@ -1,0 +1,160 @@
+"""``hf:MODEL_TYPE`` TARGETs: a Hugging Face transformers model built from its library's default configuration.
+
+The weights are random and nothing is downloaded: the configuration comes from
+``AutoConfig.for_model`` and the model from ``AutoModel.from_config``. ``--hf-config
+key=value,…`` changes configuration values first (``num_hidden_layers=2``). Before the
+model is built, its size is counted on the meta device, so a configuration that would not
+fit in this machine's memory is refused instead of swapping the machine to a halt.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from fxtui.engine.errors import FxtuiError, exception_text
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.targets.inputs import SEED
+
+PREFIX = "hf:"
+#: Token ids per sequence of the default text input.
+TEXT_LENGTH = 128
+#: Refuse a model whose parameters take more than this share of the memory available now:
+#: the rest is needed for activations, the statistics and the app.
+MEMORY_SHARE = 0.6
+#: Configuration keys that shrink a model, named when one is refused (those the config has).
+_SHRINKING_KEYS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "vocab_size",
+    "n_layer",
+    "n_embd",
+    "num_layers",
+    "d_model",
+)
+
+
+def load_hf(
+    model_type: str, overrides: Sequence[tuple[str, str]] = (), shape: tuple[int, ...] | None = None
+) -> tuple[torch.nn.Module, Inputs]:
+    """Build ``hf:model_type`` with random weights; returns ``(module, inputs)``."""
+    try:
+        import transformers
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    except ImportError:
+        raise FxtuiError(f'{PREFIX}{model_type} needs the transformers package: pip install "fxtui[hf]"') from None
+    known = sorted(CONFIG_MAPPING.keys())
+    if model_type not in known:
+        close = difflib.get_close_matches(model_type, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(PREFIX + c for c in close)}?" if close else ""
+        raise FxtuiError(f"unknown transformers model type {model_type!r}{hint}")
+    config = transformers.AutoConfig.for_model(model_type)
+    for key, text in overrides:
+        _override(config, model_type, key, text)
+    name = f"{PREFIX}{model_type}"
+    params = _parameter_count(transformers, config, name)
+    _check_fits(params, config, name)
+    torch.manual_seed(SEED)
+    try:
+        module = transformers.AutoModel.from_config(config)
+    except Exception as e:
+        raise FxtuiError(f"building {name} failed with {exception_text(e)}") from e
+    return module.eval(), _default_inputs(config, name, shape)
+
+
+def _override(config: Any, model_type: str, key: str, text: str) -> None:
+    if not hasattr(config, key):
+        keys = [k for k in config.to_dict() if not k.startswith("_")]
+        close = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise FxtuiError(f"--hf-config: the {model_type} configuration has no key {key!r}{hint}")
+    current = getattr(config, key)
+    setattr(config, key, _value(key, text, current))
+
+
+def _value(key: str, text: str, current: Any) -> Any:
+    """``text`` as the type the configuration value has now."""
+    if isinstance(current, bool):
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise FxtuiError(f"--hf-config {key} takes true or false, not {text!r}")
+    if isinstance(current, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise FxtuiError(f"--hf-config {key} takes a whole number, not {text!r}") from None
+    if isinstance(current, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise FxtuiError(f"--hf-config {key} takes a number, not {text!r}") from None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _parameter_count(transformers: Any, config: Any, name: str) -> int:
+    """Parameters of the model ``config`` describes, counted on the meta device (no memory, no time)."""
+    try:
+        with torch.device("meta"):
+            model = transformers.AutoModel.from_config(config)
+    except Exception as e:
+        raise FxtuiError(f"building {name} failed with {exception_text(e)}") from e
+    return sum(p.numel() for p in model.parameters())
+
+
+def _check_fits(params: int, config: Any, name: str) -> None:
+    available = _available_bytes()
+    needed = params * 4  # random weights are float32
+    if available is None or needed <= MEMORY_SHARE * available:
+        return
+    keys = [k for k in _SHRINKING_KEYS if isinstance(getattr(config, k, None), int)]
+    example = ",".join(f"{k}={max(1, getattr(config, k) // 8)}" for k in keys[:2])
+    raise FxtuiError(
+        f"{name} with these settings has {params / 1e9:.1f} billion parameters ({needed / 2**30:.1f} GiB in float32), "
+        f"more than this machine can hold beside its activations ({available / 2**30:.1f} GiB available); "
+        f"shrink it with --hf-config, e.g. {example} (keys: {', '.join(keys)})"
+    )
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _default_inputs(config: Any, name: str, shape: tuple[int, ...] | None) -> Inputs:
+    """Token ids (1×128) for a text model, an image for a vision model; ``shape`` overrides the size."""
+    gen = torch.Generator().manual_seed(SEED)
+    if isinstance(getattr(config, "vocab_size", None), int) and config.vocab_size > 0:
+        limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        size = shape or (1, min(TEXT_LENGTH, limit) if isinstance(limit, int) and limit > 0 else TEXT_LENGTH)
+        ids = torch.randint(0, config.vocab_size, size, generator=gen)
+        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        if getattr(config, "is_encoder_decoder", False):
+            kwargs["decoder_input_ids"] = ids.clone()
+        return Inputs((), kwargs)
+    image_size = getattr(config, "image_size", None)
+    if image_size is not None:
+        side = image_size if isinstance(image_size, int) else image_size[0]
+        channels = getattr(config, "num_channels", 3)
+        size = shape or (1, channels, side, side)
+        return Inputs((), {"pixel_values": torch.randn(size, generator=gen)})
+    raise FxtuiError(
+        f"fxtui has no default input for {name}; build it in a file and name the factory "
+        "(path/file.py:make returning (model, args, kwargs))"
+    )

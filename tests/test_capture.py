@@ -1,0 +1,216 @@
+"""Capture modes: TorchDynamo takes the models symbolic tracing cannot, and nothing downstream cares which ran.
+
+Tiny transformers models are built here from small configurations (2 layers, hidden 64);
+nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from fxtui.cli import main
+from fxtui.engine.capture import capture, graph_program
+from fxtui.engine.capture.dynamo import module_path
+from fxtui.engine.errors import FxtuiError
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.pipeline import make_report, run_profile, session_for_module
+from fxtui.engine.session import Session
+from fxtui.engine.targets import LoadedModel
+
+transformers = pytest.importorskip("transformers")
+
+TINY_BERT = "num_hidden_layers=2,hidden_size=64,num_attention_heads=2,intermediate_size=128,vocab_size=512"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([*args, "--once", "--runs", "3", "--warmup", "1"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def tiny_bert() -> nn.Module:
+    config = transformers.BertConfig(
+        num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, vocab_size=512
+    )
+    return transformers.BertModel(config).eval()
+
+
+def bert_inputs() -> Inputs:
+    ids = torch.randint(0, 512, (1, 16), generator=torch.Generator().manual_seed(0))
+    return Inputs((), {"input_ids": ids, "attention_mask": torch.ones_like(ids)})
+
+
+class BreaksOnItem(nn.Module):
+    """A branch on a tensor's value: TorchDynamo splits the model there, with Python in between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(32, 32)
+        self.head = nn.Linear(32, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        if y.sum().item() > -1e9:  # always true, but only the data says so
+            time.sleep(0.004)  # Python between the two graphs: no node may be charged with it
+            y = y * 2
+        return self.head(y).relu()
+
+
+def profiled(module: nn.Module, inputs: Inputs, runs: int = 5, capture_mode: str = "auto"):  # type: ignore[no-untyped-def]
+    loaded = LoadedModel(module=module, inputs=inputs, name=type(module).__name__, dtype="float32")
+    session = session_for_module(loaded, analyse=False, capture_mode=capture_mode)
+    run_profile(session, runs, 1)
+    return session, make_report(session, timeline=False)
+
+
+def test_transformers_model_switches_to_dynamo_and_keeps_its_module_tree() -> None:
+    session, report = profiled(tiny_bert(), bert_inputs())
+    graph = session.graph
+    assert graph.capture == "dynamo"
+    assert "symbolic_trace" in graph.capture_reason  # the header says why it switched
+    names = {r.name for r in report.rows}
+    assert "encoder.layer.0.attention.self.query · linear" in names
+    query = next(r for r in report.rows if r.name == "encoder.layer.0.attention.self.query · linear")
+    assert query.module_path == "encoder.layer.0.attention.self.query" and query.median_s > 0
+    # The tree is the model's own: encoder → layer → 0 → attention → self → query.
+    modules = graph.modules
+    assert modules["encoder.layer.0.attention.self"].class_name == "BertSelfAttention"
+    assert "encoder.layer.0.attention.self.query" in modules["encoder.layer.0.attention.self"].children
+    assert modules["encoder"].parent == "" and modules["encoder.layer.0"].parent == "encoder.layer"
+    # Parameters belong to the module that owns them.
+    weight = graph.node("encoder.layer.0.attention.self.query · weight")
+    assert weight.op == "placeholder" and weight.module_path == "encoder.layer.0.attention.self.query"
+    assert report.fidelity is not None and report.overhead is not None
+
+
+def test_node_names_are_the_same_in_every_session() -> None:
+    first = capture(tiny_bert(), bert_inputs(), mode="dynamo", name="bert").names
+    second = capture(tiny_bert(), bert_inputs(), mode="dynamo", name="bert").names
+    assert first == second
+    assert len(set(first)) == len(first)  # unique: a second op of a kind in one module gets "#2"
+    assert any(name.endswith(" #2") for name in first)
+
+
+def test_a_graph_break_makes_several_graphs_and_its_python_stays_unattributed() -> None:
+    session, report = profiled(BreaksOnItem(), Inputs((torch.randn(4, 32),)))
+    graph = session.graph
+    assert graph.capture == "dynamo" and graph.graphs >= 2
+    assert graph.breaks and "item()" in graph.breaks[0].reason
+    assert "test_capture.py" in graph.breaks[0].source and "if y.sum().item()" in graph.breaks[0].source
+    # The 4 ms sleep between the graphs is in the run, in no node.
+    assert all(r.median_s < 0.004 for r in report.rows)
+    assert report.unattributed_s is not None and report.unattributed_s >= 0.0035
+    assert {n.graph for n in graph.nodes} >= {0, 1}
+
+
+def test_fx_capture_still_names_nodes_by_fx_and_refuses_what_it_cannot_trace() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    program = capture(model, Inputs((torch.randn(2, 4),)), mode="fx")
+    assert program.capture == "fx" and program.names == ["input_1", "_0", "_1", "output"]
+    with pytest.raises(FxtuiError, match="cannot be traced"):
+        capture(BreaksOnItem(), Inputs((torch.randn(4, 32),)), mode="fx")
+
+
+def test_a_graph_run_twice_per_run_adds_its_calls() -> None:
+    gm = torch.fx.symbolic_trace(nn.Linear(8, 8))
+    program = graph_program(gm)
+    part = program.parts[0]
+    program.call = lambda inputs: part(part(*inputs.args))  # the same graph twice, as a loop would
+    session = Session(program, Inputs((torch.randn(2, 8),)))
+    assert session.timer.calls == [2]
+    assert {n.calls for n in session.graph.nodes} == {2}
+    session.step()
+    one = session.timer.interps[0].last_ns[1]
+    assert session.timer.last_ns[1] >= one  # both calls, not the last one alone
+
+
+def test_dynamo_module_sources_become_plain_paths() -> None:
+    assert module_path("L['self'].encoder.layer[0].attention") == "encoder.layer.0.attention"
+    assert module_path("L['self']._modules['stem']") == "stem"
+    assert module_path("L['self']") == ""
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_hf_target_builds_from_the_default_configuration_and_overrides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_json = tmp_path / "bert.json"
+    code, out, err = run_cli(
+        capsys, "hf:bert", "--hf-config", TINY_BERT, "--input-shape", "1,16", "--json", str(out_json)
+    )
+    assert code == 0, err
+    assert out.startswith("model      hf:bert   inputs input_ids: 1×16, attention_mask: 1×16")
+    assert "capture    dynamo" in out
+    data = json.loads(out_json.read_text())
+    assert data["metadata"]["capture"] == "dynamo"
+    assert sum(1 for r in data["rows"] if r["name"].endswith("· linear")) == 2 * 6 + 1  # q k v o up down, pooler
+
+
+def test_a_factory_returning_keyword_inputs_profiles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gpt.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            import transformers
+
+            def make():
+                config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=64)
+                ids = torch.randint(0, 512, (1, 16))
+                return transformers.GPT2LMHeadModel(config), (), {"input_ids": ids}
+            """
+        )
+    )
+    code, out, err = run_cli(capsys, f"{path}:make", "--top", "0")
+    assert code == 0, err
+    assert "inputs input_ids: 1×16" in out
+    assert "transformer.h.1.attn.c_attn" in out and "lm_head · linear" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["hf:bertt"], ["unknown transformers model type 'bertt'", "hf:bert"]),
+        (["hf:bert", "--hf-config", "num_hidden_layer=2"], ["no key 'num_hidden_layer'", "num_hidden_layers"]),
+        (["hf:bert", "--hf-config", "num_hidden_layers=two"], ["whole number", "'two'"]),
+        (["hf:bert", "--hf-config", "oops"], ["key=value"]),
+        (["hf:llama"], ["billion parameters", "--hf-config", "num_hidden_layers"]),
+        (["resnet18", "--hf-config", "a=1"], ["hf: targets only"]),
+        (["{file}:raises", "--capture", "dynamo"], ["does not run on these inputs", "ValueError", "models.py:"]),
+        (["hf:bert", "--hf-config", TINY_BERT, "--input-shape", "1,16,3"], ["does not run on these inputs"]),
+        (["hf:bert", "--capture", "fx", "--hf-config", TINY_BERT], ["cannot be traced"]),
+    ],
+)
+def test_bad_input_is_one_sentence_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], fragments: list[str]
+) -> None:
+    path = tmp_path / "models.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            class Raises(torch.nn.Module):
+                def forward(self, x):
+                    raise ValueError("not this input")
+
+            def raises():
+                return Raises(), torch.zeros(2)
+            """
+        )
+    )
+    code, out, err = run_cli(capsys, *(a.replace("{file}", str(path)) for a in args))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
