@@ -1,7 +1,7 @@
 """Engine benchmark: prints fidelity, overhead, stability, memory and start-up figures.
 
     python tests/benchmarks/bench_engine.py            # everything (about 15 minutes on 2 cores)
-    python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, stability, memory, startup
+    python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, capture, stability, memory, startup
 
 Every ratio is measured side by side in one process, runs interleaved, medians
 taken, because a shared machine drifts by 10-15% between sessions. Stability is
@@ -26,7 +26,6 @@ import torch.fx
 from fxtui.engine.pipeline import session_for_target
 from fxtui.engine.session import Session
 from fxtui.engine.target import Target
-from fxtui.engine.timing import clone_inputs
 
 CASES = [
     ("resnet18", (5, 3, 224, 224)),
@@ -73,13 +72,13 @@ def fidelity(runs: int = 30) -> None:
         s.warm_up(3)
         with torch.inference_mode():
             for _ in range(3):
-                tut.run(*clone_inputs(s.inputs))
+                tut.run(*s.inputs.fresh().args)
             tut.node_s.clear()
             tut.run_s.clear()
             for _ in range(runs):
                 s.step()
-                inputs = clone_inputs(s.inputs)
-                tut.run(*clone_inputs(s.inputs))
+                inputs = s.inputs.fresh().args
+                tut.run(*s.inputs.fresh().args)
                 t0 = time.perf_counter()
                 s.gm(*inputs)
                 eager_for_tutorial.append(time.perf_counter() - t0)
@@ -91,6 +90,38 @@ def fidelity(runs: int = 30) -> None:
         print(
             f"{name:<22}{'×'.join(map(str, shape)):<16}{snap.fidelity:>15.3f}{tut_fid:>10.3f}"
             f"{snap.overhead:>16.3f}{tut_ovh:>10.3f}{unattr:>13.1%}"
+        )
+
+
+#: TorchDynamo captures: transformers models from their default configurations (random weights),
+#: token ids 1×128, and the fx-traceable resnet18 captured both ways for comparison.
+CAPTURE_CASES = [
+    ("hf:bert", None, "auto"),
+    ("hf:gpt2", None, "auto"),
+    ("resnet18", (5, 3, 224, 224), "fx"),
+    ("resnet18", (5, 3, 224, 224), "dynamo"),
+]
+
+
+def capture(runs: int = 30) -> None:
+    print("== capture: fidelity and overhead per capture mode (30 runs interleaved with uninstrumented runs)")
+    print(
+        f"{'model':<12}{'input':<14}{'capture':<9}{'graphs':>7}{'nodes':>7}{'capture s':>11}{'fidelity':>10}"
+        f"{'overhead':>10}{'uninstr.':>11}{'eager':>10}"
+    )
+    for name, shape, mode in CAPTURE_CASES:
+        t0 = time.perf_counter()
+        s = session_for_target(Target(name, input_shapes=(shape,) if shape else None, capture=mode), analyse=False)
+        setup = time.perf_counter() - t0
+        s.warm_up(3)
+        for _ in range(runs):
+            s.step()
+        snap = s.snapshot()
+        ref = f"{snap.reference_median_s * 1e3:.1f} ms" if snap.reference_median_s else "–"
+        shown = "×".join(map(str, shape)) if shape else "ids 1×128"
+        print(
+            f"{name:<12}{shown:<14}{s.graph.capture:<9}{s.graph.graphs:>7}{len(s.graph.nodes):>7}{setup:>11.1f}"
+            f"{snap.fidelity:>10.3f}{snap.overhead:>10.3f}{(snap.eager_median_s or 0) * 1e3:>8.1f} ms{ref:>10}"
         )
 
 
@@ -253,7 +284,7 @@ def startup(reps: int = 5) -> None:
     print(f"  import torch, torchvision {mb:.2f} s   fxtui --once --runs 1 {mf:.2f} s   difference {mf - mb:+.2f} s")
 
 
-PARTS = {"fidelity": fidelity, "stability": stability, "memory": memory, "startup": startup}
+PARTS = {"fidelity": fidelity, "capture": capture, "stability": stability, "memory": memory, "startup": startup}
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["_session"]:
