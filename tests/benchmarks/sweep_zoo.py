@@ -57,6 +57,8 @@ class Outcome:
     leaves: tuple[str, ...] = ()
     message: str = ""
     """The last line of stderr, for a run that failed."""
+    capture: str = "fx"
+    graphs: int = 1
 
 
 @dataclass
@@ -77,7 +79,8 @@ class Row:
     @property
     def status(self) -> str:
         if self.default.code == 0:
-            return "ok"
+            d = self.default
+            return "ok" if d.capture == "fx" else f"ok: TorchDynamo, {d.graphs} graph{'s' if d.graphs != 1 else ''}"
         if self.submodule and self.with_submodule is not None:
             then = self.with_submodule
             return f"`--submodule {self.submodule}`: " + (
@@ -134,6 +137,8 @@ def run_fxtui(model: str, timeout: float, submodule: str | None = None) -> Outco
             data = json.loads(out.read_text())
             outcome.nodes = len(data["rows"])
             outcome.leaves = tuple(data["metadata"]["leaf_modules"])
+            outcome.capture = data["metadata"].get("capture", "fx")
+            outcome.graphs = data["metadata"].get("graphs", 1)
         return outcome
 
 
@@ -204,7 +209,7 @@ def save_results(rows: list[Row], path: Path) -> None:
 def load_results(path: Path) -> list[Row]:
     """Rows read back from a ``--results`` file."""
 
-    def outcome(d: dict | None) -> Outcome | None:
+    def outcome(d: dict | None) -> Outcome | None:  # results written before the capture fields load too
         return None if d is None else Outcome(**{**d, "leaves": tuple(d["leaves"])})
 
     rows = []
@@ -218,14 +223,20 @@ def load_results(path: Path) -> list[Row]:
 def markdown(rows: list[Row], started: str) -> str:
     """The README section: a summary line, then one table per family."""
     ok = sum(1 for r in rows if r.default.code == 0)
+    dynamo = sum(1 for r in rows if r.default.code == 0 and r.default.capture == "dynamo")
     via_sub = sum(1 for r in rows if r.default.code != 0 and r.works)
     failed = len(rows) - ok - via_sub
     lines = [
         f"Written by `python tests/benchmarks/sweep_zoo.py` on {started} "
         "(`fxtui NAME --once --runs 1 --warmup 0`, default inputs, random weights).",
         "",
-        f"Of {len(rows)} torchvision models, **{ok}** profile with their default input, "
-        f"**{via_sub}** need `--submodule` (their top-level code is not traceable) and then work"
+        f"Of {len(rows)} torchvision models, **{ok}** profile with their default input"
+        + (f" ({dynamo} of them whole through TorchDynamo: torch.fx cannot trace their top level)" if dynamo else "")
+        + (
+            f", **{via_sub}** need `--submodule` (their top-level code is not traceable) and then work"
+            if via_sub
+            else ""
+        )
         + (f", **{failed}** fail." if failed else ", none fail."),
         "Leaves are submodules kept whole because their code could not be traced.",
     ]

@@ -8,7 +8,7 @@ from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, se
 from textual.widgets import Label, OptionList
 
 from fxtui.engine.findings import AtenOp, Hint
-from fxtui.engine.snapshot import Snapshot, State
+from fxtui.engine.snapshot import GraphBreak, Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.hints import HintsScreen
@@ -304,3 +304,22 @@ async def test_an_unsteady_node_is_marked_and_explained() -> None:
         detail = app.main.query_one(DetailPane)
         labels = dict(detail.fields)
         assert labels["unsteady"].startswith("the median is 3.0× the fastest run")
+
+
+async def test_status_line_says_when_torchdynamo_captured_the_model() -> None:
+    snapshot = resnet_snapshot()
+    assert snapshot.graph is not None
+    graph = dataclasses.replace(
+        snapshot.graph,
+        capture="dynamo",
+        graphs=3,
+        breaks=(GraphBreak("Unsupported Tensor.item() call", "model.py:12  if x.item():"),) * 2,
+    )
+    app = FxtuiApp(FakeSource([dataclasses.replace(snapshot, graph=graph)]))
+    async with app.run_test(size=(160, 36)) as pilot:
+        await settle(app, pilot)
+        assert "TorchDynamo 3 graphs/2 breaks" in status(app)
+    plain = FxtuiApp(FakeSource())
+    async with plain.run_test(size=(160, 36)) as pilot:
+        await settle(plain, pilot)
+        assert "TorchDynamo" not in status(plain)  # torch.fx, the usual case, adds nothing to the line

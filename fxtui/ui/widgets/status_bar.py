@@ -36,6 +36,11 @@ def state_text(snapshot: Snapshot | None, paused: bool) -> str:
     return snapshot.state.value
 
 
+def capture_text(capture: str) -> str:
+    """How the status line names a capture mode."""
+    return {"dynamo": "TorchDynamo", "fx": "torch.fx"}.get(capture, capture)
+
+
 def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
     """First line: state (first, so a narrow terminal never cuts it), model, inputs, runs, medians, fidelity."""
     text = Text()
@@ -57,6 +62,10 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         text.append(" │ ")
         text.append(graph.model, style="bold")
         text.append(f" {' '.join(graph.inputs)} {graph.dtype} {graph.threads}thr")
+        if graph.capture != "fx":
+            breaks = len(graph.breaks)
+            text.append(f" · {capture_text(graph.capture)} {graph.graphs} graph{'s' if graph.graphs != 1 else ''}")
+            text.append(f"/{breaks} break{'s' if breaks != 1 else ''}")
         text.append(f" │ {snapshot.runs} runs · run {format_seconds(snapshot.run_median_s)}")
         text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(snapshot.fidelity)}")
     return text
