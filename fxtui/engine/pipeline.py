@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from fxtui.engine.capture import capture
+from fxtui.engine.capture.dynamo import capture_dynamo
 from fxtui.engine.explain import annotate
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
@@ -58,7 +59,14 @@ def session_for_module(
     how = {"auto": "tracing", "fx": "tracing", "dynamo": "capturing with TorchDynamo"}.get(capture_mode, "capturing")
     progress(State.TRACING, f"{how} {loaded.name}")
     started = time.perf_counter()
-    program = capture(loaded.module, loaded.inputs, mode=capture_mode, name=loaded.name)
+    if capture_mode == "auto" and loaded.kind == "transformers":
+        # transformers 5 writes its models for TorchDynamo and has no torch.fx tracer:
+        # symbolic tracing would only fail, after seconds of retrying submodules as leaves.
+        program = capture_dynamo(
+            loaded.module, loaded.inputs, name=loaded.name, reason="a transformers model (no torch.fx tracer)"
+        )
+    else:
+        program = capture(loaded.module, loaded.inputs, mode=capture_mode, name=loaded.name)
     if program.capture == "dynamo" and capture_mode != "dynamo":
         progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
     session = Session(
