@@ -30,7 +30,7 @@ from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.findings import AtenOp, Hint, WhatIf
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.snapshot import GraphInfo, ModuleStats, NodeStats, RunError, Snapshot, State
+from fxtui.engine.snapshot import GraphInfo, NodeStats, RunError, Snapshot, State, module_stats
 from fxtui.engine.stats import SampleWindow
 from fxtui.engine.timing import Clock, ProgramTimer
 
@@ -289,30 +289,6 @@ class Session:
 
 def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def module_stats(graph: GraphInfo, nodes: dict[str, NodeStats], run_s: float) -> dict[str, ModuleStats]:
-    """Inclusive and self time of every module path, from the node medians."""
-    inclusive = dict.fromkeys(graph.modules, 0.0)
-    own = dict.fromkeys(graph.modules, 0.0)
-    counts = dict.fromkeys(graph.modules, 0)
-    for info in graph.nodes:
-        stats = nodes.get(info.name)
-        t = stats.median_s if stats else 0.0
-        path = info.module_path
-        own[path] += t
-        while True:
-            inclusive[path] += t
-            counts[path] += 1
-            if path == "":
-                break
-            path = path.rpartition(".")[0]
-    return {
-        p: ModuleStats(
-            path=p, inclusive_s=inclusive[p], self_s=own[p], pct=100.0 * inclusive[p] / run_s, nodes=counts[p]
-        )
-        for p in graph.modules
-    }
 
 
 class LiveSource:

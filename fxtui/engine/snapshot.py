@@ -350,6 +350,30 @@ class Snapshot(RunFiguresMixin):
         return RunFigures.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
 
 
+def module_stats(graph: GraphInfo, nodes: dict[str, NodeStats], run_s: float) -> dict[str, ModuleStats]:
+    """Inclusive and self time of every module path, from the node medians."""
+    inclusive = dict.fromkeys(graph.modules, 0.0)
+    own = dict.fromkeys(graph.modules, 0.0)
+    counts = dict.fromkeys(graph.modules, 0)
+    for info in graph.nodes:
+        stats = nodes.get(info.name)
+        t = stats.median_s if stats else 0.0
+        path = info.module_path
+        own[path] += t
+        while True:
+            inclusive[path] += t
+            counts[path] += 1
+            if path == "":
+                break
+            path = path.rpartition(".")[0]
+    return {
+        p: ModuleStats(
+            path=p, inclusive_s=inclusive[p], self_s=own[p], pct=100.0 * inclusive[p] / run_s, nodes=counts[p]
+        )
+        for p in graph.modules
+    }
+
+
 def is_unsteady(median_s: float, min_s: float) -> bool:
     """The :attr:`NodeStats.unsteady` test on plain figures (the hints apply it too)."""
     return min_s > 0 and median_s >= UNSTEADY_RATIO * min_s and median_s - min_s >= UNSTEADY_MIN_S
