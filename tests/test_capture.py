@@ -155,6 +155,26 @@ def test_hf_target_builds_from_the_default_configuration_and_overrides(
     assert sum(1 for r in data["rows"] if r["name"].endswith("· linear")) == 2 * 6 + 1  # q k v o up down, pooler
 
 
+def test_hf_weights_are_those_from_config_gives_without_initializing_twice() -> None:
+    transformers = pytest.importorskip("transformers")
+    from fxtui.engine.targets.hf import load_hf
+    from fxtui.engine.targets.inputs import SEED
+
+    overrides = [tuple(kv.split("=")) for kv in TINY_BERT.split(",")]
+    fast, _ = load_hf("bert", overrides)
+    config = transformers.AutoConfig.for_model("bert", **{k: int(v) for k, v in overrides})
+    torch.manual_seed(SEED)
+    slow = transformers.AutoModel.from_config(config)
+    buffers = dict(slow.named_buffers())
+    assert all(torch.equal(b, buffers[n]) for n, b in fast.named_buffers())  # position ids and the like
+    for name, p in ((n, p.detach()) for n, p in slow.named_parameters()):  # ones, zeros, normal(0, 0.02)
+        q = fast.get_parameter(name).detach()
+        if p.min() == p.max():
+            assert torch.equal(q, p), name
+        elif p.numel() >= 4096:
+            assert abs(float(q.mean())) < 1e-3 and float(q.std()) == pytest.approx(float(p.std()), rel=0.05), name
+
+
 def test_a_factory_returning_keyword_inputs_profiles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "gpt.py"
     path.write_text(

@@ -80,6 +80,18 @@ def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str)
     assert got.snapshots[-1].state is State.DONE
 
 
+def test_first_timings_come_before_the_analysis_which_fills_in_the_graph_later(model_file: str) -> None:
+    source, got, worker = start(model_file, threads=1)
+    first = got.wait_for(lambda s: s.runs > 0)
+    assert first.graph is not None and first.graph.peaks is None  # numbers first, no analysis pass yet
+    assert all(n.flops is None for n in first.graph.nodes)
+    analysed = got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)
+    assert analysed.graph is not None and analysed.graph.by_name["_0"].flops == 2 * 2 * 16 * 16
+    assert analysed.runs >= first.runs
+    source.stop()
+    worker.join(timeout=30)
+
+
 def test_a_bad_target_ends_in_an_error_snapshot() -> None:
     _, got, worker = start("resnet19")
     error = got.wait_for(lambda s: s.state is State.ERROR)

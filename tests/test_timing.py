@@ -194,6 +194,20 @@ def test_describe_value_covers_nested_outputs() -> None:
     assert not describe_value(torch.tensor([1.0, float("nan")]), check_finite=True).finite
 
 
+@pytest.mark.parametrize(
+    ("values", "finite"),
+    [
+        ([1.0, 2.0], True),
+        ([3e38, 3e38], True),  # the sum overflows, the values do not
+        ([float("inf"), 1.0], False),
+        ([float("-inf"), float("inf")], False),
+        ([float("nan"), 0.0], False),
+    ],
+)
+def test_the_finite_check_is_exact_even_when_a_sum_overflows(values: list[float], finite: bool) -> None:
+    assert describe_value(torch.tensor(values), check_finite=True).finite is finite
+
+
 def test_clock_calibration_measures_the_cost_of_two_reads() -> None:
     ticks = iter(range(0, 10**9, 5))
     assert calibrate_clock(lambda: next(ticks), pairs=10) == 5

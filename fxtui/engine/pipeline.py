@@ -56,10 +56,13 @@ def session_for_module(
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description.
     """
-    how = {"auto": "tracing", "fx": "tracing", "dynamo": "capturing with TorchDynamo"}.get(capture_mode, "capturing")
-    progress(State.TRACING, f"{how} {loaded.name}")
+    straight_to_dynamo = capture_mode == "auto" and loaded.kind == "transformers"
+    if capture_mode == "dynamo" or straight_to_dynamo:
+        progress(State.TRACING, f"capturing {loaded.name} with TorchDynamo")
+    else:
+        progress(State.TRACING, f"tracing {loaded.name}")
     started = time.perf_counter()
-    if capture_mode == "auto" and loaded.kind == "transformers":
+    if straight_to_dynamo:
         # transformers 5 writes its models for TorchDynamo and has no torch.fx tracer:
         # symbolic tracing would only fail, after seconds of retrying submodules as leaves.
         program = capture_dynamo(
@@ -67,7 +70,7 @@ def session_for_module(
         )
     else:
         program = capture(loaded.module, loaded.inputs, mode=capture_mode, name=loaded.name)
-    if program.capture == "dynamo" and capture_mode != "dynamo":
+    if program.capture == "dynamo" and capture_mode != "dynamo" and not straight_to_dynamo:
         progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
     session = Session(
         program,

@@ -7,8 +7,9 @@ the UI would distort what it measures. In a child process the model has an
 interpreter of its own; the UI only unpickles a snapshot a few times a second.
 It also keeps torch out of the UI process, which starts faster for it.
 
-The graph description (:class:`GraphInfo`) crosses the pipe once; each later
-snapshot travels without it and is re-attached here.
+The graph description (:class:`GraphInfo`) crosses the pipe when it is new (at the
+start, and once more when the analysis has filled it in); snapshots travel without it
+and are re-attached here.
 
 This module imports neither torch nor the engine's torch-using modules at import
 time: the child imports them itself.
@@ -183,17 +184,19 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     if options.threads:
         torch.set_num_threads(options.threads)
     source = LiveSource(
-        lambda progress: session_for_target(options.target, progress),
+        lambda progress: session_for_target(options.target, progress, analyse=False),
         warmup=options.warmup,
         interval=options.interval,
+        analyse=True,
     )
     sent_graph: list[GraphInfo] = []
 
     def publish(snapshot: Snapshot) -> None:
         if snapshot.graph is not None:
-            if not sent_graph:
+            # Sent again only when it changes (once more, when the analysis has filled it in).
+            if not sent_graph or snapshot.graph is not sent_graph[-1]:
                 send.send(("graph", snapshot.graph))
-                sent_graph.append(snapshot.graph)
+                sent_graph[:] = [snapshot.graph]
             snapshot = dataclasses.replace(snapshot, graph=None)
         send.send(("snapshot", snapshot))
 

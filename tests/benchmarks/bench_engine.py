@@ -1,7 +1,7 @@
 """Engine benchmark: prints fidelity, overhead, stability, memory and start-up figures.
 
     python tests/benchmarks/bench_engine.py            # everything (about 15 minutes on 2 cores)
-    python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, capture, stability, memory, startup
+    python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, capture, stability, memory, startup, first
 
 Every ratio is measured side by side in one process, runs interleaved, medians
 taken, because a shared machine drifts by 10-15% between sessions. Stability is
@@ -284,11 +284,94 @@ def startup(reps: int = 5) -> None:
     print(f"  import torch, torchvision {mb:.2f} s   fxtui --once --runs 1 {mf:.2f} s   difference {mf - mb:+.2f} s")
 
 
-PARTS = {"fidelity": fidelity, "capture": capture, "stability": stability, "memory": memory, "startup": startup}
+def _first_timings(target: str) -> None:
+    """Child of :func:`first`: the live engine's path to its first timings, timed from after ``import torch``."""
+    import json
+
+    t0 = globals().get("TORCH_IMPORTED", time.perf_counter())
+    from fxtui.engine.pipeline import session_for_target as build
+    from fxtui.engine.session import LiveSource
+    from fxtui.engine.snapshot import State
+
+    phases: list[tuple[str, float]] = []
+    source: LiveSource
+
+    def progress(state: State, message: str) -> None:
+        phases.append((message, time.perf_counter() - t0))
+
+    def publish(snapshot: Any) -> None:
+        if snapshot.state is State.WARMING_UP:
+            phases.append(("warming up", time.perf_counter() - t0))
+        if snapshot.runs and phases[-1][0] != "first timings":
+            phases.append(("first timings", time.perf_counter() - t0))
+            source.stop()
+
+    source = LiveSource(lambda p: build(Target(target), lambda s, m: (progress(s, m), p(s, m))[1], analyse=False))
+    source.run(publish)
+    print(json.dumps(phases))
+
+
+def _floor(model_type: str) -> None:
+    """Child of :func:`first`: what no profiler can skip: import transformers, build, one TorchDynamo capture."""
+    import json
+
+    t0 = globals().get("TORCH_IMPORTED", time.perf_counter())
+    import transformers
+
+    config = transformers.AutoConfig.for_model(model_type)
+    with torch.device("meta"):
+        model = transformers.AutoModel.from_config(config)
+    model = model.to_empty(device="cpu")
+    model.init_weights()
+    built = time.perf_counter() - t0
+    ids = torch.randint(0, config.vocab_size, (1, 128))
+    compiled = torch.compile(model.eval(), backend=lambda gm, _: gm.forward, dynamic=False)
+    with torch.inference_mode():
+        compiled(input_ids=ids, attention_mask=torch.ones_like(ids))
+    print(json.dumps([("import transformers and build", built), ("one TorchDynamo capture", time.perf_counter() - t0)]))
+
+
+def first(reps: int = 3) -> None:
+    print("== first timings of the live engine for hf:bert, seconds after `import torch` (fresh process each)")
+    import json
+
+    def child(*argv: str) -> list[tuple[str, float]]:
+        code = (
+            "import torch, sys, time; TORCH_IMPORTED = time.perf_counter(); "
+            f"sys.argv[1:] = {list(argv)!r}; exec(open({__file__!r}).read())"
+        )
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+        return [tuple(p) for p in json.loads(out.strip().splitlines()[-1])]
+
+    engine, floor = [], []
+    for _ in range(reps):  # interleaved: the machine drifts
+        engine.append(child("_first", "hf:bert"))
+        floor.append(child("_floor", "bert"))
+    for label, runs in (("fxtui live engine", engine), ("floor: transformers + TorchDynamo alone", floor)):
+        print(f"  {label}:")
+        for i, (what, _) in enumerate(runs[0]):
+            seconds = statistics.median(r[i][1] for r in runs)
+            print(f"    {seconds:6.2f} s  {what}")
+
+
+PARTS = {
+    "fidelity": fidelity,
+    "capture": capture,
+    "stability": stability,
+    "memory": memory,
+    "startup": startup,
+    "first": first,
+}
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["_session"]:
         _one_session(*sys.argv[2:4])
+        sys.exit(0)
+    if sys.argv[1:2] == ["_first"]:
+        _first_timings(sys.argv[2])
+        sys.exit(0)
+    if sys.argv[1:2] == ["_floor"]:
+        _floor(sys.argv[2])
         sys.exit(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
     for part in sys.argv[1:] or list(PARTS):

@@ -92,6 +92,7 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
                 # The model's own error (TorchDynamo re-raises it from the user's frame).
                 raise FxtuiError(f"the model does not run on these inputs: {_failure(e)}") from e
     sealed = True
+    program.warm_runs = CAPTURE_RUNS
     if not program.parts:
         raise FxtuiError(
             f"TorchDynamo captured no graph of {name}: its forward runs no torch operation TorchDynamo can record"

@@ -81,6 +81,8 @@ class Program:
     """Where TorchDynamo split the model into several graphs, and why."""
     seconds: float = 0.0
     """Wall time the capture took."""
+    warm_runs: int = 0
+    """Uninstrumented runs the capture itself made (TorchDynamo runs the model to capture it)."""
     late_graphs: int = 0
     """Graphs compiled after the capture was sealed (recompiles): they run untimed."""
 
