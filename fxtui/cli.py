@@ -249,7 +249,9 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def _headless(args: argparse.Namespace) -> int:
-    from fxtui.engine.report import EXTRA_COLUMNS, check_writable, sort_key
+    from fxtui.engine.export import check_writable
+    from fxtui.engine.render import EXTRA_COLUMNS
+    from fxtui.engine.report import sort_key
 
     # Everything the user could have mistyped is checked before the model is loaded.
     sort_key(args.sort)
@@ -279,8 +281,10 @@ def _profile_and_print(
 ) -> int:
     import dataclasses
 
+    from fxtui.engine.export import export
     from fxtui.engine.pipeline import make_report, run_profile, session_for_target
-    from fxtui.engine.report import Report, aten_text, export, hints_text, threads_text
+    from fxtui.engine.render import aten_text, hints_text, threads_text
+    from fxtui.engine.report import Report
     from fxtui.engine.session import thread_limit
 
     settings: tuple[int | None, ...] = args.threads or (None,)

@@ -9,7 +9,8 @@ import pytest
 
 from fxtui.cli import main
 from fxtui.engine.diff import diff_reports
-from fxtui.engine.report import SCHEMA, SCHEMA_VERSION
+from fxtui.engine.export import SCHEMA, SCHEMA_VERSION
+from fxtui.engine.report import Report
 
 
 def saved(rows: dict[str, float], modules: dict[str, float], run: float) -> dict:
@@ -32,7 +33,7 @@ def saved(rows: dict[str, float], modules: dict[str, float], run: float) -> dict
 def test_changes_are_sorted_by_size_and_one_sided_nodes_are_listed() -> None:
     before = saved({"conv_1": 3e-3, "bn_1": 1e-3, "relu_1": 2e-4}, {"": 4.2e-3, "conv": 3e-3}, 4.5e-3)
     after = saved({"conv_1": 2.5e-3, "relu_1": 3e-4, "add_1": 1e-4}, {"": 2.9e-3, "conv": 2.5e-3}, 3e-3)
-    d = diff_reports(before, after)
+    d = diff_reports(Report.from_dict(before), Report.from_dict(after))
     assert [c.name for c in d.nodes] == ["conv_1", "relu_1"]
     assert d.nodes[0].delta_s == pytest.approx(-0.5e-3)
     assert d.nodes[1].delta_pct == pytest.approx(50.0)
@@ -82,7 +83,7 @@ def test_a_change_within_either_runs_own_spread_is_marked() -> None:
         real_1=(1.9e-3, 2.1e-3),
         flip_1=(1.0e-4, 1.3e-4),
     )
-    d = diff_reports(before, after)
+    d = diff_reports(Report.from_dict(before), Report.from_dict(after))
     marked = {c.name: c.within_spread for c in d.nodes}
     # bare_1 has no range (a file saved without min/p90): no evidence either way, no mark.
     assert marked == {"steady_1": True, "real_1": False, "flip_1": True, "bare_1": False}
@@ -94,10 +95,10 @@ def test_a_change_within_either_runs_own_spread_is_marked() -> None:
 
 def test_no_mark_no_legend_and_settings_that_differ_are_named() -> None:
     before, after = saved({"x_1": 1e-3}, {}, 1e-3), saved({"x_1": 2e-3}, {}, 2e-3)
-    same = diff_reports(before, after)
+    same = diff_reports(Report.from_dict(before), Report.from_dict(after))
     assert same.differences == [] and "settings" not in same.table() and "~" not in same.table()
     after["metadata"]["threads"] = 2
     after["metadata"]["inputs"] = ["2×4"]
-    d = diff_reports(before, after)
+    d = diff_reports(Report.from_dict(before), Report.from_dict(after))
     assert d.differences == ["inputs 1×4 → 2×4", "threads 1 → 2"]
     assert "settings   differ: inputs 1×4 → 2×4; threads 1 → 2" in d.table()

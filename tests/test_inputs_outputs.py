@@ -93,8 +93,8 @@ def test_two_inputs_and_a_tuple_and_dict_output_through_the_python_api() -> None
     assert report.inputs == ("4×6", "4×5")
     assert report.runs == 3 and report.failures == 0
     rows = {r.name: r for r in report.rows}
-    assert [r.name for r in report.rows if r.op == "placeholder"] == ["x", "y"]
-    assert rows["output"].shape == "(4×2, {left: 4×2, right: 4×2})"
+    assert [r.name for r in report.rows if r.info.op == "placeholder"] == ["x", "y"]
+    assert rows["output"].info.shape == "(4×2, {left: 4×2, right: 4×2})"
     assert rows["left"].module_path == "left" and rows["right"].module_path == "right"
     assert "add" in rows and "left" in report.table(top=0)
 

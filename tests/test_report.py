@@ -13,9 +13,11 @@ import torch.fx
 from torch import nn
 
 from fxtui.engine.errors import FxtuiError
+from fxtui.engine.export import load_json, write_atomic
 from fxtui.engine.filters import FilterSpec, parse_ops, path_matches
+from fxtui.engine.model import NodeRow
 from fxtui.engine.pipeline import make_report
-from fxtui.engine.report import Report, load_json, write_atomic
+from fxtui.engine.report import Report
 from fxtui.engine.session import Session
 
 
@@ -64,10 +66,10 @@ def test_rows_follow_graph_order_and_carry_module_paths(report: Report) -> None:
     assert names[0] == "x" and names[-1] == "output"
     by_name = {r.name: r for r in report.rows}
     assert by_name["layer1_0_conv"].module_path == "layer1.0.conv"
-    assert by_name["layer1_0_conv"].target == "Conv2d"
-    assert by_name["layer1_0_conv"].shape == "1×4×16×16"
-    assert by_name["add"].module_path == "layer1.0" and by_name["add"].target == "operator.add"
-    assert all(r.count == 5 for r in report.rows)
+    assert by_name["layer1_0_conv"].info.target == "Conv2d"
+    assert by_name["layer1_0_conv"].info.shape == "1×4×16×16"
+    assert by_name["add"].module_path == "layer1.0" and by_name["add"].info.target == "operator.add"
+    assert all(r.stats.count == 5 for r in report.rows)
     modules = {m.path: m for m in report.modules}
     assert modules["layer1"].class_name == "Sequential" and modules["layer1.0"].class_name == "Block"
     assert modules[""].inclusive_s == pytest.approx(report.attributed_s)
@@ -192,11 +194,14 @@ def test_python_api_profiles_a_model() -> None:
 def test_the_table_marks_unsteady_and_noisy_nodes(report: Report) -> None:
     import dataclasses
 
+    def with_stats(row: NodeRow, **stats: float) -> NodeRow:
+        return dataclasses.replace(row, stats=dataclasses.replace(row.stats, **stats))
+
     first, second, *rest = report.rows
     rows = [
-        dataclasses.replace(first, median_s=250e-6, min_s=65e-6, unsteady=True, noisy=False),
-        dataclasses.replace(second, median_s=200e-6, min_s=65e-6, unsteady=True, noisy=True),
-        *(dataclasses.replace(r, unsteady=False, noisy=False) for r in rest),
+        with_stats(first, median_s=250e-6, min_s=65e-6, iqr_s=0.0),  # unsteady: 3.8× its fastest run
+        with_stats(second, median_s=200e-6, min_s=65e-6, iqr_s=50e-6),  # unsteady and noisy
+        *(with_stats(r, min_s=r.median_s, iqr_s=0.0) for r in rest),
     ]
     text = dataclasses.replace(report, rows=rows).table(top=0)
     lines = {line.split()[1]: line for line in text.splitlines()[2:] if line.strip()}
@@ -214,3 +219,14 @@ def test_the_header_explains_a_negative_unattributed_remainder(report: Report) -
     over = dataclasses.replace(report, eager_median_s=report.attributed_s - 371e-6)
     line = next(line for line in over.header().splitlines() if line.startswith("unattributed"))
     assert line.startswith("unattributed none: the node medians add up to 371 µs more")
+
+
+def test_a_saved_report_loads_back_into_the_same_rows_and_settings(report: Report, tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    write_atomic(path, report.to_json())
+    loaded = Report.load(path)
+    assert [r.to_dict() for r in loaded.rows] == [r.to_dict() for r in report.rows]
+    assert loaded.rows[0].info.index == report.rows[0].info.index and loaded.rows[0].stats.recent == ()
+    assert loaded.modules == report.modules
+    assert loaded.metadata() == json.loads(json.dumps(report.metadata()))
+    assert loaded.table(top=0) == report.table(top=0)

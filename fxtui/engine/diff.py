@@ -1,7 +1,7 @@
 """Compare two saved runs: per node and per module change of the median, totals first.
 
-Works on the JSON that ``--json``/``--save`` write (validated by
-:func:`~fxtui.engine.report.load_json`), so it needs neither torch nor the model.
+Works on the reports that ``--json``/``--save`` write (read back by
+:meth:`~fxtui.engine.report.Report.load`), so it needs neither torch nor the model.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 
 import tabulate
 
-from fxtui.engine.report import load_json
+from fxtui.engine.model import NodeRow
+from fxtui.engine.report import Report
 from fxtui.engine.units import format_seconds
 
 SPREAD_MARK = "~"
@@ -133,35 +134,25 @@ def spread_legend(diff: RunDiff) -> str:
 
 def diff_files(before: str | os.PathLike[str], after: str | os.PathLike[str]) -> RunDiff:
     """Load and compare two saved runs; FxtuiError when either is not an fxtui report."""
-    return diff_reports(load_json(before), load_json(after))
+    return diff_reports(Report.load(before), Report.load(after))
 
 
-def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> RunDiff:
-    """Compare two loaded reports (the dictionaries ``Report.to_dict`` produces)."""
-    b_rows = {r["name"]: r for r in before["rows"]}
-    a_rows = {r["name"]: r for r in after["rows"]}
+def diff_reports(before: Report, after: Report) -> RunDiff:
+    """Compare two reports (profiled now or loaded from files)."""
+    b_rows = {r.name: r for r in before.rows}
+    a_rows = {r.name: r for r in after.rows}
     nodes = [
-        Change(
-            name,
-            a_rows[name]["module_path"],
-            float(b_rows[name]["median_s"]),
-            float(a_rows[name]["median_s"]),
-            _within_spread(b_rows[name], a_rows[name]),
-        )
-        for name in b_rows
-        if name in a_rows
+        Change(name, a_rows[name].module_path, b_rows[name].median_s, a_rows[name].median_s, _within_spread(b, a))
+        for name, b in b_rows.items()
+        if (a := a_rows.get(name)) is not None
     ]
-    b_mods = {m.get("path"): m for m in before["modules"] if isinstance(m, dict)}
-    a_mods = {m.get("path"): m for m in after["modules"] if isinstance(m, dict)}
-    modules = [
-        Change(str(p), str(p), float(b_mods[p].get("inclusive_s", 0.0)), float(a_mods[p].get("inclusive_s", 0.0)))
-        for p in b_mods
-        if p in a_mods
-    ]
+    b_mods = {m.path: m for m in before.modules}
+    a_mods = {m.path: m for m in after.modules}
+    modules = [Change(p, p, b_mods[p].inclusive_s, a_mods[p].inclusive_s) for p in b_mods if p in a_mods]
     by_size = lambda c: (-abs(c.delta_s), c.name)  # noqa: E731
     return RunDiff(
-        before=before["metadata"],
-        after=after["metadata"],
+        before=before.metadata(),
+        after=after.metadata(),
         nodes=sorted(nodes, key=by_size),
         modules=sorted(modules, key=by_size),
         only_before=[n for n in b_rows if n not in a_rows],
@@ -169,20 +160,20 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any]) -> RunDiff:
     )
 
 
-def _within_spread(before: dict[str, Any], after: dict[str, Any]) -> bool:
+def _within_spread(before: NodeRow, after: NodeRow) -> bool:
     """Does either run's own range for the node (fastest run to p90) reach the other's median?
 
     Medians of independent sessions differ by more than one session's runs do: the machine
     drifts, and a node can take twice its fastest run for a whole session (``unsteady``).
     A change that one run's own samples already span is not evidence about the model.
-    Runs saved without these fields (older files) give no range, and no mark.
+    Runs saved without these fields (older files) have no range (zero), and no mark.
     """
 
-    def covers(row: dict[str, Any], value: Any) -> bool:
-        low, high = row.get("min_s"), row.get("p90_s")
-        return isinstance(low, (int, float)) and isinstance(high, (int, float)) and low <= float(value) <= high
+    def covers(row: NodeRow, value: float) -> bool:
+        low, high = row.stats.min_s, row.stats.p90_s
+        return high > 0 and low <= value <= high
 
-    return covers(before, after["median_s"]) or covers(after, before["median_s"])
+    return covers(before, after.median_s) or covers(after, before.median_s)
 
 
 def _setting_text(value: Any) -> str:

@@ -10,7 +10,8 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fxtui.engine.snapshot import OPCODES, NodeInfo
+from fxtui.engine.model import NodeInfo
+from fxtui.engine.snapshot import OPCODES
 
 _GLOB_CHARS = frozenset("*?[")
 

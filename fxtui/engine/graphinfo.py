@@ -9,7 +9,8 @@ from torch.fx.node import Node
 
 from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import Program
-from fxtui.engine.snapshot import GraphInfo, NodeInfo, build_module_tree
+from fxtui.engine.model import NodeInfo, build_module_tree
+from fxtui.engine.snapshot import GraphInfo
 from fxtui.engine.timing import ValueMeta
 
 __all__ = ["build_graph_info", "describe_target"]

@@ -30,7 +30,8 @@ from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.findings import AtenOp, Hint, WhatIf
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.snapshot import GraphInfo, NodeStats, RunError, Snapshot, State, module_stats
+from fxtui.engine.model import NodeStats, module_stats
+from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.engine.stats import SampleWindow
 from fxtui.engine.timing import Clock, ProgramTimer
 
@@ -287,7 +288,7 @@ class Session:
             run_median_s=summary.run_median,
             eager_median_s=summary.eager_median,
             nodes=nodes,
-            modules=module_stats(self.graph, nodes, run),
+            modules=module_stats(self.graph.nodes, self.graph.modules, nodes, run),
             error=self.last_error,
             message=message,
             **self._findings(),

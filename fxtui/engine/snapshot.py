@@ -15,12 +15,22 @@ Two kinds of object travel:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, WhatIf
+from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
+    GraphBreak,
+    ModuleInfo,
+    ModuleStats,
+    NodeInfo,
+    NodeStats,
+    build_module_tree,
+    is_unsteady,
+    module_stats,
+)
 
 #: The six FX opcodes, in the order the UI lists them.
 OPCODES: tuple[str, ...] = (
@@ -31,19 +41,6 @@ OPCODES: tuple[str, ...] = (
     "call_module",
     "output",
 )
-
-#: A node is flagged noisy when its IQR exceeds this fraction of its median
-#: (the threshold torch.utils.benchmark uses).
-NOISY_IQR_RATIO = 0.1
-
-#: A node is flagged unsteady when its median is at least this many times its fastest
-#: run, and the difference is at least UNSTEADY_MIN_S (below that, clock and call
-#: overhead dominate). Measured on resnet18 5×3×224×224 with 2 threads on a 2-core
-#: machine: in each session six to nine batch-norm, add and downsample nodes took
-#: 2-7× their fastest run in nearly every run (bimodal, so their IQR stays small),
-#: and which nodes it hit changed from session to session, and with it their rank.
-UNSTEADY_RATIO = 2.0
-UNSTEADY_MIN_S = 20e-6
 
 
 class State(str, enum.Enum):
@@ -56,98 +53,6 @@ class State(str, enum.Enum):
     PAUSED = "paused"
     ERROR = "error"
     DONE = "done"
-
-
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
-    """What is known about one FX node without running it repeatedly.
-
-    ``target`` is the display form (``Conv2d``, ``operator.add``, ``torch.flatten``,
-    ``.view``); ``type_name`` is the short name a user filters by (``Conv2d``,
-    ``add``, ``flatten``, ``view``).
-    """
-
-    name: str
-    index: int
-    op: str
-    target: str
-    type_name: str
-    module_path: str
-    node_text: str
-    shape: str = ""
-    dtype: str = ""
-    input_shapes: tuple[str, ...] = ()
-    module_repr: str = ""
-    source: str = ""
-    """Where the node comes from in the model's code: ``file.py:92  out = self.conv1(x)``."""
-    forward_source: str = ""
-    """For a ``call_module`` node: where its class's ``forward`` is defined."""
-    flops: float | None = None
-    """FLOPs of one call (``torch.utils.flop_counter``); None when not measured."""
-    bytes_moved: float | None = None
-    """Bytes read (inputs, parameters) plus bytes written (outputs) by one call."""
-    params: int | None = None
-    graph: int = 0
-    """Which captured graph the node is in (0 unless the capture split the model)."""
-    calls: int = 1
-    """How often the node runs in one run of the model (a graph reused in a loop runs more than once)."""
-
-
-@dataclass(frozen=True, slots=True)
-class GraphBreak:
-    """Where TorchDynamo stopped one graph and started another, and why."""
-
-    reason: str
-    """TorchDynamo's reason, first line: ``Unsupported Tensor.item() call …``."""
-    source: str = ""
-    """The user's line that caused it: ``model.py:12  if x.sum().item() > 0:``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModuleInfo:
-    """One entry of the module tree. The root has the path ``""``."""
-
-    path: str
-    class_name: str
-    parent: str | None
-    children: tuple[str, ...]
-    nodes: tuple[str, ...]
-    """Names of the FX nodes directly in this module (not in its children), graph order."""
-    leaf_fallback: bool = False
-    """True when tracing kept this module whole because its code could not be traced."""
-
-
-def build_module_tree(
-    nodes: Sequence[NodeInfo], module_classes: Mapping[str, str], leaf_modules: Sequence[str] = ()
-) -> dict[str, ModuleInfo]:
-    """The module tree (root ``""`` → ``layer1`` → ``layer1.0``) holding every node's path."""
-    direct: dict[str, list[str]] = {"": []}
-    children: dict[str, list[str]] = {"": []}
-
-    def ensure(path: str) -> None:
-        if path in direct:
-            return
-        parent = path.rpartition(".")[0]
-        ensure(parent)
-        direct[path] = []
-        children[path] = []
-        children[parent].append(path)
-
-    for node in nodes:
-        ensure(node.module_path)
-        direct[node.module_path].append(node.name)
-    leaves = set(leaf_modules)
-    return {
-        path: ModuleInfo(
-            path=path,
-            class_name=module_classes.get(path, ""),
-            parent=None if path == "" else path.rpartition(".")[0],
-            children=tuple(children[path]),
-            nodes=tuple(direct[path]),
-            leaf_fallback=path in leaves,
-        )
-        for path in direct
-    }
 
 
 @dataclass(frozen=True)
@@ -185,65 +90,6 @@ class GraphInfo:
     def node(self, name: str) -> NodeInfo:
         """The node called ``name``."""
         return self.by_name[name]
-
-    def subtree_nodes(self, path: str) -> list[str]:
-        """Names of all nodes at or below module ``path``, graph order."""
-        if path == "":
-            return [n.name for n in self.nodes]
-        prefix = path + "."
-        return [n.name for n in self.nodes if n.module_path == path or n.module_path.startswith(prefix)]
-
-
-@dataclass(frozen=True, slots=True)
-class NodeStats:
-    """Statistics of one node's timings, in seconds.
-
-    ``median_s``, ``p90_s``, ``iqr_s`` and ``recent`` come from a bounded window of
-    the latest samples; ``count``, ``mean_s``, ``min_s`` and ``max_s`` from running
-    aggregates over every sample since the last reset.
-    """
-
-    count: int
-    median_s: float
-    mean_s: float
-    p90_s: float
-    min_s: float
-    max_s: float
-    iqr_s: float
-    pct: float
-    """Median as a share of the profiled run's median, in percent."""
-    recent: tuple[float, ...] = ()
-    """The latest samples, oldest first (for a sparkline)."""
-
-    @property
-    def noisy(self) -> bool:
-        """True when the spread (IQR) exceeds a tenth of the median."""
-        return self.median_s > 0 and self.iqr_s / self.median_s > NOISY_IQR_RATIO
-
-    @property
-    def unsteady(self) -> bool:
-        """True when the typical run takes at least twice the node's fastest run.
-
-        The operator did the same work in less time at least once, so most of the
-        difference is not its arithmetic: memory placement, page faults, or the
-        machine (another process, the hypervisor) — see :data:`UNSTEADY_RATIO`.
-        """
-        return is_unsteady(self.median_s, self.min_s)
-
-
-@dataclass(frozen=True, slots=True)
-class ModuleStats:
-    """Time attributed to one module path."""
-
-    path: str
-    inclusive_s: float
-    """Sum of node medians in the module's subtree."""
-    self_s: float
-    """Sum of node medians directly in the module."""
-    pct: float
-    """Inclusive time as a share of the profiled run's median, in percent."""
-    nodes: int
-    """Nodes in the subtree."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,35 +194,6 @@ class Snapshot(RunFiguresMixin):
     def figures(self) -> RunFigures:
         """Fidelity, overhead and the unattributed remainder of these statistics."""
         return RunFigures.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
-
-
-def module_stats(graph: GraphInfo, nodes: dict[str, NodeStats], run_s: float) -> dict[str, ModuleStats]:
-    """Inclusive and self time of every module path, from the node medians."""
-    inclusive = dict.fromkeys(graph.modules, 0.0)
-    own = dict.fromkeys(graph.modules, 0.0)
-    counts = dict.fromkeys(graph.modules, 0)
-    for info in graph.nodes:
-        stats = nodes.get(info.name)
-        t = stats.median_s if stats else 0.0
-        path = info.module_path
-        own[path] += t
-        while True:
-            inclusive[path] += t
-            counts[path] += 1
-            if path == "":
-                break
-            path = path.rpartition(".")[0]
-    return {
-        p: ModuleStats(
-            path=p, inclusive_s=inclusive[p], self_s=own[p], pct=100.0 * inclusive[p] / run_s, nodes=counts[p]
-        )
-        for p in graph.modules
-    }
-
-
-def is_unsteady(median_s: float, min_s: float) -> bool:
-    """The :attr:`NodeStats.unsteady` test on plain figures (the hints apply it too)."""
-    return min_s > 0 and median_s >= UNSTEADY_RATIO * min_s and median_s - min_s >= UNSTEADY_MIN_S
 
 
 #: Minor page faults per run above which node times are dominated by first-touch memory:

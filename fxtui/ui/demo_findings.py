@@ -81,4 +81,4 @@ def resnet18_diff() -> RunDiff:
     before = make_snapshot(resnet18_graph(), resnet18_medians())
     after_graph = build_graph(after_rows, model="resnet18", inputs=("1×3×224×224",))
     after = make_snapshot(after_graph, after_medians)
-    return diff_reports(Report.from_snapshot(before).to_dict(), Report.from_snapshot(after).to_dict())
+    return diff_reports(Report.from_snapshot(before), Report.from_snapshot(after))

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
-from fxtui.engine.snapshot import GraphInfo, NodeStats, RunError, Snapshot, State
+from fxtui.engine.model import NodeStats
+from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 

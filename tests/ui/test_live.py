@@ -8,7 +8,8 @@ from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, se
 from textual.widgets import Label, OptionList
 
 from fxtui.engine.findings import AtenOp, Hint
-from fxtui.engine.snapshot import GraphBreak, Snapshot, State
+from fxtui.engine.model import GraphBreak
+from fxtui.engine.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.hints import HintsScreen

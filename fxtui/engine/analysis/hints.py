@@ -23,7 +23,7 @@ from fxtui.engine.analysis.work import NodeWork
 from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import Program, ProgramNode, graph_program
 from fxtui.engine.findings import Hint
-from fxtui.engine.snapshot import NOISY_IQR_RATIO, UNSTEADY_RATIO, is_unsteady
+from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_RATIO, is_unsteady
 from fxtui.engine.units import format_seconds
 
 #: A node faster than this is mostly per-call overhead (Python, dispatch, allocation).

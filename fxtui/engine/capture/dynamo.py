@@ -32,7 +32,7 @@ from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.snapshot import GraphBreak
+from fxtui.engine.model import GraphBreak
 
 #: Runs of the model during capture: the first compiles; the second compiles what the first
 #: could not know yet (a resume function guarded on a value the first run produced).

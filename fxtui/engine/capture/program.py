@@ -23,7 +23,7 @@ import torch
 import torch.fx
 
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.snapshot import GraphBreak
+from fxtui.engine.model import GraphBreak
 
 Executor = Callable[..., Any]
 

@@ -1,0 +1,312 @@
+"""The torch-free data every part of fxtui shares about nodes and modules.
+
+One node is described once: :class:`NodeInfo` holds what capture and analysis found
+(name, op, target, module path, shape, FLOPs, source line), :class:`NodeStats` what the
+timed runs measured, and :class:`NodeRow` the two together with the rates derived from
+them (what reports, exports and ``fxtui diff`` work with). Modules are paths on a tree
+(``""`` is the root); :func:`module_ancestors` is the one walk up that tree.
+
+Nothing here imports torch, so the UI process and ``fxtui diff`` can use all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+#: A node is flagged noisy when its IQR exceeds this fraction of its median
+#: (the threshold torch.utils.benchmark uses).
+NOISY_IQR_RATIO = 0.1
+
+#: A node is flagged unsteady when its median is at least this many times its fastest
+#: run, and the difference is at least UNSTEADY_MIN_S (below that, clock and call
+#: overhead dominate). Measured on resnet18 5×3×224×224 with 2 threads on a 2-core
+#: machine: in each session six to nine batch-norm, add and downsample nodes took
+#: 2-7× their fastest run in nearly every run (bimodal, so their IQR stays small),
+#: and which nodes it hit changed from session to session, and with it their rank.
+UNSTEADY_RATIO = 2.0
+UNSTEADY_MIN_S = 20e-6
+
+
+def module_ancestors(path: str) -> list[str]:
+    """The root first, then every module down to ``path``: ``"a.b"`` → ``["", "a", "a.b"]``."""
+    out = [""]
+    if path:
+        parts = path.split(".")
+        out += [".".join(parts[: i + 1]) for i in range(len(parts))]
+    return out
+
+
+def subtree_sums(paths_and_values: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Each module path's total over its whole subtree, from per-node ``(module path, value)`` pairs."""
+    totals: dict[str, float] = {}
+    for path, value in paths_and_values:
+        for ancestor in module_ancestors(path):
+            totals[ancestor] = totals.get(ancestor, 0.0) + value
+    return totals
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """What is known about one FX node without running it repeatedly.
+
+    ``target`` is the display form (``Conv2d``, ``operator.add``, ``torch.flatten``,
+    ``.view``); ``type_name`` is the short name a user filters by (``Conv2d``,
+    ``add``, ``flatten``, ``view``).
+    """
+
+    name: str
+    index: int
+    op: str
+    target: str
+    type_name: str
+    module_path: str
+    node_text: str
+    shape: str = ""
+    dtype: str = ""
+    input_shapes: tuple[str, ...] = ()
+    module_repr: str = ""
+    source: str = ""
+    """Where the node comes from in the model's code: ``file.py:92  out = self.conv1(x)``."""
+    forward_source: str = ""
+    """For a ``call_module`` node: where its class's ``forward`` is defined."""
+    flops: float | None = None
+    """FLOPs of one call (``torch.utils.flop_counter``); None when not measured."""
+    bytes_moved: float | None = None
+    """Bytes read (inputs, parameters) plus bytes written (outputs) by one call."""
+    params: int | None = None
+    graph: int = 0
+    """Which captured graph the node is in (0 unless the capture split the model)."""
+    calls: int = 1
+    """How often the node runs in one run of the model (a graph reused in a loop runs more than once)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """Where TorchDynamo stopped one graph and started another, and why."""
+
+    reason: str
+    """TorchDynamo's reason, first line: ``Unsupported Tensor.item() call …``."""
+    source: str = ""
+    """The user's line that caused it: ``model.py:12  if x.sum().item() > 0:``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleInfo:
+    """One entry of the module tree. The root has the path ``""``."""
+
+    path: str
+    class_name: str
+    parent: str | None
+    children: tuple[str, ...]
+    nodes: tuple[str, ...]
+    """Names of the FX nodes directly in this module (not in its children), graph order."""
+    leaf_fallback: bool = False
+    """True when tracing kept this module whole because its code could not be traced."""
+
+
+def build_module_tree(
+    nodes: Sequence[NodeInfo], module_classes: Mapping[str, str], leaf_modules: Sequence[str] = ()
+) -> dict[str, ModuleInfo]:
+    """The module tree (root ``""`` → ``layer1`` → ``layer1.0``) holding every node's path."""
+    direct: dict[str, list[str]] = {"": []}
+    children: dict[str, list[str]] = {"": []}
+
+    def ensure(path: str) -> None:
+        if path in direct:
+            return
+        parent = path.rpartition(".")[0]
+        ensure(parent)
+        direct[path] = []
+        children[path] = []
+        children[parent].append(path)
+
+    for node in nodes:
+        ensure(node.module_path)
+        direct[node.module_path].append(node.name)
+    leaves = set(leaf_modules)
+    return {
+        path: ModuleInfo(
+            path=path,
+            class_name=module_classes.get(path, ""),
+            parent=None if path == "" else path.rpartition(".")[0],
+            children=tuple(children[path]),
+            nodes=tuple(direct[path]),
+            leaf_fallback=path in leaves,
+        )
+        for path in direct
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    """Statistics of one node's timings, in seconds.
+
+    ``median_s``, ``p90_s``, ``iqr_s`` and ``recent`` come from a bounded window of
+    the latest samples; ``count``, ``mean_s``, ``min_s`` and ``max_s`` from running
+    aggregates over every sample since the last reset.
+    """
+
+    count: int
+    median_s: float
+    mean_s: float
+    p90_s: float
+    min_s: float
+    max_s: float
+    iqr_s: float
+    pct: float
+    """Median as a share of the profiled run's median, in percent."""
+    recent: tuple[float, ...] = ()
+    """The latest samples, oldest first (for a sparkline)."""
+
+    @property
+    def noisy(self) -> bool:
+        """True when the spread (IQR) exceeds a tenth of the median."""
+        return self.median_s > 0 and self.iqr_s / self.median_s > NOISY_IQR_RATIO
+
+    @property
+    def unsteady(self) -> bool:
+        """True when the typical run takes at least twice the node's fastest run.
+
+        The operator did the same work in less time at least once, so most of the
+        difference is not its arithmetic: memory placement, page faults, or the
+        machine (another process, the hypervisor) — see :data:`UNSTEADY_RATIO`.
+        """
+        return is_unsteady(self.median_s, self.min_s)
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleStats:
+    """Time attributed to one module path."""
+
+    path: str
+    inclusive_s: float
+    """Sum of node medians in the module's subtree."""
+    self_s: float
+    """Sum of node medians directly in the module."""
+    pct: float
+    """Inclusive time as a share of the profiled run's median, in percent."""
+    nodes: int
+    """Nodes in the subtree."""
+
+
+def module_stats(
+    nodes: Sequence[NodeInfo], modules: Iterable[str], stats: Mapping[str, NodeStats], run_s: float
+) -> dict[str, ModuleStats]:
+    """Inclusive and self time of every module path in ``modules``, from the node medians in ``stats``."""
+    inclusive = dict.fromkeys(modules, 0.0)
+    own = dict.fromkeys(inclusive, 0.0)
+    counts = dict.fromkeys(inclusive, 0)
+    for info in nodes:
+        node = stats.get(info.name)
+        t = node.median_s if node else 0.0
+        own[info.module_path] += t
+        for path in module_ancestors(info.module_path):
+            inclusive[path] += t
+            counts[path] += 1
+    return {
+        p: ModuleStats(
+            path=p, inclusive_s=inclusive[p], self_s=own[p], pct=100.0 * inclusive[p] / run_s, nodes=counts[p]
+        )
+        for p in inclusive
+    }
+
+
+def is_unsteady(median_s: float, min_s: float) -> bool:
+    """The :attr:`NodeStats.unsteady` test on plain figures (the hints apply it too)."""
+    return min_s > 0 and median_s >= UNSTEADY_RATIO * min_s and median_s - min_s >= UNSTEADY_MIN_S
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """What a node achieved at its median, from its work: rates and its place on the roofline."""
+
+    gflops_s: float | None = None
+    """Achieved GFLOP/s."""
+    gbytes_s: float | None = None
+    """Achieved GB/s (bytes read plus written)."""
+    intensity: float | None = None
+    """FLOPs per byte."""
+    bound: str = ""
+    """``compute-bound`` or ``memory-bound`` against this machine's measured peaks."""
+    roofline_fraction: float | None = None
+    """Achieved share of what the roofline allows at this intensity."""
+
+
+#: Fields a saved row leaves out: the UI's sparkline samples and text only the live app shows.
+_NOT_SAVED = frozenset({"recent", "node_text", "module_repr", "input_shapes"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    """One node in a result: its facts, its statistics and the rates derived from both."""
+
+    info: NodeInfo
+    stats: NodeStats
+    rates: Rates = Rates()
+
+    @property
+    def name(self) -> str:
+        """The node's stable display name."""
+        return self.info.name
+
+    @property
+    def module_path(self) -> str:
+        """Path of the module the node runs in (``""``: the root)."""
+        return self.info.module_path
+
+    @property
+    def median_s(self) -> float:
+        """Median time of one run of the node, seconds."""
+        return self.stats.median_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat JSON-ready mapping: facts, statistics, ``noisy``/``unsteady`` and rates."""
+        out: dict[str, Any] = {}
+        for part in (self.info, self.stats, self.rates):
+            out.update({f.name: getattr(part, f.name) for f in fields(part) if f.name not in _NOT_SAVED})
+        out["noisy"] = self.stats.noisy
+        out["unsteady"] = self.stats.unsteady
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NodeRow:
+        """The row :meth:`to_dict` wrote (also from files saved before a field existed)."""
+        return cls(
+            info=_build(NodeInfo, data, node_text="", index=0, op="", target="", type_name=""),
+            stats=_build(NodeStats, data, count=0, mean_s=0.0, p90_s=0.0, min_s=0.0, max_s=0.0, iqr_s=0.0, pct=0.0),
+            rates=_build(Rates, data),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRow:
+    """Time attributed to one module path (``""`` is the root) in a result."""
+
+    path: str
+    class_name: str
+    inclusive_s: float
+    self_s: float
+    pct: float
+    nodes: int
+    leaf_fallback: bool
+    flops: float | None = None
+    """FLOPs of the subtree in one run."""
+    gflops_s: float | None = None
+    """Subtree FLOPs over its inclusive time."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModuleRow:
+        """The row :meth:`to_dict` wrote."""
+        return _build(cls, data, class_name="", self_s=0.0, pct=0.0, nodes=0, leaf_fallback=False)
+
+
+def _build(kind: Any, data: Mapping[str, Any], **defaults: Any) -> Any:
+    """``kind`` from the keys of ``data`` that are its fields; ``defaults`` for required ones an old file lacks."""
+    given = {f.name: data[f.name] for f in fields(kind) if f.name in data and f.name not in _NOT_SAVED}
+    return kind(**{**defaults, **given})

@@ -1,0 +1,270 @@
+"""Reports as text for the terminal: the header, node and module tables, hints, aten, threads.
+
+Pure functions of a :class:`~fxtui.engine.report.Report` (or of findings), shared by the
+headless command and the Python API; the hint and aten sentences are the ones the app shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import tabulate
+
+from fxtui.engine import allocator
+from fxtui.engine.errors import FxtuiError
+from fxtui.engine.filters import FilterSpec, path_matches
+from fxtui.engine.findings import AtenOp, Hint
+from fxtui.engine.model import NodeRow
+from fxtui.engine.snapshot import page_fault_warning
+from fxtui.engine.units import format_pct, format_ratio, format_seconds
+
+if TYPE_CHECKING:
+    from fxtui.engine.report import Report
+
+
+def header(report: Report) -> str:
+    """The lines above the table: model, inputs, threads, runs and the run figures."""
+    r = report
+    lines = [
+        f"model      {r.model}   inputs {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
+        f"runs       {r.runs} profiled, each interleaved with an uninstrumented run",
+        f"run        {format_seconds(r.run_median_s)} profiled median   "
+        f"{format_seconds(r.eager_median_s)} uninstrumented median",
+        f"fidelity   {format_ratio(r.fidelity)} (Σ node medians ÷ uninstrumented)   "
+        f"overhead {format_ratio(r.overhead)} (profiled ÷ uninstrumented)",
+        _unattributed_line(r.unattributed_s, r.capture),
+        *capture_lines(r),
+    ]
+    if r.peaks:
+        lines.append(
+            f"machine    {r.peaks.gflops:.0f} GFLOP/s matmul, {r.peaks.gbytes_per_s:.0f} GB/s copy "
+            f"at {r.peaks.threads} threads (the roofline for compute-/memory-bound)"
+        )
+    if r.thread_info:
+        lines.append("threads    " + r.thread_info[0].removeprefix("threads: "))
+    if r.leaf_modules:
+        lines.append("leaves     kept whole (untraceable code): " + ", ".join(r.leaf_modules))
+    if r.failures:
+        lines.append(f"failures   {r.failures} runs failed; last: {r.last_error}")
+    if r.malloc:
+        lines.append("memory     " + allocator.describe(r.malloc))
+    faults = page_fault_warning(r.faults_per_run, r.malloc)
+    lines.extend(f"warning    {w}" for w in (*r.warnings, *r.thread_warnings, *([faults] if faults else [])))
+    return "\n".join(lines)
+
+
+def table(
+    report: Report,
+    sort: str = "median",
+    top: int | None = 20,
+    spec: FilterSpec | None = None,
+    columns: tuple[str, ...] = (),
+) -> str:
+    """A tabulate table of the rows: op type, node, target, module path, shape, median, p90, %, calls.
+
+    ``columns`` adds any of :data:`EXTRA_COLUMNS` (``flops``, ``gflops``, ``bound`` …).
+    """
+    for c in columns:
+        if c not in EXTRA_COLUMNS:
+            raise FxtuiError(f"no column {c!r}; choose from {', '.join(EXTRA_COLUMNS)}")
+    rows = report.select(spec, sort, top)
+    body = [
+        [
+            r.info.op,
+            r.name,
+            r.info.target,
+            r.module_path or "(root)",
+            r.info.shape,
+            format_seconds(r.median_s),
+            format_seconds(r.stats.p90_s),
+            format_pct(r.stats.pct),
+            r.stats.count,
+            *(EXTRA_COLUMNS[c][1](r) for c in columns),
+            _marks(r),
+        ]
+        for r in rows
+    ]
+    headers = ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls"]
+    headers += [EXTRA_COLUMNS[c][0] for c in columns] + [""]
+    text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+    total = len(report.select(spec))
+    if len(rows) < total:
+        text += f"\n… {total - len(rows)} more nodes (--top 0 shows all)"
+    return text
+
+
+def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
+    """Module paths by inclusive time: class, inclusive, self, % of run, nodes, GFLOP/s."""
+    mods = [m for m in report.modules if path_matches(m.path, path)] if path else list(report.modules)
+    mods.sort(key=lambda m: (-m.inclusive_s, m.path))
+    shown = mods[:top] if top else mods
+    body = [
+        [
+            m.path or "(root)",
+            m.class_name + (" [leaf]" if m.leaf_fallback else ""),
+            format_seconds(m.inclusive_s),
+            format_seconds(m.self_s),
+            format_pct(m.pct),
+            m.nodes,
+            _opt(m.gflops_s, ".1f"),
+        ]
+        for m in shown
+    ]
+    headers = ["module path", "class", "inclusive", "self", "% of run", "nodes", "GFLOP/s"]
+    text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+    if len(shown) < len(mods):
+        text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
+    return text
+
+
+def hints_text(hints: tuple[Hint, ...]) -> str:
+    """Suggestions, largest estimated saving first, each with its evidence."""
+    if not hints:
+        return "hints      none: no rule found anything worth changing"
+    lines = []
+    for h in hints:
+        saving = (
+            f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
+            if (h.saving_s is not None)
+            else "saving: try it and measure"
+        )
+        lines.append(f"• {h.title}  [{h.rule}]\n    {h.evidence}\n    {saving}")
+    return "\n".join(lines)
+
+
+def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow]) -> str:
+    """The aten operators inside each of ``rows`` (those explained), with their share of the node."""
+    blocks = []
+    for r in rows:
+        ops = aten.get(r.name)
+        if ops is None:
+            continue
+        body = [
+            [
+                "  " * op.depth + op.name,
+                f"{op.calls:g}",
+                format_seconds(op.total_s),
+                format_seconds(op.self_s),
+                f"{op.share:.0%}",
+            ]
+            for op in ops
+        ]
+        title = f"{r.name} ({r.info.target}, median {format_seconds(r.median_s)})"
+        if not body:
+            blocks.append(f"{title}: no aten operator (pure Python or a view)")
+            continue
+        blocks.append(
+            title
+            + "\n"
+            + tabulate.tabulate(
+                body, headers=["aten operator", "calls", "total", "self", "of node"], disable_numparse=True
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+def threads_text(reports: list[Report], top: int | None = 20) -> str:
+    """Side by side: the same model at several thread counts, per node and in total."""
+    first = reports[0]
+    heads = [f"@{r.threads} thr" for r in reports]
+    total = [
+        [
+            "run (profiled median)",
+            *[format_seconds(r.run_median_s) for r in reports],
+            *[_speedup(first.run_median_s, r.run_median_s) for r in reports[1:]],
+        ],
+        [
+            "uninstrumented median",
+            *[format_seconds(r.eager_median_s) for r in reports],
+            *[_speedup(first.eager_median_s, r.eager_median_s) for r in reports[1:]],
+        ],
+    ]
+    by_name = [{row.name: row for row in r.rows} for r in reports]
+    body = []
+    for row in first.select(sort="median", top=top):
+        medians = [m[row.name].median_s if row.name in m else None for m in by_name]
+        body.append([row.name, *[format_seconds(x) for x in medians], *[_speedup(medians[0], x) for x in medians[1:]]])
+    speed_heads = [f"speed-up {h}" for h in heads[1:]]
+    return (
+        tabulate.tabulate(total, headers=["", *heads, *speed_heads], disable_numparse=True)
+        + "\n\n"
+        + tabulate.tabulate(body, headers=["node", *heads, *speed_heads], disable_numparse=True)
+    )
+
+
+def _speedup(base: float | None, other: float | None) -> str:
+    return "–" if not base or not other else f"{base / other:.2f}×"
+
+
+def _opt(value: float | None, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def capture_lines(report: Report) -> list[str]:
+    """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
+    if report.capture == "fx":
+        return ["capture    fx: torch.fx symbolic tracing, one graph"]
+    breaks = len(report.breaks)
+    lines = [
+        f"capture    dynamo: TorchDynamo, {report.graphs} graph{'s' if report.graphs != 1 else ''}, "
+        f"{breaks} graph break{'s' if breaks != 1 else ''}"
+        + (f" (switched from {report.capture_reason})" if report.capture_reason else "")
+    ]
+    for i, b in enumerate(report.breaks[:5], 1):
+        lines.append(f"break {i:<4} {b.reason}" + (f" at {b.source}" if b.source else ""))
+    if breaks > 5:
+        lines.append(f"break      … {breaks - 5} more (--json lists them all)")
+    if report.reference_median_s and report.eager_median_s:
+        cost = report.eager_median_s / report.reference_median_s - 1
+        lines.append(
+            f"eager      the model run uncaptured: {format_seconds(report.reference_median_s)} median "
+            f"(the captured graphs run {cost:+.0%} against it)"
+        )
+    if report.late_graphs:
+        lines.append(
+            f"warning    TorchDynamo compiled {report.late_graphs} more graph(s) after capture (recompiles); "
+            "they run untimed, in the unattributed remainder"
+        )
+    return lines
+
+
+def _unattributed_line(seconds: float | None, capture: str = "fx") -> str:
+    """The header's line on what the node medians leave out of the uninstrumented run."""
+    if seconds is not None and seconds < 0:
+        # Medians of parts need not add up to the median of the whole; on a short or noisy
+        # session the nodes can account for slightly more than the run.
+        return (
+            f"unattributed none: the node medians add up to {format_seconds(-seconds)} more than the "
+            "uninstrumented median (medians of parts need not sum to the median of the whole)"
+        )
+    glue = "Python glue between ops" if capture == "fx" else "Python between graphs and TorchDynamo's guard checks"
+    return f"unattributed {format_seconds(seconds)} of the uninstrumented run is {glue}, not charged to any node"
+
+
+def _marks(row: NodeRow) -> str:
+    """The table's last column: why a node's median deserves caution."""
+    marks = ["noisy"] if row.stats.noisy else []
+    if row.stats.unsteady:
+        marks.append(f"min {format_seconds(row.stats.min_s)}")
+    return ", ".join(marks)
+
+
+#: Columns ``table(columns=…)`` / ``--columns`` can add: name → (header, formatter).
+EXTRA_COLUMNS: dict[str, tuple[str, Callable[[NodeRow], str]]] = {
+    "flops": ("MFLOP", lambda r: _opt(r.info.flops / 1e6 if r.info.flops is not None else None, ".1f")),
+    "gflops": ("GFLOP/s", lambda r: _opt(r.rates.gflops_s, ".1f")),
+    "gbps": ("GB/s", lambda r: _opt(r.rates.gbytes_s, ".1f")),
+    "intensity": ("FLOP/B", lambda r: _opt(r.rates.intensity, ".1f")),
+    "bound": ("bound", lambda r: r.rates.bound.replace("-bound", "") or "–"),
+    "roofline": (
+        "% roofline",
+        lambda r: _opt(r.rates.roofline_fraction * 100 if r.rates.roofline_fraction is not None else None, ".0f"),
+    ),
+    "params": ("params", lambda r: _opt(r.info.params, ",d")),
+    "mean": ("mean", lambda r: format_seconds(r.stats.mean_s)),
+    "min": ("min", lambda r: format_seconds(r.stats.min_s)),
+    "max": ("max", lambda r: format_seconds(r.stats.max_s)),
+    "iqr": ("IQR", lambda r: format_seconds(r.stats.iqr_s)),
+    "source": ("source", lambda r: r.info.source),
+}
