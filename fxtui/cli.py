@@ -306,9 +306,9 @@ def _profile_and_print(
                 why = "interrupted" if stop.is_set() else "stopped: too many runs failed"
                 warnings = (f"{why} after {done} of {args.runs} runs; figures are from those runs",)
             if args.hints and not stop.is_set():
-                from fxtui.engine.explain import refresh_hints
+                from fxtui.engine.explain import hints_for
 
-                refresh_hints(session)
+                session.hints = hints_for(session)
             last = threads == settings[-1]
             report = make_report(session, timeline=bool(args.chrome_trace) and last, warnings=warnings)
             reports.append(dataclasses.replace(report, threads=in_force))
@@ -325,8 +325,7 @@ def _profile_and_print(
 
         shown = report.select(spec, args.sort, args.aten)
         with thread_limit(settings[-1]):
-            explain_nodes(session, [r.name for r in shown])
-        report = dataclasses.replace(report, aten=dict(session.aten))
+            report = dataclasses.replace(report, aten=explain_nodes(session, [r.name for r in shown]))
         _say("\n" + aten_text(report.aten, shown))
     if args.hints and not stop.is_set():
         _say("\n" + hints_text(report.hints))
@@ -369,6 +368,7 @@ def _live(args: argparse.Namespace) -> int:
     if args.threads and len(args.threads) > 1:
         raise FxtuiError("comparing thread counts is headless: add --once")
     # torch is imported by the engine's child process only; the app stays light.
+    from fxtui.engine.commands import Stop
     from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 
@@ -384,7 +384,7 @@ def _live(args: argparse.Namespace) -> int:
     try:
         app.run()
     finally:
-        source.stop()
+        source.send(Stop())
     fatal = getattr(app, "fatal_error", None)
     if fatal:
         raise FxtuiError(fatal)

@@ -51,3 +51,51 @@ def test_importing_the_app_does_not_load_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path, known: set[str]) -> set[str]:
+    """fxtui modules ``path`` imports when it runs (anywhere in it, but not under ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for child in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module in known:
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            found.update(subs or {node.module})
+    return found
+
+
+def test_no_import_cycle_inside_fxtui() -> None:
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(paths)
+    edges = {name: _runtime_imports(path, known) - {name} for name, path in paths.items()}
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for other in sorted(edges[name]):
+            if state.get(other) == 1:
+                cycles.append(" → ".join([*trail[trail.index(other) :], other]))
+            elif other not in state:
+                visit(other, [*trail, other])
+        state[name] = 2
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "import cycles: " + "; ".join(cycles)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fxtui.engine.commands import Explain, Pause, RequestHints, Reset, Resume, Stop, TryFusion
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.engine.snapshot import Snapshot, State
 from fxtui.engine.target import Target
@@ -67,14 +68,14 @@ def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str)
     assert running.graph is not None and running.graph.threads == 1
     assert {n.name for n in running.graph.nodes} >= {"_0", "_1", "_2"}
     assert running.nodes["_0"].count == running.runs
-    source.pause()
+    source.send(Pause())
     paused = got.wait_for(lambda s: s.state is State.PAUSED)
-    source.reset()
+    source.send(Reset())
     cleared = got.wait_for(lambda s: s.seq > paused.seq)
     assert cleared.state is State.PAUSED and cleared.runs == 0 and not cleared.nodes  # shown at once, still paused
-    source.resume()
+    source.send(Resume())
     got.wait_for(lambda s: s.state is State.RUNNING and s.seq > cleared.seq and s.runs > 0)
-    source.stop()
+    source.send(Stop())
     worker.join(timeout=30)
     assert not worker.is_alive()
     assert got.snapshots[-1].state is State.DONE
@@ -88,7 +89,7 @@ def test_first_timings_come_before_the_analysis_which_fills_in_the_graph_later(m
     analysed = got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)
     assert analysed.graph is not None and analysed.graph.by_name["_0"].flops == 2 * 2 * 16 * 16
     assert analysed.runs >= first.runs
-    source.stop()
+    source.send(Stop())
     worker.join(timeout=30)
 
 
@@ -118,13 +119,13 @@ def test_explain_hints_and_the_fusion_what_if_arrive_in_later_snapshots(tmp_path
     )
     source, got, worker = start(f"{path}:make")
     got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
-    source.explain("_0")
-    source.request_hints()
-    source.try_fusion()
+    source.send(Explain("_0"))
+    source.send(RequestHints())
+    source.send(TryFusion())
     done = got.wait_for(lambda s: "_0" in s.aten and s.hints is not None and s.what_if is not None)
     assert any("conv" in op.name for op in done.aten["_0"])
     assert any(h.rule == "conv-bn-fold" for h in done.hints or ())
     assert done.what_if is not None and done.what_if.changed == (("_0", "_1"),)
     assert done.what_if.before_s > 0 and done.what_if.after_s > 0
-    source.stop()
+    source.send(Stop())
     worker.join(timeout=30)

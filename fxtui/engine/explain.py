@@ -1,16 +1,20 @@
-"""Why is this node slow: attach the analysis to a session, and answer on-demand questions.
+"""Why is this node slow: analyses of a session's model, run outside every timed run.
 
-:func:`annotate` runs once, before the first snapshot, outside every timed run:
+Each function reads a session and returns what it found; the caller (the live loop,
+the headless command, the pipeline) decides where to keep it. :func:`analyse` measures
 FLOPs and bytes per node (one counting pass), source lines, thread facts and the
-machine's peaks. :func:`explain_nodes` (aten operators inside nodes) and
-:func:`refresh_hints` run between runs when the user asks, so their own cost never
-lands in the statistics.
+machine's peaks; :func:`explain_nodes` finds the aten operators inside nodes;
+:func:`hints_for` turns the statistics so far into suggestions; :func:`what_if_conv_bn`
+folds Conv→BatchNorm pairs and measures the result against the original.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+import statistics
+import time
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -19,59 +23,67 @@ from fxtui.engine.analysis.hints import suggest
 from fxtui.engine.analysis.roofline import measure_peaks
 from fxtui.engine.analysis.source import program_sources
 from fxtui.engine.analysis.threads import thread_info
-from fxtui.engine.analysis.work import measure_program_work
+from fxtui.engine.analysis.work import NodeWork, measure_program_work
 from fxtui.engine.errors import NodeError
-from fxtui.engine.findings import WhatIf
-from fxtui.engine.session import Session
+from fxtui.engine.findings import AtenOp, Hint, WhatIf
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.snapshot import GraphInfo
+
+if TYPE_CHECKING:
+    from fxtui.engine.session import Session
 
 
-def annotate(session: Session, *, peaks: bool = True) -> None:
-    """Add work, source lines, thread facts and (optionally) machine peaks to ``session.graph``."""
+def analyse(session: Session, *, peaks: bool = True) -> tuple[GraphInfo, dict[str, NodeWork]]:
+    """The session's graph with work, source lines, thread facts and (optionally) peaks filled in, and the work."""
     try:
-        session.work = measure_program_work(session.program, session.inputs)
+        work = measure_program_work(session.program, session.inputs)
     except NodeError:
-        session.work = {}  # the model already ran once; a counting failure only loses the FLOPs column
+        work = {}  # the model already ran once; a counting failure only loses the FLOPs column
     sources = program_sources(session.program)
     nodes = []
     for info in session.graph.nodes:
-        work = session.work.get(info.name)
+        done = work.get(info.name)
         where = sources.get(info.name)
         nodes.append(
             dataclasses.replace(
                 info,
-                flops=work.flops if work else None,
-                bytes_moved=float(work.bytes_moved) if work else None,
-                params=work.params if work else None,
+                flops=done.flops if done else None,
+                bytes_moved=float(done.bytes_moved) if done else None,
+                params=done.params if done else None,
                 source=str(where) if where and where.file else info.source,
                 forward_source=where.forward if where and info.op == "call_module" else "",
             )
         )
     threads = thread_info()
-    session.graph = dataclasses.replace(
+    graph = dataclasses.replace(
         session.graph,
         nodes=tuple(nodes),
         peaks=measure_peaks(torch.get_num_threads()) if peaks else None,
         thread_info=tuple(line for line in threads.lines() if not line.startswith("warning: ")),
         thread_warnings=threads.warnings,
     )
+    return graph, work
 
 
-def explain_nodes(session: Session, names: Collection[str], runs: int = 3) -> None:
-    """Record which aten operators ``names`` run and their share of the node (into ``session.aten``)."""
+def annotate(session: Session, *, peaks: bool = True) -> None:
+    """Keep :func:`analyse`'s results on ``session``: its graph and work are replaced."""
+    session.graph, session.work = analyse(session, peaks=peaks)
+
+
+def explain_nodes(session: Session, names: Collection[str], runs: int = 3) -> dict[str, tuple[AtenOp, ...]]:
+    """The aten operators each of ``names`` runs and their share of the node (empty for none)."""
     found = program_aten_breakdown(session.program, session.inputs, node_names=set(names), runs=runs)
-    for name in names:
-        session.aten[name] = found.get(name, ())
+    return {name: found.get(name, ()) for name in names}
 
 
-def refresh_hints(session: Session) -> None:
-    """Compute suggestions from the statistics so far (into ``session.hints``)."""
+def hints_for(session: Session) -> tuple[Hint, ...]:
+    """Suggestions from the statistics so far (none before the first recorded run)."""
     snapshot = session.snapshot()
     if snapshot.run_median_s is None or not snapshot.nodes:
-        session.hints = ()
-        return
+        return ()
     medians = {name: s.median_s for name, s in snapshot.nodes.items()}
     noise = {name: s.iqr_s / s.median_s for name, s in snapshot.nodes.items() if s.median_s > 0}
-    session.hints = suggest(
+    return suggest(
         session.program,
         medians,
         snapshot.run_median_s,
@@ -95,22 +107,29 @@ def what_if_conv_bn(session: Session, runs: int = 20) -> WhatIf | None:
     fused_gm, pairs = fuse_conv_bn(session.gm)
     if not pairs:
         return None
-    fused = Session(fused_gm, session.inputs, window=max(runs, 32))
-    original = Session(session.gm, session.inputs, window=max(runs, 32))
-    for s in (original, fused):
-        s.warm_up(2)
-    for _ in range(runs):
-        original.step()
-        fused.step()
+    before, after = time_interleaved((session.gm, fused_gm), session.inputs, runs)
     with torch.inference_mode():
         a = session.gm(*session.inputs.fresh().args)
         b = fused_gm(*session.inputs.fresh().args)
     diff = float((a - b).abs().max()) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else 0.0
-    before, after = original.snapshot().eager_median_s, fused.snapshot().eager_median_s
     return WhatIf(
         title=f"fold {len(pairs)} BatchNorm(s) into the preceding Conv",
         changed=tuple(tuple(p) for p in pairs),
-        before_s=before or 0.0,
-        after_s=after or 0.0,
+        before_s=before,
+        after_s=after,
         max_abs_diff=diff,
     )
+
+
+def time_interleaved(models: tuple[Callable[..., Any], ...], inputs: Inputs, runs: int, warmup: int = 2) -> list[float]:
+    """Median seconds of each of ``models`` on fresh copies of ``inputs``, runs interleaved, uninstrumented."""
+    times: list[list[int]] = [[] for _ in models]
+    with torch.inference_mode():
+        for k in range(warmup + runs):
+            for model, out in zip(models, times, strict=True):
+                given = inputs.fresh()
+                t0 = time.perf_counter_ns()
+                given.call(model)
+                if k >= warmup:
+                    out.append(time.perf_counter_ns() - t0)
+    return [statistics.median(t) / 1e9 for t in times]

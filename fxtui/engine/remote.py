@@ -27,6 +27,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from fxtui.engine.commands import Command, Stop
 from fxtui.engine.snapshot import GraphInfo, Snapshot, State
 from fxtui.engine.target import Target
 
@@ -61,41 +62,17 @@ class ProcessSource:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def _send(self, command: str, argument: str | None = None) -> None:
+    def send(self, command: Command) -> None:
+        """Pass ``command`` to the child (it acts between runs); a ``Stop`` also ends :meth:`run`."""
         with self._lock:
-            if self._process is None or (self._stopped and command != "stop"):
+            if isinstance(command, Stop):
+                self._stopped = True
+            elif self._stopped:
+                return
+            if self._process is None:
                 return
             with contextlib.suppress(OSError):  # the child is gone; run() reports it
-                self._commands.send((command, argument))
-
-    def pause(self) -> None:
-        """Ask the child to stop rerunning."""
-        self._send("pause")
-
-    def resume(self) -> None:
-        """Ask the child to continue."""
-        self._send("resume")
-
-    def reset(self) -> None:
-        """Ask the child to forget its statistics."""
-        self._send("reset")
-
-    def stop(self) -> None:
-        """Ask the child to finish; :meth:`run` returns once it has."""
-        self._send("stop")
-        self._stopped = True
-
-    def explain(self, node: str) -> None:
-        """Ask the child for the aten operators inside ``node``."""
-        self._send("explain", node)
-
-    def request_hints(self) -> None:
-        """Ask the child for suggestions from its statistics so far."""
-        self._send("request_hints")
-
-    def try_fusion(self) -> None:
-        """Ask the child to fold Conv-BN pairs and time the result against the original."""
-        self._send("try_fusion")
+                self._commands.send(command)
 
     def start(self) -> None:
         """Start the child process (idempotent).
@@ -153,9 +130,6 @@ class ProcessSource:
             )
 
 
-_COMMANDS = frozenset({"pause", "resume", "reset", "explain", "request_hints", "try_fusion"})
-
-
 def _with_graph(snapshot: Snapshot, graph: GraphInfo) -> Snapshot:
     return dataclasses.replace(snapshot, graph=graph)
 
@@ -178,8 +152,8 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
         keep_freed_memory()
     import torch
 
+    from fxtui.engine.live import LiveSource
     from fxtui.engine.pipeline import session_for_target
-    from fxtui.engine.session import LiveSource
 
     if options.threads:
         torch.set_num_threads(options.threads)
@@ -203,14 +177,12 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     def obey() -> None:
         while True:
             try:
-                command, argument = commands.recv()
+                command = commands.recv()
             except (EOFError, OSError):
-                command, argument = "stop", None  # the parent is gone
-            if command == "stop":
-                source.stop()
+                command = Stop()  # the parent is gone
+            source.send(command)
+            if isinstance(command, Stop):
                 return
-            if command in _COMMANDS:
-                getattr(source, command)(*(() if argument is None else (argument,)))
 
     threading.Thread(target=obey, daemon=True, name="fxtui-commands").start()
     try:

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import resource
 import statistics
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -110,7 +108,7 @@ class Session:
         self.setup_seconds = 0.0
         """Time spent capturing and checking the model (set by the pipeline)."""
         self.work: dict[str, Any] = {}
-        """Per-node work (FLOPs, bytes) once measured: ``fxtui.engine.explain.annotate``."""
+        """Per-node work (FLOPs, bytes) once measured: ``fxtui.engine.explain.analyse``."""
         self.aten: dict[str, tuple[AtenOp, ...]] = {}
         """Aten operators inside the nodes explained so far."""
         self.hints: tuple[Hint, ...] | None = None
@@ -297,158 +295,3 @@ class Session:
 
 def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-class LiveSource:
-    """Runs a session in the calling (worker) thread and publishes snapshots.
-
-    ``build`` loads and traces the model and returns a :class:`Session`; it runs
-    inside :meth:`run`, so the UI is up while the model loads. Snapshots are
-    published at most every ``interval`` seconds, never per node.
-
-    With ``analyse``, the work per node (FLOPs, bytes), source lines and the machine's
-    peaks are measured right after the first timings are published, not before: the
-    user sees numbers a pass over the model sooner (0.6 s for BERT-base), and the
-    columns that need the analysis fill in a moment later.
-    """
-
-    def __init__(
-        self,
-        build: Callable[[Callable[[State, str], None]], Session],
-        *,
-        warmup: int = 3,
-        interval: float = 0.3,
-        max_runs: int | None = None,
-        analyse: bool = False,
-    ) -> None:
-        self._build = build
-        self.analyse = analyse
-        self.warmup = warmup
-        self.interval = interval
-        self.max_runs = max_runs
-        self._stop = threading.Event()
-        self._paused = False
-        self._reset = False
-        self._wake = threading.Event()
-        self._explain: list[str] = []
-        self._hints = False
-        self._fusion = False
-        self.session: Session | None = None
-
-    def _command(self, *, paused: bool | None = None, reset: bool = False, stop: bool = False) -> None:
-        if paused is not None:
-            self._paused = paused
-        self._reset = self._reset or reset
-        if stop:
-            self._stop.set()
-        self._wake.set()
-
-    def pause(self) -> None:
-        """Stop rerunning until :meth:`resume`."""
-        self._command(paused=True)
-
-    def resume(self) -> None:
-        """Continue rerunning."""
-        self._command(paused=False)
-
-    def reset(self) -> None:
-        """Forget the statistics so far (done by the loop between runs, shown at once)."""
-        self._command(reset=True)
-
-    def stop(self) -> None:
-        """End :meth:`run` after the current run."""
-        self._command(stop=True)
-
-    def explain(self, node: str) -> None:
-        """Find the aten operators inside ``node`` (between runs); snapshots then carry them."""
-        self._explain.append(node)
-        self._wake.set()
-
-    def request_hints(self) -> None:
-        """Compute suggestions from the statistics so far (between runs)."""
-        self._hints = True
-        self._wake.set()
-
-    def try_fusion(self) -> None:
-        """Fold Conv-BN pairs and time both graphs, interleaved (between runs)."""
-        self._fusion = True
-        self._wake.set()
-
-    def _answer_requests(self, session: Session) -> bool:
-        """Answer pending explain/hint requests; True when there was anything to answer."""
-        if not (self._explain or self._hints or self._fusion):
-            return False  # the common case, once per step
-        from fxtui.engine.explain import explain_nodes, refresh_hints, what_if_conv_bn
-
-        answered = False
-        if self._explain:
-            names, self._explain = self._explain, []
-            missing = [n for n in dict.fromkeys(names) if n not in session.aten]
-            if missing:  # an aten pass reruns the model: only for nodes not explained yet
-                explain_nodes(session, missing)
-            answered = True
-        if self._hints:
-            self._hints = False
-            refresh_hints(session)
-            answered = True
-        if self._fusion:
-            self._fusion = False
-            session.what_if = what_if_conv_bn(session)
-            answered = True
-        return answered
-
-    def run(self, publish: Callable[[Snapshot], None]) -> None:
-        """Load, trace, warm up, then rerun until stopped, publishing snapshots."""
-        seq = 0
-
-        def send(snapshot: Snapshot) -> None:
-            nonlocal seq
-            seq += 1
-            publish(dataclasses.replace(snapshot, seq=seq))
-
-        try:
-            session = self.session = self._build(lambda state, message: send(Snapshot(None, state, message=message)))
-        except FxtuiError as e:
-            send(Snapshot(None, State.ERROR, message=str(e)))
-            return
-        send(session.snapshot(State.WARMING_UP, message=f"warming up ({self.warmup} runs)"))
-        session.warm_up(self.warmup)
-        last = 0.0
-        interval = self.interval
-        analysed = not self.analyse
-        while not self._stop.is_set():
-            self._wake.clear()
-            state = State.PAUSED if self._paused else State.RUNNING
-            if self._reset:
-                self._reset = False
-                session.reset()
-                send(session.snapshot(state, message="statistics reset"))
-            if self._answer_requests(session):
-                send(session.snapshot(state))
-            done = self.max_runs is not None and session.samples.count >= self.max_runs
-            if self._paused or done:
-                send(
-                    session.snapshot(
-                        State.PAUSED if self._paused else State.DONE,
-                        message="paused" if self._paused else f"done: {session.samples.count} runs",
-                    )
-                )
-                self._wake.wait()
-                continue
-            session.step()
-            if session.last_error is not None and session.samples.count == 0:
-                time.sleep(0.1)  # every run fails: do not spin
-            now = time.monotonic()
-            if now - last >= interval:
-                last = now
-                send(session.snapshot(State.RUNNING))
-                # A 10,000-node snapshot takes ~0.2 s; publish so that freezing statistics
-                # never takes more than a quarter of the loop's time.
-                interval = max(self.interval, 4 * (time.monotonic() - now))
-                if not analysed and session.samples.count:
-                    analysed = True
-                    from fxtui.engine.explain import annotate
-
-                    annotate(session)
-                    send(session.snapshot(state))
-        send(session.snapshot(State.DONE, message="stopped"))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from fxtui.engine.commands import Command
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, WhatIf
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
@@ -166,11 +167,11 @@ class Snapshot(RunFiguresMixin):
     message: str = ""
     """A one-line status for the user (what is happening, or what went wrong)."""
     aten: Mapping[str, tuple[AtenOp, ...]] = field(default_factory=dict)
-    """Aten operators inside the nodes explained so far (see ``SnapshotSource.explain``)."""
+    """Aten operators inside the nodes explained so far (``commands.Explain``)."""
     hints: tuple[Hint, ...] | None = None
-    """Suggestions, once asked for (see ``SnapshotSource.request_hints``)."""
+    """Suggestions, once asked for (``commands.RequestHints``)."""
     what_if: WhatIf | None = None
-    """The Conv-BN folding tried and measured, once asked for (``SnapshotSource.try_fusion``)."""
+    """The Conv-BN folding tried and measured, once asked for (``commands.TryFusion``)."""
     faults_per_run: float | None = None
     """Median minor page faults of the process per profiled run."""
     malloc: str = ""
@@ -216,28 +217,13 @@ def page_fault_warning(faults_per_run: float | None, malloc: str = "") -> str:
 
 
 class SnapshotSource(Protocol):
-    """Anything that produces snapshots: a live session, a saved file, a test fake.
+    """Anything that produces snapshots: a live session, a child process, a demo, a test fake.
 
-    ``run`` blocks in a worker thread and calls ``publish`` with each new snapshot
-    until ``stop`` is called; the other methods are called from the UI thread and
-    must return at once.
+    ``run`` blocks in a worker thread and calls ``publish`` with each new snapshot until a
+    :class:`~fxtui.engine.commands.Stop` arrives; ``send`` is called from the UI thread and
+    returns at once (the source acts on the command between runs).
     """
 
     def run(self, publish: Callable[[Snapshot], None]) -> None: ...
 
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
-
-    def reset(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def explain(self, node: str) -> None:
-        """Ask for the aten breakdown of ``node``; later snapshots carry it in ``aten``."""
-
-    def request_hints(self) -> None:
-        """Ask for suggestions from the current statistics; later snapshots carry them in ``hints``."""
-
-    def try_fusion(self) -> None:
-        """Ask to fold Conv-BN pairs and time the result against the original; see ``what_if``."""
+    def send(self, command: Command) -> None: ...

@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
+from fxtui.engine.commands import Stop
 from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.help import HelpScreen
@@ -79,12 +80,12 @@ class FxtuiApp(App[None]):
 
     def _fatal(self, message: str) -> None:
         self.fatal_error = message
-        self.source.stop()
+        self.source.send(Stop())
         self.exit(return_code=2)
 
     async def action_quit(self) -> None:
         """Stop the source, then leave."""
-        self.source.stop()
+        self.source.send(Stop())
         self.exit()
 
     def action_help(self) -> None:
@@ -103,7 +104,7 @@ class FxtuiApp(App[None]):
 
     def on_unmount(self) -> None:
         # However the app ends (an exception included), the session must not keep running.
-        self.source.stop()
+        self.source.send(Stop())
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette offers the app's own actions besides Textual's."""

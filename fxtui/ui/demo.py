@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from fxtui.engine.commands import Command, Stop
 from fxtui.engine.snapshot import (
     GraphInfo,
     ModuleStats,
@@ -275,7 +276,7 @@ def synthetic_graph(n_nodes: int) -> tuple[GraphInfo, list[float]]:
 class DemoSource:
     """A :class:`~fxtui.engine.snapshot.SnapshotSource` that publishes fixed snapshots.
 
-    ``run`` publishes ``snapshots`` in order and then waits for :meth:`stop`; nothing
+    ``run`` publishes ``snapshots`` in order and then waits for a ``Stop`` command; nothing
     depends on the clock, so what the app shows is the same on every run.
     """
 
@@ -290,27 +291,10 @@ class DemoSource:
             publish(snapshot)
         self._stop.wait()
 
-    def pause(self) -> None:
-        """Nothing to pause: the demo's numbers are fixed."""
-
-    def resume(self) -> None:
-        """Nothing to resume."""
-
-    def reset(self) -> None:
-        """Nothing to reset."""
-
-    def stop(self) -> None:
-        """End :meth:`run`."""
-        self._stop.set()
-
-    def explain(self, node: str) -> None:
-        """The demo has no aten breakdowns to offer."""
-
-    def request_hints(self) -> None:
-        """The demo's hints, if any, are in its snapshots already."""
-
-    def try_fusion(self) -> None:
-        """The demo's what-if, if any, is in its snapshots already."""
+    def send(self, command: Command) -> None:
+        """Only :class:`~fxtui.engine.commands.Stop` does anything: the demo's numbers and findings are fixed."""
+        if isinstance(command, Stop):
+            self._stop.set()
 
 
 def resnet18_demo_source() -> DemoSource:

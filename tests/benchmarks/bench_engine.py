@@ -289,8 +289,9 @@ def _first_timings(target: str) -> None:
     import json
 
     t0 = globals().get("TORCH_IMPORTED", time.perf_counter())
+    from fxtui.engine.commands import Stop
+    from fxtui.engine.live import LiveSource
     from fxtui.engine.pipeline import session_for_target as build
-    from fxtui.engine.session import LiveSource
     from fxtui.engine.snapshot import State
 
     phases: list[tuple[str, float]] = []
@@ -304,7 +305,7 @@ def _first_timings(target: str) -> None:
             phases.append(("warming up", time.perf_counter() - t0))
         if snapshot.runs and phases[-1][0] != "first timings":
             phases.append(("first timings", time.perf_counter() - t0))
-            source.stop()
+            source.send(Stop())
 
     source = LiveSource(lambda p: build(Target(target), lambda s, m: (progress(s, m), p(s, m))[1], analyse=False))
     source.run(publish)

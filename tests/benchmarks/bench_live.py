@@ -19,9 +19,9 @@ import sys
 import time
 from collections.abc import Callable
 
+from fxtui.engine.live import LiveSource
 from fxtui.engine.pipeline import run_profile, session_for_target
 from fxtui.engine.remote import ChildOptions, ProcessSource
-from fxtui.engine.session import LiveSource
 from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
 from fxtui.engine.target import Target
 from fxtui.ui.app import FxtuiApp

@@ -4,7 +4,7 @@
     python tests/benchmarks/bench_soak.py --minutes 60      # the full hour
     python tests/benchmarks/bench_soak.py --process         # the live app's child process instead
 
-The session is the live app's loop: :class:`~fxtui.engine.session.LiveSource`
+The session is the live app's loop: :class:`~fxtui.engine.live.LiveSource`
 rerunning the model and publishing a snapshot every 0.3 s to a callback that keeps
 only the last one (as the app does once it has drawn it), or, with ``--process``,
 :class:`~fxtui.engine.remote.ProcessSource` with the model in a child process. Now
@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from fxtui.engine.commands import Explain, RequestHints, Reset, Stop
 from fxtui.engine.snapshot import Snapshot, State
 from fxtui.engine.target import Target
 
@@ -84,13 +85,13 @@ def soak(
         while now >= next_ask and snap and snap.graph and ask_every:
             asks += 1
             next_ask += ask_every
-            source.explain(snap.graph.nodes[len(snap.graph.nodes) // 2].name)  # type: ignore[attr-defined]
-            source.request_hints()  # type: ignore[attr-defined]
+            source.send(Explain(snap.graph.nodes[len(snap.graph.nodes) // 2].name))
+            source.send(RequestHints())
             if asks % 5 == 0:
-                source.reset()  # type: ignore[attr-defined]
+                source.send(Reset())
         time.sleep(max(0.0, min(every, next_ask - now) - (time.monotonic() - started - now)))
     curve.append((time.monotonic() - started, measure(), last.snapshot.runs if last.snapshot else 0))
-    source.stop()  # type: ignore[attr-defined]
+    source.send(Stop())
     worker.join(timeout=30)
     if asks:
         print(f"\nasked for an aten breakdown and hints {asks} times")
@@ -135,8 +136,8 @@ def main() -> None:
         print(f"(this process, receiving the snapshots: {rss_mb():.1f} MB)")
         return
 
+    from fxtui.engine.live import LiveSource
     from fxtui.engine.pipeline import session_for_target
-    from fxtui.engine.session import LiveSource
 
     live = LiveSource(lambda progress: session_for_target(target, progress))
     soak(live, rss_mb, seconds, args.every, args.warmup_share, args.ask_every or None)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
+from fxtui.engine.commands import Command, Explain, RequestHints, Stop, TryFusion
 from fxtui.engine.model import NodeStats
 from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
@@ -81,27 +82,19 @@ class FakeSource:
         assert self._publish is not None, "the app has not started the source"
         self._publish(snapshot)
 
-    def pause(self) -> None:
-        self.calls.append("pause")
-
-    def resume(self) -> None:
-        self.calls.append("resume")
-
-    def reset(self) -> None:
-        self.calls.append("reset")
-
-    def stop(self) -> None:
-        self.calls.append("stop")
-        self._stop.set()
-
-    def explain(self, node: str) -> None:
-        self.calls.append(f"explain {node}")
-
-    def request_hints(self) -> None:
-        self.calls.append("hints")
-
-    def try_fusion(self) -> None:
-        self.calls.append("try_fusion")
+    def send(self, command: Command) -> None:
+        """Record ``command`` as the tests name it (``pause``, ``explain NODE``, ``hints`` …)."""
+        match command:
+            case Explain(node):
+                self.calls.append(f"explain {node}")
+            case RequestHints():
+                self.calls.append("hints")
+            case TryFusion():
+                self.calls.append("try_fusion")
+            case _:
+                self.calls.append(type(command).__name__.lower())
+        if isinstance(command, Stop):
+            self._stop.set()
 
 
 class FailingSource(FakeSource):

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static, Tree
 
+from fxtui.engine.commands import Pause, Reset, Resume
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
 from fxtui.ui.columns import BY_KEY, COLUMN_KEYS
@@ -387,14 +388,14 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
         """Pause the reruns, or resume them."""
         self.paused = not self.paused
         if self.paused:
-            self.source.pause()
+            self.source.send(Pause())
         else:
-            self.source.resume()
+            self.source.send(Resume())
         self._show_status()
 
     def action_reset(self) -> None:
         """Forget the statistics so far."""
-        self.source.reset()
+        self.source.send(Reset())
         self.notify("statistics reset", timeout=2)
 
     def action_sort_next(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fxtui.engine import allocator
+from fxtui.engine.commands import Explain, RequestHints, TryFusion
 from fxtui.engine.findings import WhatIf
 from fxtui.engine.snapshot import GraphInfo, Snapshot, SnapshotSource
 from fxtui.ui.screens.hints import HintsScreen
@@ -38,7 +39,7 @@ class PanelsMixin(ScreenMixin):
         if self.selected is None:
             return
         self._explaining.add(self.selected)
-        self.source.explain(self.selected)
+        self.source.send(Explain(self.selected))
         self._show_detail()
 
     def action_toggle_detail(self) -> None:
@@ -48,7 +49,7 @@ class PanelsMixin(ScreenMixin):
 
     def action_hints(self) -> None:
         """Ask for suggestions and list them; Enter on one selects its node."""
-        self.source.request_hints()
+        self.source.send(RequestHints())
 
         def chosen(name: str | None) -> None:
             if name is not None:
@@ -67,7 +68,7 @@ class PanelsMixin(ScreenMixin):
         """Ask the session to fold Conv-BN pairs and time the result; the hints screen shows it."""
         self.trying_fusion = True
         self.what_if_before = self.snapshot.what_if if self.snapshot is not None else None
-        self.source.try_fusion()
+        self.source.send(TryFusion())
         self._show_status()
 
     def action_threads(self) -> None:

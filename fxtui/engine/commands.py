@@ -1,0 +1,51 @@
+"""What a snapshot consumer can ask of a running profile: small typed commands.
+
+The UI sends one with ``source.send(Pause())``; a live session drains them between runs
+(:mod:`fxtui.engine.live`), a child process receives them pickled over its pipe
+(:mod:`fxtui.engine.remote`). Adding a command is a class here and a case in the loop.
+Torch-free, so the UI can import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Stop rerunning until :class:`Resume`; the statistics stay."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Continue rerunning."""
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Forget the statistics so far (shown at once, between runs)."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the session after the current run."""
+
+
+@dataclass(frozen=True)
+class Explain:
+    """Find the aten operators inside ``node``; later snapshots carry them in ``aten``."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class RequestHints:
+    """Compute suggestions from the statistics so far; later snapshots carry them in ``hints``."""
+
+
+@dataclass(frozen=True)
+class TryFusion:
+    """Fold Conv→BatchNorm pairs and time the result against the original; see ``what_if``."""
+
+
+Command = Pause | Resume | Reset | Stop | Explain | RequestHints | TryFusion
