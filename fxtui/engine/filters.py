@@ -7,7 +7,6 @@ line and ``/ layer1*`` in the app select the same nodes.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fxtui.engine.model import NodeInfo
@@ -31,17 +30,6 @@ class FilterSpec:
     def active(self) -> bool:
         """True when the spec hides anything."""
         return bool(self.ops or self.path or self.types)
-
-    def describe(self) -> str:
-        """A short text for a status line: ``op=call_module path=layer1* type=Conv2d``."""
-        parts = []
-        if self.ops:
-            parts.append("op=" + ",".join(o for o in OPCODES if o in self.ops))
-        if self.path:
-            parts.append(f"path={self.path}")
-        if self.types:
-            parts.append("type=" + ",".join(sorted(self.types)))
-        return " ".join(parts)
 
 
 def parse_ops(text: str) -> frozenset[str]:
@@ -78,8 +66,3 @@ def matches(node: NodeInfo, spec: FilterSpec) -> bool:
     ):
         return False
     return path_matches(node.module_path, spec.path)
-
-
-def select(nodes: Iterable[NodeInfo], spec: FilterSpec) -> list[NodeInfo]:
-    """The nodes that pass ``spec``, in their original order."""
-    return [n for n in nodes if matches(n, spec)]

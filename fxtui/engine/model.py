@@ -11,6 +11,7 @@ Nothing here imports torch, so the UI process and ``fxtui diff`` can use all of 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -113,17 +114,13 @@ def build_module_tree(
     direct: dict[str, list[str]] = {"": []}
     children: dict[str, list[str]] = {"": []}
 
-    def ensure(path: str) -> None:
-        if path in direct:
-            return
-        parent = path.rpartition(".")[0]
-        ensure(parent)
-        direct[path] = []
-        children[path] = []
-        children[parent].append(path)
-
     for node in nodes:
-        ensure(node.module_path)
+        chain = module_ancestors(node.module_path)
+        for parent, path in itertools.pairwise(chain):
+            if path not in direct:
+                direct[path] = []
+                children[path] = []
+                children[parent].append(path)
         direct[node.module_path].append(node.name)
     leaves = set(leaf_modules)
     return {

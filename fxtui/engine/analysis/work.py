@@ -20,6 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.errors import NodeError
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.model import module_ancestors
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +172,7 @@ def rollup(work_by_node: Mapping[str, NodeWork], module_paths: Mapping[str, str]
     """
     sums: dict[str, list[float]] = {"": [0.0, 0, 0, 0, 0]}
     for name, work in work_by_node.items():
-        for path in _ancestors(module_paths.get(name, "")):
+        for path in module_ancestors(module_paths.get(name, "")):
             acc = sums.setdefault(path, [0.0, 0, 0, 0, 0])
             acc[0] += work.flops
             acc[1] += work.bytes_read
@@ -179,14 +180,6 @@ def rollup(work_by_node: Mapping[str, NodeWork], module_paths: Mapping[str, str]
             acc[3] += work.params
             acc[4] += 1
     return {path: ModuleWork(path, float(a[0]), int(a[1]), int(a[2]), int(a[3]), int(a[4])) for path, a in sums.items()}
-
-
-def _ancestors(path: str) -> Iterator[str]:
-    """``"a.b.c"`` → ``"a.b.c"``, ``"a.b"``, ``"a"``, ``""``."""
-    while path:
-        yield path
-        path = path.rpartition(".")[0]
-    yield ""
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:

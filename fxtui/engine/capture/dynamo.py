@@ -32,7 +32,7 @@ from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import GraphBreak
+from fxtui.engine.model import GraphBreak, module_ancestors
 
 #: Runs of the model during capture: the first compiles; the second compiles what the first
 #: could not know yet (a resume function guarded on a value the first run produced).
@@ -168,13 +168,10 @@ class _Namer:
         return path, getattr(cls, "__name__", str(cls))
 
     def _add_class(self, path: str, cls: str) -> None:
-        if path in self.classes:
-            return
-        self.classes[path] = cls or _class_of(self.root, path)
-        parent = path.rpartition(".")[0]
-        while parent not in self.classes:
-            self.classes[parent] = _class_of(self.root, parent)
-            parent = parent.rpartition(".")[0]
+        if path not in self.classes:
+            self.classes[path] = cls or _class_of(self.root, path)
+        for ancestor in module_ancestors(path):
+            self.classes.setdefault(ancestor, _class_of(self.root, ancestor))
 
     @staticmethod
     def _label(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:

@@ -28,6 +28,7 @@ from torch.fx.proxy import TraceError
 from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.model import module_ancestors
 
 #: Retrace at most this many times; each retry turns one more submodule into a leaf.
 MAX_LEAF_RETRIES = 64
@@ -260,12 +261,12 @@ def _module_paths(gm: torch.fx.GraphModule, root: torch.nn.Module) -> dict[str, 
 def _module_classes(root: torch.nn.Module, paths: Any) -> dict[str, str]:
     classes = {"": type(root).__name__}
     for path in set(paths):
-        while path and path not in classes:
-            try:
-                classes[path] = type(root.get_submodule(path)).__name__
-            except AttributeError:
-                classes[path] = ""
-            path = path.rpartition(".")[0]
+        for ancestor in module_ancestors(path):
+            if ancestor not in classes:
+                try:
+                    classes[ancestor] = type(root.get_submodule(ancestor)).__name__
+                except AttributeError:
+                    classes[ancestor] = ""
     return classes
 
 
