@@ -131,6 +131,17 @@ def test_a_graph_run_twice_per_run_adds_its_calls() -> None:
     assert session.timer.last_ns[1] >= one  # both calls, not the last one alone
 
 
+def test_dynamo_captures_get_work_and_source_lines_like_fx_captures() -> None:
+    loaded = LoadedModel(module=tiny_bert(), inputs=bert_inputs(), name="bert", dtype="float32")
+    session = session_for_module(loaded, capture_mode="dynamo")  # analyse: FLOPs, bytes, source lines
+    query = session.graph.node("encoder.layer.0.attention.self.query · linear")
+    # 1×16 tokens through a 64→64 linear: 2·16·64·64 FLOPs.
+    assert query.flops == 2 * 16 * 64 * 64
+    assert query.bytes_moved is not None and query.bytes_moved > 64 * 64 * 4
+    assert "modeling_bert.py" in query.source
+    assert session.program.late_graphs == 0  # counting the work recompiled nothing
+
+
 def test_dynamo_module_sources_become_plain_paths() -> None:
     assert module_path("L['self'].encoder.layer[0].attention") == "encoder.layer.0.attention"
     assert module_path("L['self']._modules['stem']") == "stem"

@@ -8,12 +8,13 @@ pattern). Divided by a node's median time they say how fast the node runs
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch.fx.node import Node
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -99,8 +100,12 @@ def measure_program_work(program: Program, inputs: Inputs) -> dict[str, NodeWork
 
     def visit(part: GraphPart, args: tuple[Any, ...]) -> Any:
         interp = _WorkInterpreter(part.gm)
-        interp.counter = counter
-        out = interp.run(*args)
+        # The counter is entered inside each graph call, not around the whole run: TorchDynamo
+        # guards on the active dispatch modes, so a counter around the compiled model would make
+        # every graph recompile, and the recompiled graphs would run past the parts uncounted.
+        with FlopCounterMode(display=False) as counter:
+            interp.counter = counter
+            out = interp.run(*args)
         for node, name in zip(part.gm.graph.nodes, part.names, strict=True):
             work = interp.work.get(node.name)
             if work is not None:
@@ -108,7 +113,7 @@ def measure_program_work(program: Program, inputs: Inputs) -> dict[str, NodeWork
                 found[name] = work if before is None else _added(before, work)
         return out
 
-    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+    with torch.inference_mode():
         program.run_each(inputs.fresh(), visit)
     return found
 
@@ -182,15 +187,8 @@ def rollup(work_by_node: Mapping[str, NodeWork], module_paths: Mapping[str, str]
     return {path: ModuleWork(path, float(a[0]), int(a[1]), int(a[2]), int(a[3]), int(a[4])) for path, a in sums.items()}
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
+def _tensors(value: Any) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
 def _unique_tensors(value: Any) -> list[torch.Tensor]:
