@@ -35,6 +35,8 @@ def profile(
     *,
     kwargs: dict[str, Any] | None = None,
     capture: str = "auto",
+    train: bool = False,
+    optimizer: str = "sgd",
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
@@ -46,6 +48,11 @@ def profile(
     ``fidelity`` and ``overhead`` say how far the per-node figures can be trusted.
     Submodules whose code cannot be traced are kept whole (``report.leaf_modules``).
 
+    With ``train=True`` a run is a whole training step — forward, loss, backward and an
+    ``optimizer`` step (``"sgd"`` or ``"adamw"``) — captured with TorchDynamo and AOTAutograd;
+    rows carry their ``phase`` and backward nodes are charged to the forward module they
+    differentiate. The model's parameters change with every step.
+
     The caller's process keeps its memory allocator's settings. Call
     :func:`keep_freed_memory` first for the figures the command line measures:
     without it, glibc may hand large buffers back to the system between runs, and
@@ -55,7 +62,12 @@ def profile(
     from fxtui.engine.session import thread_limit
 
     with thread_limit(threads):
-        session = session_for_module(loaded_from_module(model, example_input, name, kwargs), capture_mode=capture)
+        session = session_for_module(
+            loaded_from_module(model, example_input, name, kwargs),
+            capture_mode=capture,
+            train=train,
+            optimizer=optimizer,
+        )
         run_profile(session, runs, warmup)
         return make_report(session)
 

@@ -116,6 +116,17 @@ def build_parser() -> argparse.ArgumentParser:
         "for models fx cannot trace), auto: fx, then dynamo when the model cannot be traced (default)",
     )
     g.add_argument(
+        "--train",
+        action="store_true",
+        help="profile a whole training step: forward, loss, backward and optimizer, per node",
+    )
+    g.add_argument(
+        "--optimizer",
+        choices=("sgd", "adamw"),
+        default="sgd",
+        help="with --train: the optimizer whose step is timed (default sgd)",
+    )
+    g.add_argument(
         "--hf-config",
         metavar="KEY=VALUE,…",
         help="for hf: targets, change configuration values first, e.g. num_hidden_layers=2",
@@ -245,6 +256,8 @@ def _target(args: argparse.Namespace) -> Target:
         submodule=args.submodule,
         capture=args.capture,
         hf_config=parse_hf_config(args.hf_config) if args.hf_config else (),
+        train=args.train,
+        optimizer=args.optimizer,
     )
 
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from fxtui.cli import main
 from fxtui.engine.capture import capture, graph_program
-from fxtui.engine.capture.dynamo import module_path
+from fxtui.engine.capture.names import module_path
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import make_report, run_profile, session_for_module

@@ -149,6 +149,13 @@ def diff_reports(before: Report, after: Report) -> RunDiff:
     b_mods = {m.path: m for m in before.modules}
     a_mods = {m.path: m for m in after.modules}
     modules = [Change(p, p, b_mods[p].inclusive_s, a_mods[p].inclusive_s) for p in b_mods if p in a_mods]
+    if before.training and after.training:  # a training step: each module's forward and backward apart
+        for phase in ("forward", "backward"):
+            modules += [
+                Change(f"{p} ({phase})", p, getattr(b_mods[p], f"{phase}_s"), getattr(a_mods[p], f"{phase}_s"))
+                for p in b_mods
+                if p and p in a_mods
+            ]
     by_size = lambda c: (-abs(c.delta_s), c.name)  # noqa: E731
     return RunDiff(
         before=before.metadata(),

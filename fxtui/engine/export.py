@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 CSV_COLUMNS = (
     "name", "op", "target", "type_name", "module_path", "shape", "dtype", "median_s", "mean_s", "p90_s", "min_s",
     "max_s", "iqr_s", "count", "pct", "noisy", "index", "unsteady", "flops", "bytes_moved", "params", "gflops_s",
-    "gbytes_s", "intensity", "bound", "roofline_fraction", "source", "forward_source", "graph", "calls",
+    "gbytes_s", "intensity", "bound", "roofline_fraction", "source", "forward_source", "graph", "calls", "phase",
 )  # fmt: skip
 
 
@@ -64,6 +64,7 @@ def chrome_trace(report: Report) -> dict[str, Any]:
     if not report.timeline:
         raise FxtuiError("this report has no recorded run to export as a trace")
     paths = {r.name: r.module_path for r in report.rows}
+    phases = {r.name: r.info.phase for r in report.rows}
     ops = {r.name: (r.info.op, r.info.target) for r in report.rows}
     events: list[dict[str, Any]] = []
     open_spans: list[tuple[str, float]] = []  # (module path, start) from the root's children down
@@ -72,10 +73,14 @@ def chrome_trace(report: Report) -> dict[str, Any]:
     def close_until(keep: int) -> None:
         while len(open_spans) > keep:
             path, start = open_spans.pop()
-            events.append(_span(path.rpartition(".")[2] or path, "module", start, end - start, {"path": path}))
+            if path.startswith(_PHASE):  # a training step's forward or backward pass around its modules
+                events.append(_span(path[len(_PHASE) :], "phase", start, end - start, {}))
+            else:
+                events.append(_span(path.rpartition(".")[2] or path, "module", start, end - start, {"path": path}))
 
     for name, start, dur in report.timeline:
-        chain = module_ancestors(paths.get(name, ""))[1:]
+        phase = phases.get(name, "")
+        chain = ([_PHASE + phase] if phase else []) + module_ancestors(paths.get(name, ""))[1:]
         common = 0
         while common < min(len(chain), len(open_spans)) and open_spans[common][0] == chain[common]:
             common += 1
@@ -88,6 +93,10 @@ def chrome_trace(report: Report) -> dict[str, Any]:
     close_until(0)
     events.insert(0, {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": f"fxtui {report.model}"}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+#: Marks a phase among the open spans of :func:`chrome_trace` (module paths never start with it).
+_PHASE = "\x00"
 
 
 def _span(name: str, cat: str, start: float, dur: float, args: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,8 @@ def build_graph_info(
                     module_repr=_module_repr(part.gm, node),
                     graph=part.index,
                     calls=calls[part.index] if calls else 1,
+                    phase=part.phase,
+                    gradients=program.gradients.get(name, ()),
                 )
             )
     return GraphInfo(
@@ -69,6 +71,9 @@ def build_graph_info(
         capture_reason=program.reason,
         graphs=len(program.parts),
         breaks=program.breaks,
+        training=program.training,
+        loss=program.loss,
+        optimizer=program.optimizer,
     )
 
 

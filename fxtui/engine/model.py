@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 #: A node is flagged noisy when its IQR exceeds this fraction of its median
@@ -81,6 +81,10 @@ class NodeInfo:
     """Which captured graph the node is in (0 unless the capture split the model)."""
     calls: int = 1
     """How often the node runs in one run of the model (a graph reused in a loop runs more than once)."""
+    phase: str = ""
+    """In a training step: ``forward``, ``backward`` or ``optimizer``; ``""`` for inference."""
+    gradients: tuple[str, ...] = ()
+    """For a forward node of a training step: the backward nodes that differentiate it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,10 @@ class ModuleStats:
     """Inclusive time as a share of the profiled run's median, in percent."""
     nodes: int
     """Nodes in the subtree."""
+    forward_s: float = 0.0
+    """In a training step: inclusive time of the subtree's forward nodes."""
+    backward_s: float = 0.0
+    """In a training step: inclusive time of the backward nodes charged to the subtree."""
 
 
 def module_stats(
@@ -195,19 +203,39 @@ def module_stats(
     inclusive = dict.fromkeys(modules, 0.0)
     own = dict.fromkeys(inclusive, 0.0)
     counts = dict.fromkeys(inclusive, 0)
+    by_phase = {"forward": dict.fromkeys(inclusive, 0.0), "backward": dict.fromkeys(inclusive, 0.0)}
     for info in nodes:
         node = stats.get(info.name)
         t = node.median_s if node else 0.0
         own[info.module_path] += t
+        phase = by_phase.get(info.phase)
         for path in module_ancestors(info.module_path):
             inclusive[path] += t
             counts[path] += 1
+            if phase is not None:
+                phase[path] += t
     return {
         p: ModuleStats(
-            path=p, inclusive_s=inclusive[p], self_s=own[p], pct=100.0 * inclusive[p] / run_s, nodes=counts[p]
+            path=p,
+            inclusive_s=inclusive[p],
+            self_s=own[p],
+            pct=100.0 * inclusive[p] / run_s,
+            nodes=counts[p],
+            forward_s=by_phase["forward"][p],
+            backward_s=by_phase["backward"][p],
         )
         for p in inclusive
     }
+
+
+def phase_totals(nodes: Iterable[NodeInfo], stats: Mapping[str, NodeStats]) -> dict[str, float]:
+    """Sum of node medians per phase of a training step (``forward``, ``backward``, ``optimizer``)."""
+    totals: dict[str, float] = {}
+    for info in nodes:
+        node = stats.get(info.name)
+        if info.phase and node is not None:
+            totals[info.phase] = totals.get(info.phase, 0.0) + node.median_s
+    return totals
 
 
 def is_unsteady(median_s: float, min_s: float) -> bool:
@@ -270,8 +298,9 @@ class NodeRow:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NodeRow:
         """The row :meth:`to_dict` wrote (also from files saved before a field existed)."""
+        info = _build(NodeInfo, data, node_text="", index=0, op="", target="", type_name="")
         return cls(
-            info=_build(NodeInfo, data, node_text="", index=0, op="", target="", type_name=""),
+            info=replace(info, gradients=tuple(info.gradients)),
             stats=_build(NodeStats, data, count=0, mean_s=0.0, p90_s=0.0, min_s=0.0, max_s=0.0, iqr_s=0.0, pct=0.0),
             rates=_build(Rates, data),
         )
@@ -292,6 +321,10 @@ class ModuleRow:
     """FLOPs of the subtree in one run."""
     gflops_s: float | None = None
     """Subtree FLOPs over its inclusive time."""
+    forward_s: float = 0.0
+    """In a training step: inclusive time of the subtree's forward nodes."""
+    backward_s: float = 0.0
+    """In a training step: inclusive time of the backward nodes charged to the subtree."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""

@@ -14,6 +14,8 @@ import torch
 
 from fxtui.engine.capture import capture
 from fxtui.engine.capture.dynamo import capture_dynamo
+from fxtui.engine.capture.train import capture_train
+from fxtui.engine.errors import FxtuiError
 from fxtui.engine.explain import annotate
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
@@ -39,7 +41,9 @@ def session_for_target(target: Target, progress: Progress = _quiet, window: int 
         submodule=target.submodule,
         hf_config=target.hf_config,
     )
-    return session_for_module(loaded, progress, window, analyse, capture_mode=target.capture)
+    return session_for_module(
+        loaded, progress, window, analyse, capture_mode=target.capture, train=target.train, optimizer=target.optimizer
+    )
 
 
 def session_for_module(
@@ -49,20 +53,30 @@ def session_for_module(
     analyse: bool = True,
     *,
     capture_mode: str = "auto",
+    train: bool = False,
+    optimizer: str = "sgd",
 ) -> Session:
     """Capture an already loaded model and prepare a session for it.
 
-    ``capture_mode`` is ``auto``, ``fx`` or ``dynamo`` (:mod:`fxtui.engine.capture`).
+    ``capture_mode`` is ``auto``, ``fx`` or ``dynamo`` (:mod:`fxtui.engine.capture`); with
+    ``train`` a run is a training step with ``optimizer`` (:mod:`fxtui.engine.capture.train`),
+    which only TorchDynamo and AOTAutograd can capture.
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description.
     """
     straight_to_dynamo = capture_mode == "auto" and loaded.kind == "transformers"
-    if capture_mode == "dynamo" or straight_to_dynamo:
+    if train and capture_mode == "fx":
+        raise FxtuiError("--train captures the step with TorchDynamo and AOTAutograd; --capture fx cannot")
+    if train:
+        progress(State.TRACING, f"capturing a training step of {loaded.name} (forward, backward, optimizer)")
+    elif capture_mode == "dynamo" or straight_to_dynamo:
         progress(State.TRACING, f"capturing {loaded.name} with TorchDynamo")
     else:
         progress(State.TRACING, f"tracing {loaded.name}")
     started = time.perf_counter()
-    if straight_to_dynamo:
+    if train:
+        program = capture_train(loaded.module, loaded.inputs, name=loaded.name, optimizer=optimizer)
+    elif straight_to_dynamo:
         # transformers 5 writes its models for TorchDynamo and has no torch.fx tracer:
         # symbolic tracing would only fail, after seconds of retrying submodules as leaves.
         program = capture_dynamo(
@@ -120,6 +134,11 @@ def run_profile(session: Session, runs: int, warmup: int, should_stop: Callable[
 
 def make_report(session: Session, *, timeline: bool = True, warnings: tuple[str, ...] = ()) -> Report:
     """Freeze ``session`` into a :class:`Report`; ``timeline`` adds one representative run for a trace."""
+    if session.nonfinite_steps:
+        warnings = (
+            *warnings,
+            f"the loss was NaN or infinite in {session.nonfinite_steps} of {session.samples.count} profiled steps",
+        )
     if session.nonfinite:
         shown = ", ".join(session.nonfinite[:3]) + (" …" if len(session.nonfinite) > 3 else "")
         warnings = (*warnings, f"NaN or inf in the output of {len(session.nonfinite)} node(s): {shown}")

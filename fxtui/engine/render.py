@@ -26,14 +26,17 @@ if TYPE_CHECKING:
 def header(report: Report) -> str:
     """The lines above the table: model, inputs, threads, runs and the run figures."""
     r = report
+    run = "step" if r.training else "run"
     lines = [
         f"model      {r.model}   inputs {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
-        f"runs       {r.runs} profiled, each interleaved with an uninstrumented run",
-        f"run        {format_seconds(r.run_median_s)} profiled median   "
+        f"runs       {r.runs} profiled {'training steps' if r.training else 'runs'}, "
+        f"each interleaved with an uninstrumented {run}",
+        f"{run:<10} {format_seconds(r.run_median_s)} profiled median   "
         f"{format_seconds(r.eager_median_s)} uninstrumented median",
         f"fidelity   {format_ratio(r.fidelity)} (Σ node medians ÷ uninstrumented)   "
         f"overhead {format_ratio(r.overhead)} (profiled ÷ uninstrumented)",
         _unattributed_line(r.unattributed_s, r.capture),
+        *train_lines(r),
         *capture_lines(r),
     ]
     if r.peaks:
@@ -69,8 +72,10 @@ def table(
         if c not in EXTRA_COLUMNS:
             raise FxtuiError(f"no column {c!r}; choose from {', '.join(EXTRA_COLUMNS)}")
     rows = report.select(spec, sort, top)
+    phase = [[r.info.phase] for r in rows] if report.training else [[] for _ in rows]
     body = [
         [
+            *shown_phase,
             r.info.op,
             r.name,
             r.info.target,
@@ -83,9 +88,10 @@ def table(
             *(EXTRA_COLUMNS[c][1](r) for c in columns),
             _marks(r),
         ]
-        for r in rows
+        for r, shown_phase in zip(rows, phase, strict=True)
     ]
-    headers = ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls"]
+    headers = ["phase"] if report.training else []
+    headers += ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls"]
     headers += [EXTRA_COLUMNS[c][0] for c in columns] + [""]
     text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
     total = len(report.select(spec))
@@ -106,12 +112,15 @@ def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
             format_seconds(m.inclusive_s),
             format_seconds(m.self_s),
             format_pct(m.pct),
+            *([format_seconds(m.forward_s), format_seconds(m.backward_s)] if report.training else []),
             m.nodes,
             _opt(m.gflops_s, ".1f"),
         ]
         for m in shown
     ]
-    headers = ["module path", "class", "inclusive", "self", "% of run", "nodes", "GFLOP/s"]
+    headers = ["module path", "class", "inclusive", "self", "% of run"]
+    headers += ["forward", "backward"] if report.training else []
+    headers += ["nodes", "GFLOP/s"]
     text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
     if len(shown) < len(mods):
         text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
@@ -201,14 +210,36 @@ def _opt(value: float | None, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
 
 
+def train_lines(report: Report) -> list[str]:
+    """The header's lines on a training step: its phases, the loss and the optimizer."""
+    if not report.training:
+        return []
+    phases = report.phases
+    total = sum(phases.values()) or 1e-12
+    split = ", ".join(
+        f"{p} {format_seconds(phases.get(p, 0.0))} ({100 * phases.get(p, 0.0) / total:.0f}%)"
+        for p in ("forward", "backward", "optimizer")
+    )
+    ratio = phases.get("backward", 0.0) / phases["forward"] if phases.get("forward") else None
+    return [
+        f"phases     {split} of Σ node medians; backward ÷ forward {format_ratio(ratio)}",
+        f"train      loss: {report.loss}; optimizer {report.optimizer}; the model in train mode, "
+        "its parameters updated every step",
+    ]
+
+
 def capture_lines(report: Report) -> list[str]:
     """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
     if report.capture == "fx":
         return ["capture    fx: torch.fx symbolic tracing, one graph"]
     breaks = len(report.breaks)
+    graphs = f"{report.graphs} graph{'s' if report.graphs != 1 else ''}"
+    if report.training:
+        graphs = f"TorchDynamo and AOTAutograd, {graphs} (forward, backward, optimizer)"
+    else:
+        graphs = f"TorchDynamo, {graphs}"
     lines = [
-        f"capture    dynamo: TorchDynamo, {report.graphs} graph{'s' if report.graphs != 1 else ''}, "
-        f"{breaks} graph break{'s' if breaks != 1 else ''}"
+        f"capture    {report.capture}: {graphs}, {breaks} graph break{'s' if breaks != 1 else ''}"
         + (f" (switched from {report.capture_reason})" if report.capture_reason else "")
     ]
     for i, b in enumerate(report.breaks[:5], 1):
@@ -217,8 +248,9 @@ def capture_lines(report: Report) -> list[str]:
         lines.append(f"break      … {breaks - 5} more (--json lists them all)")
     if report.reference_median_s and report.eager_median_s:
         cost = report.eager_median_s / report.reference_median_s - 1
+        what = "the training step" if report.training else "the model"
         lines.append(
-            f"eager      the model run uncaptured: {format_seconds(report.reference_median_s)} median "
+            f"eager      {what} run uncaptured: {format_seconds(report.reference_median_s)} median "
             f"(the captured graphs run {cost:+.0%} against it)"
         )
     if report.late_graphs:
@@ -238,7 +270,10 @@ def _unattributed_line(seconds: float | None, capture: str = "fx") -> str:
             f"unattributed none: the node medians add up to {format_seconds(-seconds)} more than the "
             "uninstrumented median (medians of parts need not sum to the median of the whole)"
         )
-    glue = "Python glue between ops" if capture == "fx" else "Python between graphs and TorchDynamo's guard checks"
+    glue = {
+        "fx": "Python glue between ops",
+        "train": "Python between graphs (the loss call, autograd's engine, TorchDynamo's guard checks)",
+    }.get(capture, "Python between graphs and TorchDynamo's guard checks")
     return f"unattributed {format_seconds(seconds)} of the uninstrumented run is {glue}, not charged to any node"
 
 

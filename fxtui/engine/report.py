@@ -16,7 +16,7 @@ from fxtui.engine import export, render
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
 from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
-from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, subtree_sums
+from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, phase_totals, subtree_sums
 from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot
 
 
@@ -60,6 +60,12 @@ class Report(RunFiguresMixin):
     reference_median_s: float | None = None
     """Median of the model run uncaptured (TorchDynamo captures only): what capture itself costs."""
     late_graphs: int = 0
+    training: bool = False
+    """True when a run was a training step: rows carry their phase, modules forward and backward time."""
+    loss: str = ""
+    optimizer: str = ""
+    nonfinite_steps: int = 0
+    """Training steps whose loss was NaN or infinite."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -67,6 +73,16 @@ class Report(RunFiguresMixin):
     def attributed_s(self) -> float:
         """Sum of node medians."""
         return sum(r.median_s for r in self.rows)
+
+    @property
+    def mode(self) -> str:
+        """``train`` or ``inference``."""
+        return "train" if self.training else "inference"
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """In a training step: the sum of node medians of each phase (forward, backward, optimizer)."""
+        return phase_totals([r.info for r in self.rows], {r.name: r.stats for r in self.rows})
 
     @property
     def figures(self) -> RunFigures:
@@ -113,6 +129,10 @@ class Report(RunFiguresMixin):
             breaks=graph.breaks,
             reference_median_s=snapshot.reference_median_s,
             late_graphs=snapshot.late_graphs,
+            training=graph.training,
+            loss=graph.loss,
+            optimizer=graph.optimizer,
+            nonfinite_steps=snapshot.nonfinite_steps,
             **extra,
         )
 
@@ -148,6 +168,10 @@ class Report(RunFiguresMixin):
             breaks=tuple(GraphBreak(**b) for b in meta.get("graph_breaks", ())),
             reference_median_s=meta.get("reference_median_s"),
             late_graphs=int(meta.get("late_graphs", 0)),
+            training=meta.get("mode") == "train",
+            loss=str(meta.get("loss", "")),
+            optimizer=str(meta.get("optimizer", "")),
+            nonfinite_steps=int(meta.get("nonfinite_steps", 0)),
         )
 
     @classmethod
@@ -236,6 +260,11 @@ class Report(RunFiguresMixin):
             "graph_breaks": [asdict(b) for b in self.breaks],
             "reference_median_s": self.reference_median_s,
             "late_graphs": self.late_graphs,
+            "mode": self.mode,
+            "loss": self.loss,
+            "optimizer": self.optimizer,
+            "phases_s": self.phases,
+            "nonfinite_steps": self.nonfinite_steps,
         }
 
 
@@ -285,6 +314,8 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
             leaf_fallback=graph.modules[path].leaf_fallback,
             flops=flops.get(path),
             gflops_s=flops[path] / m.inclusive_s / 1e9 if flops.get(path) and m.inclusive_s > 0 else None,
+            forward_s=m.forward_s,
+            backward_s=m.backward_s,
         )
         for path, m in snapshot.modules.items()
     ]

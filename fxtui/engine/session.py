@@ -85,7 +85,7 @@ class Session:
         self.inputs = inputs if isinstance(inputs, Inputs) else Inputs(tuple(inputs))
         self.timer = ProgramTimer(program, clock=clock, clock_overhead_ns=clock_overhead_ns)
         self.clock = clock
-        with torch.inference_mode():
+        with program.running():
             try:
                 self.timer.run(self.inputs.fresh())
             except NodeError as e:
@@ -119,6 +119,8 @@ class Session:
         self._eager_first = False
         self._pending: list[Any] = [None, 0, 0]
         """The step in progress: profiled node times, profiled run time, uninstrumented run time."""
+        self.nonfinite_steps = 0
+        """Profiled training steps whose loss was NaN or infinite."""
         self.faults: collections.deque[int] = collections.deque(maxlen=64)
         """Minor page faults of the latest profiled runs (the process's, read around each run)."""
 
@@ -137,7 +139,7 @@ class Session:
         Returns True when the step's samples were recorded.
         """
         self._eager_first = not self._eager_first
-        with torch.inference_mode():
+        with self.program.running():
             order = (self._eager, self._profiled) if self._eager_first else (self._profiled, self._eager)
             errors = [e for e in (run() for run in order) if e is not None]
         if errors:
@@ -148,17 +150,20 @@ class Session:
         if record:
             self.samples.add(self._pending[0], self._pending[1])
             self.samples.add_eager(self._pending[2])
-            if self.program.capture != "fx" and len(self.reference) < REFERENCE_RUNS:
+            if self.program.reference is not None and len(self.reference) < REFERENCE_RUNS:
                 self._time_reference()
         return True
 
     def _time_reference(self) -> None:
         """One run of the model as it is, uncaptured: what capture itself costs, seen beside the baseline."""
+        reference = self.program.reference
+        if reference is None:
+            return
         inputs = self.inputs.fresh()
         # A reference that fails only loses its line.
-        with contextlib.suppress(Exception), torch.inference_mode():
+        with contextlib.suppress(Exception), self.program.running():
             t0 = self.clock()
-            inputs.call(self.program.root)
+            reference(inputs)
             self.reference.append(self.clock() - t0)
 
     @property
@@ -186,7 +191,7 @@ class Session:
         """
         candidates = []
         timer = self.timer
-        with torch.inference_mode():
+        with self.program.running():
             for _ in range(max(runs, 1)):
                 timer.run(self.inputs.fresh())
                 origin = timer.last_run_start_ns
@@ -207,6 +212,7 @@ class Session:
         """Forget every sample and failure."""
         self.faults.clear()
         self.samples.reset()
+        self.nonfinite_steps = 0
         self.failures = 0
         self.last_error = None
 
@@ -214,9 +220,11 @@ class Session:
         inputs = self.inputs.fresh()
         faults = _minor_faults()
         try:
-            self.timer.run(inputs)
+            out = self.timer.run(inputs)
         except NodeError as e:
             return e
+        if self.program.training and isinstance(out, torch.Tensor) and not bool(torch.isfinite(out).all()):
+            self.nonfinite_steps += 1  # the session goes on; the report says how often
         self.faults.append(_minor_faults() - faults)
         self._pending[0] = list(self.timer.last_ns)
         self._pending[1] = self.timer.last_run_ns
@@ -248,6 +256,7 @@ class Session:
             "malloc": allocator.policy(),
             "reference_median_s": self.reference_median_s,
             "late_graphs": self.program.late_graphs,
+            "nonfinite_steps": self.nonfinite_steps,
         }
 
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:

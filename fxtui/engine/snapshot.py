@@ -31,6 +31,7 @@ from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, 
     build_module_tree,
     is_unsteady,
     module_stats,
+    phase_totals,
 )
 
 #: The six FX opcodes, in the order the UI lists them.
@@ -76,12 +77,24 @@ class GraphInfo:
     """Threads, environment and build flags, one line each."""
     thread_warnings: tuple[str, ...] = ()
     capture: str = "fx"
-    """Which capture produced the graphs: ``fx`` (torch.fx.symbolic_trace) or ``dynamo`` (TorchDynamo)."""
+    """Which capture produced the graphs: ``fx`` (torch.fx.symbolic_trace), ``dynamo`` (TorchDynamo) or
+    ``train`` (TorchDynamo and AOTAutograd: a training step's forward and backward graphs)."""
     capture_reason: str = ""
     """Why that capture ran, when it was not the first choice (``auto`` switching to TorchDynamo)."""
     graphs: int = 1
     breaks: tuple[GraphBreak, ...] = ()
     """Graph breaks, in the order TorchDynamo met them."""
+    training: bool = False
+    """True when a run is a training step (forward, backward, optimizer); nodes carry their phase."""
+    loss: str = ""
+    """How a training step's loss is made (``cross-entropy against fixed random labels …``)."""
+    optimizer: str = ""
+    """The optimizer a training step runs (``SGD(lr=0.001)``)."""
+
+    @property
+    def mode(self) -> str:
+        """``train`` or ``inference``."""
+        return "train" if self.training else "inference"
 
     @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
@@ -180,6 +193,8 @@ class Snapshot(RunFiguresMixin):
     """Median wall time of the model run uncaptured, for reference (TorchDynamo captures only)."""
     late_graphs: int = 0
     """Graphs TorchDynamo compiled after capture (recompiles): they run untimed."""
+    nonfinite_steps: int = 0
+    """Training steps whose loss was NaN or infinite."""
 
     @property
     def fault_warning(self) -> str:
@@ -190,6 +205,11 @@ class Snapshot(RunFiguresMixin):
     def attributed_s(self) -> float:
         """Sum of all node medians."""
         return sum(s.median_s for s in self.nodes.values())
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """In a training step: the sum of node medians of each phase (forward, backward, optimizer)."""
+        return phase_totals(self.graph.nodes, self.nodes) if self.graph is not None else {}
 
     @property
     def figures(self) -> RunFigures:

@@ -21,6 +21,10 @@ class Target:
     """``auto``, ``fx`` or ``dynamo`` (see :mod:`fxtui.engine.capture`)."""
     hf_config: tuple[tuple[str, str], ...] = ()
     """``--hf-config`` overrides for an ``hf:`` target, as (key, value text) pairs."""
+    train: bool = False
+    """Profile a whole training step (forward, loss, backward, optimizer) instead of inference."""
+    optimizer: str = "sgd"
+    """The optimizer of a training step: ``sgd`` or ``adamw``."""
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -68,7 +68,7 @@ def program_aten_breakdown(
     def visit(part: GraphPart, args: tuple[Any, ...]) -> Any:
         return interps[part.index].run(*args)
 
-    with torch.inference_mode():
+    with program.running():
         program.run_each(inputs.fresh(), visit)
         with _silenced_fd(2, quiet), profile(activities=[ProfilerActivity.CPU]) as prof:
             for _ in range(max(runs, 1)):

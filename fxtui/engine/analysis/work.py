@@ -113,7 +113,7 @@ def measure_program_work(program: Program, inputs: Inputs) -> dict[str, NodeWork
                 found[name] = work if before is None else _added(before, work)
         return out
 
-    with torch.inference_mode():
+    with program.running():
         program.run_each(inputs.fresh(), visit)
     return found
 

@@ -28,18 +28,27 @@ from fxtui.engine.model import GraphBreak
 Executor = Callable[..., Any]
 
 
+#: What a graph of a training step does: ``forward`` (with the loss), ``backward`` (the gradients
+#: AOTAutograd derived), ``optimizer`` (the parameter update). Inference graphs have no phase.
+PHASES = ("forward", "backward", "optimizer")
+
+
 class GraphPart:
     """One captured FX graph: its GraphModule, the display names of its nodes, and what runs it now."""
 
-    __slots__ = ("executor", "gm", "index", "names", "offset")
+    __slots__ = ("executor", "gm", "index", "names", "offset", "phase")
 
-    def __init__(self, gm: torch.fx.GraphModule, names: Sequence[str], offset: int, index: int) -> None:
+    def __init__(
+        self, gm: torch.fx.GraphModule, names: Sequence[str], offset: int, index: int, phase: str = ""
+    ) -> None:
         self.gm = gm
         self.names: tuple[str, ...] = tuple(names)
         """One display name per node, graph order; unique across the program."""
         self.offset = offset
         """Index of this graph's first node in the program's node list."""
         self.index = index
+        self.phase = phase
+        """``forward``, ``backward`` or ``optimizer`` in a training step (:data:`PHASES`); ``""`` otherwise."""
         self.executor: Executor = gm.forward
 
     def __call__(self, *args: Any) -> Any:
@@ -63,7 +72,7 @@ class Program:
     """The graphs a capture produced, and the call that runs the whole model through them."""
 
     capture: str
-    """Which capture mode produced the graphs: ``fx`` or ``dynamo``."""
+    """Which capture mode produced the graphs: ``fx``, ``dynamo`` or ``train``."""
     root: torch.nn.Module
     """The module that was captured."""
     call: Callable[[Inputs], Any]
@@ -85,6 +94,21 @@ class Program:
     """Uninstrumented runs the capture itself made (TorchDynamo runs the model to capture it)."""
     late_graphs: int = 0
     """Graphs compiled after the capture was sealed (recompiles): they run untimed."""
+    reference: Callable[[Inputs], Any] | None = None
+    """The same work uncaptured (the plain model, or an eager training step), timed once for
+    reference so the user sees what capture itself costs; None where capture costs nothing (fx)."""
+    training: bool = False
+    """True when a run is a training step: it runs with autograd on, not in inference mode."""
+    loss: str = ""
+    """How a training step's loss is made from the model's output (``cross-entropy …``)."""
+    optimizer: str = ""
+    """The optimizer a training step runs (``SGD(lr=0.001)``)."""
+    gradients: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Forward node → the backward nodes that differentiate it (training steps)."""
+
+    def running(self) -> contextlib.AbstractContextManager[Any]:
+        """The autograd mode a run of this program needs: inference mode, or gradients for a training step."""
+        return torch.enable_grad() if self.training else torch.inference_mode()
 
     @property
     def names(self) -> list[str]:
