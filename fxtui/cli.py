@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from fxtui.engine.errors import FxtuiError
-from fxtui.engine.filters import FilterSpec, parse_ops, parse_types
+from fxtui.engine.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.engine.target import Target, parse_shape
 
 EXIT_USAGE = 2
@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
     t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
     t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
+    t.add_argument("--phase", metavar="PHASES", help="with --train: only these phases, e.g. backward")
     t.add_argument(
         "--modules", action="store_true", help="a table of module paths (inclusive and self time) instead of nodes"
     )
@@ -242,7 +243,14 @@ def _filter_spec(args: argparse.Namespace) -> FilterSpec:
         ops = parse_ops(args.op) if args.op else frozenset()
     except ValueError as e:
         raise FxtuiError(f"--op: {e}") from None
-    return FilterSpec(ops=ops, path=args.path or "", types=parse_types(args.type) if args.type else frozenset())
+    try:
+        phases = parse_phases(args.phase) if args.phase else frozenset()
+    except ValueError as e:
+        raise FxtuiError(f"--phase: {e}") from None
+    if phases and not args.train:
+        raise FxtuiError("--phase filters the phases of a training step: add --train")
+    types = parse_types(args.type) if args.type else frozenset()
+    return FilterSpec(ops=ops, path=args.path or "", types=types, phases=phases)
 
 
 def _target(args: argparse.Namespace) -> Target:

@@ -189,6 +189,7 @@ def models(tmp_path: Path) -> Path:
         ("ints", [], "no floating-point output"),
         ("tiny", ["--capture", "fx"], "--capture fx cannot"),
         ("tiny", ["--optimizer", "lion"], "invalid choice: 'lion'"),
+        ("tiny", ["--phase", "sideways"], "unknown phase 'sideways'"),
     ],
 )
 def test_bad_training_input_is_one_sentence_and_exit_2(
@@ -209,6 +210,15 @@ def test_the_command_line_prints_phases_and_module_split(models: Path, capsys: p
     assert "cross-entropy against fixed random labels (3 classes)" in out
     header = next(line for line in out.splitlines() if line.startswith("module path"))
     assert "forward" in header and "backward" in header
+
+
+def test_phase_filter_keeps_one_phase(models: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main([f"{models}:tiny", "--train", "--once", "--runs", "2", "--phase", "backward", "--top", "0"])
+    out, _ = capsys.readouterr()
+    rows = [line for line in out.splitlines() if line.startswith(("forward ", "backward ", "optimizer "))]
+    assert code == 0 and rows and all(line.startswith("backward ") for line in rows)
+    code = main([f"{models}:tiny", "--once", "--phase", "backward"])
+    assert code == 2 and "add --train" in capsys.readouterr().err
 
 
 def test_a_tiny_transformer_trains_per_node(capsys: pytest.CaptureFixture[str]) -> None:

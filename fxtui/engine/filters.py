@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from fxtui.engine.model import NodeInfo
+from fxtui.engine.model import PHASES, NodeInfo
 from fxtui.engine.snapshot import OPCODES
 
 _GLOB_CHARS = frozenset("*?[")
@@ -25,11 +25,13 @@ class FilterSpec:
     """A glob on the module path (``layer[12]*``), or a substring when it has no glob characters."""
     types: frozenset[str] = frozenset()
     """Target type names to keep (``Conv2d``, ``add``), compared case-insensitively."""
+    phases: frozenset[str] = frozenset()
+    """Phases of a training step to keep (``forward``, ``backward``, ``optimizer``)."""
 
     @property
     def active(self) -> bool:
         """True when the spec hides anything."""
-        return bool(self.ops or self.path or self.types)
+        return bool(self.ops or self.path or self.types or self.phases)
 
 
 def parse_ops(text: str) -> frozenset[str]:
@@ -39,6 +41,15 @@ def parse_ops(text: str) -> frozenset[str]:
     if unknown:
         raise ValueError(f"unknown op type {unknown[0]!r}; choose from {', '.join(OPCODES)}")
     return ops
+
+
+def parse_phases(text: str) -> frozenset[str]:
+    """``"forward,backward"`` → the phases; ValueError names an unknown one."""
+    phases = frozenset(p.strip() for p in text.split(",") if p.strip())
+    unknown = sorted(phases - set(PHASES))
+    if unknown:
+        raise ValueError(f"unknown phase {unknown[0]!r}; choose from {', '.join(PHASES)}")
+    return phases
 
 
 def parse_types(text: str) -> frozenset[str]:
@@ -58,6 +69,8 @@ def path_matches(module_path: str, pattern: str) -> bool:
 def matches(node: NodeInfo, spec: FilterSpec) -> bool:
     """True when ``node`` passes every part of ``spec``."""
     if spec.ops and node.op not in spec.ops:
+        return False
+    if spec.phases and node.phase not in spec.phases:
         return False
     if (
         spec.types

@@ -30,6 +30,10 @@ UNSTEADY_RATIO = 2.0
 UNSTEADY_MIN_S = 20e-6
 
 
+#: The phases of a training step, in the order a step runs them (inference nodes have none).
+PHASES = ("forward", "backward", "optimizer")
+
+
 def module_ancestors(path: str) -> list[str]:
     """The root first, then every module down to ``path``: ``"a.b"`` → ``["", "a", "a.b"]``."""
     out = [""]

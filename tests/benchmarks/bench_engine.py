@@ -1,7 +1,8 @@
 """Engine benchmark: prints fidelity, overhead, stability, memory and start-up figures.
 
     python tests/benchmarks/bench_engine.py            # everything (about 15 minutes on 2 cores)
-    python tests/benchmarks/bench_engine.py fidelity   # one part: fidelity, capture, stability, memory, startup, first
+    python tests/benchmarks/bench_engine.py train      # one part: fidelity, capture, stability, memory,
+    #                                                   startup, first or train
 
 Every ratio is measured side by side in one process, runs interleaved, medians
 taken, because a shared machine drifts by 10-15% between sessions. Stability is
@@ -123,6 +124,49 @@ def capture(runs: int = 30) -> None:
             f"{name:<12}{shown:<14}{s.graph.capture:<9}{s.graph.graphs:>7}{len(s.graph.nodes):>7}{setup:>11.1f}"
             f"{snap.fidelity:>10.3f}{snap.overhead:>10.3f}{(snap.eager_median_s or 0) * 1e3:>8.1f} ms{ref:>10}"
         )
+
+
+#: Training steps: resnet18 at the issue's 4×3×128×128 with SGD, and a 2-layer BERT.
+TRAIN_CASES = [
+    ("resnet18", (4, 3, 128, 128), ()),
+    ("hf:bert", None, (("num_hidden_layers", "2"),)),
+]
+
+
+def train(runs: int = 30, soak: int = 1000) -> None:
+    print("== --train: one training step per run, interleaved with the same compiled step uninstrumented")
+    print(
+        f"{'model':<10}{'input':<14}{'nodes':>7}{'capture s':>11}{'fidelity':>10}{'overhead':>10}"
+        f"{'step':>11}{'eager step':>12}{'bwd÷fwd':>9}{'optimizer':>11}"
+    )
+    for name, shape, config in TRAIN_CASES:
+        t0 = time.perf_counter()
+        target = Target(name, input_shapes=(shape,) if shape else None, hf_config=config, train=True)
+        s = session_for_target(target, analyse=False)
+        setup = time.perf_counter() - t0
+        s.warm_up(3)
+        for _ in range(runs):
+            s.step()
+        snap = s.snapshot()
+        phases = snap.phases
+        shown = "×".join(map(str, shape)) if shape else "ids 1×128"
+        ref = f"{snap.reference_median_s * 1e3:.1f} ms" if snap.reference_median_s else "–"
+        print(
+            f"{name:<10}{shown:<14}{len(s.graph.nodes):>7}{setup:>11.1f}{snap.fidelity:>10.3f}{snap.overhead:>10.3f}"
+            f"{(snap.run_median_s or 0) * 1e3:>8.1f} ms{ref:>12}{phases['backward'] / phases['forward']:>9.2f}"
+            f"{phases.get('optimizer', 0) * 1e3:>8.2f} ms"
+        )
+    print(f"== --train memory: RSS over {soak} steps of resnet18 1×3×64×64 after warm-up")
+    s = session_for_target(Target("resnet18", input_shapes=((1, 3, 64, 64),), train=True), analyse=False)
+    s.warm_up(10)
+    start = _rss_mb()
+    marks = []
+    for i in range(1, soak + 1):
+        s.step()
+        if i % (soak // 4) == 0:
+            s.snapshot()
+            marks.append(f"{i}: {_rss_mb() - start:+.1f} MB")
+    print("  RSS after warm-up " + f"{start:.0f} MB; growth " + ", ".join(marks))
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
@@ -362,6 +406,7 @@ PARTS = {
     "memory": memory,
     "startup": startup,
     "first": first,
+    "train": train,
 }
 
 if __name__ == "__main__":

@@ -28,11 +28,6 @@ from fxtui.engine.model import GraphBreak
 Executor = Callable[..., Any]
 
 
-#: What a graph of a training step does: ``forward`` (with the loss), ``backward`` (the gradients
-#: AOTAutograd derived), ``optimizer`` (the parameter update). Inference graphs have no phase.
-PHASES = ("forward", "backward", "optimizer")
-
-
 class GraphPart:
     """One captured FX graph: its GraphModule, the display names of its nodes, and what runs it now."""
 
@@ -48,7 +43,8 @@ class GraphPart:
         """Index of this graph's first node in the program's node list."""
         self.index = index
         self.phase = phase
-        """``forward``, ``backward`` or ``optimizer`` in a training step (:data:`PHASES`); ``""`` otherwise."""
+        """``forward`` (with the loss), ``backward`` (AOTAutograd's gradients) or ``optimizer`` in a training
+        step (:data:`fxtui.engine.model.PHASES`); ``""`` for inference."""
         self.executor: Executor = gm.forward
 
     def __call__(self, *args: Any) -> Any:
