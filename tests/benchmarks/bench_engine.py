@@ -1,8 +1,7 @@
 """Engine benchmark: prints fidelity, overhead, stability, memory and start-up figures.
 
     python tests/benchmarks/bench_engine.py            # everything (about 15 minutes on 2 cores)
-    python tests/benchmarks/bench_engine.py train      # one part: fidelity, capture, stability, memory,
-    #                                                   startup, first or train
+    python tests/benchmarks/bench_engine.py train      # one part (PARTS at the end names them all)
 
 Every ratio is measured side by side in one process, runs interleaved, medians
 taken, because a shared machine drifts by 10-15% between sessions. Stability is
