@@ -53,6 +53,7 @@ COLUMNS: tuple[Column, ...] = (
         lambda _i, s: "~" if _caution(s) else " ",
         lambda _i, s: 1.0 if _caution(s) else 0.0,
     ),
+    Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: (i.phase, i.index)),
     Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
     Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target),
     Column("module", "module", 18, False, lambda i, _s: i.module_path or "(root)", lambda i, _s: i.module_path),
@@ -60,6 +61,13 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+#: Columns that mean something only for a training step.
+TRAINING_ONLY = frozenset({"phase"})
+
+
+def columns_for(training: bool) -> tuple[Column, ...]:
+    """The table's columns: a training step's rows also show their phase."""
+    return COLUMNS if training else tuple(c for c in COLUMNS if c.key not in TRAINING_ONLY)
 BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,12 +23,21 @@ def _unsteady(stats: NodeStats) -> str:
     )
 
 
-def _fields(info: NodeInfo, stats: NodeStats | None, peaks: MachinePeaks | None = None) -> list[tuple[str, str]]:
-    """Label/value pairs in reading order; fields the engine fills only sometimes appear when present."""
+def _fields(
+    info: NodeInfo,
+    stats: NodeStats | None,
+    peaks: MachinePeaks | None = None,
+    others: Mapping[str, NodeStats] | None = None,
+) -> list[tuple[str, str]]:
+    """Label/value pairs in reading order; fields the engine fills only sometimes appear when present.
+
+    ``others`` (every node's statistics) gives the time of a forward node's gradients.
+    """
     rows: list[tuple[str, str]] = [
         ("target", info.target),
         ("op", f"{info.op}  ({info.type_name})"),
         ("module", info.module_path or "(root)"),
+        *_phase_fields(info, others or {}),
         ("inputs", ", ".join(info.input_shapes) or "–"),
         ("output", f"{info.shape or '–'} {info.dtype}".strip()),
     ]
@@ -59,6 +70,26 @@ def _fields(info: NodeInfo, stats: NodeStats | None, peaks: MachinePeaks | None 
         rows.append(("source", info.source))
     if info.forward_source:
         rows.append(("forward", info.forward_source))
+    return rows
+
+
+def _phase_fields(info: NodeInfo, others: Mapping[str, NodeStats]) -> list[tuple[str, str]]:
+    """In a training step: the node's phase, and a forward node's gradients with their time."""
+    if not info.phase:
+        return []
+    phase = info.phase
+    if info.phase == "backward":
+        phase += " (charged to " + (info.module_path or "the root: backward (no module)") + ")"
+    rows = [("phase", phase)]
+    if info.gradients:
+        timed = [(name, others[name].median_s if name in others else None) for name in info.gradients]
+        known = [t for _, t in timed if t is not None]
+        total = f"{format_seconds(sum(known))} in {len(timed)} backward node{'s' if len(timed) != 1 else ''}"
+        rows.append(("gradients", total))
+        for name, seconds in timed[:6]:
+            rows.append(("", f"{format_seconds(seconds) if seconds is not None else '–':>9}  {name}"))
+        if len(timed) > 6:
+            rows.append(("", f"… {len(timed) - 6} more"))
     return rows
 
 
@@ -131,10 +162,12 @@ class DetailPane(VerticalScroll):
         peaks: MachinePeaks | None = None,
         aten: tuple[AtenOp, ...] | None = None,
         explaining: bool = False,
+        others: Mapping[str, NodeStats] | None = None,
     ) -> None:
         """Describe ``info`` (or say that nothing is selected).
 
-        ``aten`` is the node's aten breakdown once explained; ``explaining`` says one was asked for.
+        ``aten`` is the node's aten breakdown once explained; ``explaining`` says one was asked for;
+        ``others`` (every node's statistics) times a forward node's gradients in a training step.
         """
         aten_widget = self.query_one("#detail-aten", Static)
         title = self.query_one("#detail-title", Static)
@@ -163,7 +196,7 @@ class DetailPane(VerticalScroll):
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
-        fields = _fields(info, stats, peaks)
+        fields = _fields(info, stats, peaks, others)
         for label, value in fields:
             table.add_row(label, Text(value))
         same_shape = [f[0] for f in fields] == [f[0] for f in self.fields] and self._shown_name == info.name

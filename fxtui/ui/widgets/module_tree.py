@@ -72,6 +72,8 @@ class ModuleTree(Tree[Entry]):
         self._auto_expanded: set[str] = set()
         """Branches opened by reveal() rather than by the user."""
         self.totals: Mapping[str, float] = {}
+        self.backward: Mapping[str, float] = {}
+        """A training step's inclusive backward time per module (part of ``totals``)."""
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
         self.error_node: str | None = None
@@ -281,9 +283,19 @@ class ModuleTree(Tree[Entry]):
 
     # -- numbers ------------------------------------------------------------
 
-    def update_numbers(self, totals: Mapping[str, float], stats: Mapping[str, NodeStats], run_s: float) -> None:
-        """New inclusive module times and node statistics; labels redraw, structure stays."""
+    def update_numbers(
+        self,
+        totals: Mapping[str, float],
+        stats: Mapping[str, NodeStats],
+        run_s: float,
+        backward: Mapping[str, float] | None = None,
+    ) -> None:
+        """New inclusive module times and node statistics; labels redraw, structure stays.
+
+        ``backward`` (a training step's) is each module's inclusive backward time, part of its total.
+        """
         self.totals = totals
+        self.backward = backward or {}
         self.stats = stats
         self.run_s = run_s
         # Labels are computed in render_label; bumping the tree's update counter makes its
@@ -324,6 +336,7 @@ class ModuleTree(Tree[Entry]):
             info = graph.modules[entry.key]
             name = graph.model if entry.key == "" else entry.key.rpartition(".")[2]
             seconds = self.totals.get(entry.key)
+            backward = self.backward.get(entry.key, 0.0)
             kind = info.class_name
             flag = (" [leaf]", "module-tree--leaf-fallback") if info.leaf_fallback else None
         else:
@@ -333,6 +346,7 @@ class ModuleTree(Tree[Entry]):
             name = module.rpartition(".")[2] if folded else short_node_name(entry.key, module)
             stats = self.stats.get(entry.key)
             seconds = stats.median_s if stats is not None else None
+            backward = (seconds or 0.0) if node_info.phase == "backward" else 0.0
             kind = op_label(node_info.op, node_info.type_name)
             flag = None
             if folded and graph.modules[module].leaf_fallback:
@@ -340,8 +354,9 @@ class ModuleTree(Tree[Entry]):
             if entry.key == self.error_node:
                 flag = (" ✖", "module-tree--error")
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
+        backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0
         width = self.scrollable_content_region.width or 80
-        return fit_label(name, kind, flag, seconds, share, width, self._depth_cells(node))
+        return fit_label(name, kind, flag, seconds, share, width, self._depth_cells(node), backward_share)
 
     def _label_for(self, entry: Entry, node: TreeNode[Entry] | None = None) -> Text:
         text = Text()

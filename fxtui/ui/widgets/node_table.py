@@ -23,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats
-from fxtui.ui.columns import BY_KEY, COLUMNS, Column, sort_names
+from fxtui.ui.columns import BY_KEY, COLUMNS, Column, columns_for, sort_names
 
 
 class NodeTable(ScrollView, can_focus=True):
@@ -75,7 +75,7 @@ class NodeTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.columns: tuple[Column, ...] = COLUMNS
+        self.columns: tuple[Column, ...] = columns_for(training=False)
         self._widths: dict[str, int] = {c.key: c.width for c in COLUMNS}
         self._graph: GraphInfo | None = None
         self._shown: list[NodeInfo] = []
@@ -110,6 +110,7 @@ class NodeTable(ScrollView, can_focus=True):
     def set_graph(self, graph: GraphInfo) -> None:
         """Size the descriptive columns to fit ``graph``'s names (within limits)."""
         self._graph = graph
+        self.columns = columns_for(graph.training)
         for key, limit in (("node", 34), ("target", 28), ("module", 26), ("shape", 20)):
             column = BY_KEY[key]
             longest = max((len(column.cell(n, None)) for n in graph.nodes), default=0)

@@ -16,6 +16,8 @@ BAR_WIDTH = 8
 TIME_FROM = 32
 BAR_FROM = 56
 _BLOCKS = " ▏▎▍▌▋▊▉█"
+#: The backward part of a training step's bar: a lighter shade, told apart without colour too.
+BACKWARD_BLOCK = "▒"
 
 #: A label piece: its text and the tree's component class that styles it ("" for none).
 Part = tuple[str, str]
@@ -30,12 +32,18 @@ class Entry:
     key: str
 
 
-def bar(fraction: float, width: int = BAR_WIDTH) -> str:
-    """A left-aligned bar of eighth-blocks, ``width`` cells wide, for ``fraction`` in [0, 1]."""
-    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
-    full, part = divmod(eighths, 8)
-    text = "█" * full + (_BLOCKS[part] if part else "")
-    return text.ljust(width)
+def bar(fraction: float, width: int = BAR_WIDTH, backward: float = 0.0) -> str:
+    """A left-aligned bar of eighth-blocks, ``width`` cells wide, for ``fraction`` in [0, 1].
+
+    ``backward`` (a part of ``fraction``) ends the bar in :data:`BACKWARD_BLOCK` cells: a
+    training step's forward time in solid blocks, its backward time shaded after it.
+    """
+    fraction = max(0.0, min(1.0, fraction))
+    shaded = round(max(0.0, min(fraction, backward)) * width)
+    eighths = round((fraction - shaded / width) * width * 8) if shaded else round(fraction * width * 8)
+    full, part = divmod(max(eighths, 0), 8)
+    text = "█" * full + (_BLOCKS[part] if part else "") + BACKWARD_BLOCK * shaded
+    return text[:width].ljust(width)
 
 
 def op_label(op: str, type_name: str) -> str:
@@ -63,7 +71,14 @@ def short_node_name(name: str, module_path: str) -> str:
 
 
 def fit_label(
-    name: str, kind: str, flag: Part | None, seconds: float | None, share: float | None, width: int, indent: int
+    name: str,
+    kind: str,
+    flag: Part | None,
+    seconds: float | None,
+    share: float | None,
+    width: int,
+    indent: int,
+    backward_share: float = 0.0,
 ) -> list[Part]:
     """A label for a tree ``width`` cells wide whose line starts ``indent`` cells in (guides, icon).
 
@@ -71,6 +86,7 @@ def fit_label(
     line up at every depth (which numbers show depends on the tree's width, never on
     the depth). On a narrow tree the kind goes first, then the bar, then the time (the
     table beside the tree has the times); a name that still does not fit is cut with "…".
+    ``backward_share`` (percent of the run, part of ``share``) shades the bar's backward part.
     """
     numbers: list[Part]
     if width >= TIME_FROM:
@@ -78,7 +94,7 @@ def fit_label(
     else:
         numbers = [(f" {format_pct(share):>6}", "module-tree--time")]
     if width >= BAR_FROM:
-        numbers.append((" " + bar((share or 0.0) / 100.0), "module-tree--bar"))
+        numbers.append((" " + bar((share or 0.0) / 100.0, backward=backward_share / 100.0), "module-tree--bar"))
     room = width - indent - sum(len(t) for t, _ in numbers)
     head: list[Part] = [(name, "")]
     used = len(name)
