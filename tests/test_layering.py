@@ -44,6 +44,16 @@ def test_ui_does_not_import_torch_or_a_timing_clock(path: Path) -> None:
     assert "perf_counter" not in text or path.name.startswith("bench"), f"{path.name} reads a timing clock"
 
 
+SHIPPED = [p for p in PACKAGE.rglob("*.py") if (PACKAGE / "ui" / "demo") not in p.parents]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_shipped_app_does_not_import_the_demo(path: Path) -> None:
+    # The demo and screenshot tooling serve tests, benchmarks and pictures; the app runs without them.
+    bad = {m for m in imported_modules(path) if m == "fxtui.ui.demo" or m.startswith("fxtui.ui.demo.")}
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
 def test_importing_the_app_does_not_load_torch() -> None:
     code = (
         "import sys, fxtui.cli, fxtui.engine.remote, fxtui.ui.app; "

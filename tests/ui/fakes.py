@@ -11,7 +11,7 @@ from fxtui.engine.commands import Command, Explain, RequestHints, Stop, TryFusio
 from fxtui.engine.model import NodeStats
 from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
+from fxtui.ui.demo.source import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 
 __all__ = [
     "FailingSource",

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static, TabbedContent
 
 from fxtui.engine.diff import RunDiff, diff_files
 from fxtui.engine.report import Report
-from fxtui.ui.demo import build_graph, make_snapshot, resnet18_rows
+from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_rows
 from fxtui.ui.diff_app import DiffApp
 from fxtui.ui.screens.help import HelpScreen
 
