@@ -62,11 +62,6 @@ class FxtuiApp(App[None]):
             self._run_source, thread=True, name="snapshot-source", group="source", exit_on_error=False
         )
 
-    @property
-    def source_worker(self) -> Worker[None] | None:
-        """The worker thread that runs the source."""
-        return self._source_worker
-
     def _run_source(self) -> None:
         """Runs in the worker thread: nothing here may touch a widget."""
         try:

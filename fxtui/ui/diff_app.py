@@ -217,11 +217,6 @@ class DiffApp(App[None]):
         if current is not None:
             table.move_cursor(row=table.get_row_index(current), animate=False)
 
-    def row_names(self, table_id: str) -> list[str]:
-        """The row keys of table ``table_id`` (``diff-nodes``, ``diff-modules``, ``diff-only``), top to bottom."""
-        table = self.query_one(f"#{table_id}", DataTable)
-        return [str(row.key.value) for row in table.ordered_rows]
-
     # -- actions ------------------------------------------------------------
 
     def sort_by(self, key: str, descending: bool | None = None) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import Input, Static, Tree
 
 from fxtui.engine.commands import Pause, Reset, Resume
 from fxtui.engine.findings import WhatIf
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
 from fxtui.ui.columns import BY_KEY, COLUMN_KEYS
 from fxtui.ui.filtering import (
@@ -23,7 +24,6 @@ from fxtui.ui.filtering import (
     describe,
     in_scope,
     matches,
-    module_ancestors,
     shown_ops,
     visible_modules,
 )

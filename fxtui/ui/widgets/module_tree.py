@@ -20,8 +20,8 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeStats
-from fxtui.ui.filtering import module_ancestors
 from fxtui.ui.widgets.tree_labels import TIME_FROM, Entry, bar, fit_label, op_label, short_node_name
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
@@ -263,21 +263,6 @@ class ModuleTree(Tree[Entry]):
                 node.collapse()
         self._auto_expanded -= set(stale)
         return True
-
-    @property
-    def cursor_entry(self) -> Entry | None:
-        """What the cursor is on."""
-        node = self.cursor_node
-        return node.data if node is not None else None
-
-    def visible_entries(self) -> list[str]:
-        """The keys of the entries currently listed (expanded branches only), top to bottom."""
-        out = []
-        for line in range(self.last_line + 1):
-            node = self.get_node_at_line(line)
-            if node is not None and node.data is not None:
-                out.append(node.data.key)
-        return out
 
     # -- numbers ------------------------------------------------------------
 
