@@ -44,6 +44,16 @@ def test_ui_does_not_import_torch_or_a_timing_clock(path: Path) -> None:
     assert "perf_counter" not in text or path.name.startswith("bench"), f"{path.name} reads a timing clock"
 
 
+SHIPPED = [p for p in PACKAGE.rglob("*.py") if (PACKAGE / "ui" / "demo") not in p.parents]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_shipped_app_does_not_import_the_demo(path: Path) -> None:
+    # The demo and screenshot tooling serve tests, benchmarks and pictures; the app runs without them.
+    bad = {m for m in imported_modules(path) if m == "fxtui.ui.demo" or m.startswith("fxtui.ui.demo.")}
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
 def test_importing_the_app_does_not_load_torch() -> None:
     code = (
         "import sys, fxtui.cli, fxtui.engine.remote, fxtui.ui.app; "
@@ -99,3 +109,43 @@ def test_no_import_cycle_inside_fxtui() -> None:
         if name not in state:
             visit(name, [name])
     assert not cycles, "import cycles: " + "; ".join(cycles)
+
+
+def _textual_private_names() -> set[str]:
+    """Private names of the Textual classes fxtui builds on: class attributes and those a new instance sets."""
+    from textual import widgets
+    from textual.app import App
+    from textual.dom import DOMNode
+    from textual.message import Message
+    from textual.screen import ModalScreen, Screen
+    from textual.scroll_view import ScrollView
+    from textual.widget import Widget
+
+    from fxtui.ui.textual_compat import PRIVATE_NAMES
+
+    classes: list[type] = [App, Screen, ModalScreen, ScrollView, Widget, DOMNode, Message]
+    classes += [widgets.Tree, widgets.Input, widgets.Static, widgets.Footer, widgets.DataTable, widgets.OptionList]
+    instances = [App(), Screen(), ModalScreen(), ScrollView(), widgets.Tree("t"), widgets.Input(), widgets.Static()]
+    instances += [widgets.Footer(), widgets.DataTable(), widgets.OptionList()]
+    names = {name for _, name, _ in PRIVATE_NAMES}
+    for found in [dir(c) for c in classes] + [vars(i) for i in instances]:
+        names.update(n for n in found if n.startswith("_") and not n.startswith("__"))
+    return names
+
+
+def test_only_textual_compat_touches_textual_private_names() -> None:
+    # Textual's private names change without notice; kept in one module, an upgrade has one
+    # place to look, and tests/ui/test_textual_compat.py checks that each one still exists.
+    private = _textual_private_names()
+    touched = []
+    for path in files("ui"):
+        if path.name == "textual_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in private:
+                touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} def {node.name}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in private:
+                touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
+    assert not touched, "Textual private names outside fxtui/ui/textual_compat.py: " + ", ".join(touched)

@@ -11,15 +11,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import ClassVar
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
 from fxtui.engine.commands import Stop
 from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
+from fxtui.ui.actions import APP, PROFILER_GROUPS, bindings, help_rows, palette_actions, palette_help
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.help import HelpScreen
-from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.main import MainScreen
 
 
@@ -37,12 +37,7 @@ class FxtuiApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (120, "-wide")]  # noqa: RUF012 (Textual declares it so)
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (20, "-short"), (36, "-tall")]  # noqa: RUF012
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        # Textual's default Ctrl+C only explains how to quit; in a profiler it should quit.
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(APP)
 
     def __init__(self, source: SnapshotSource, *, title: str = "fxtui") -> None:
         super().__init__()
@@ -61,11 +56,6 @@ class FxtuiApp(App[None]):
         self._source_worker = self.run_worker(
             self._run_source, thread=True, name="snapshot-source", group="source", exit_on_error=False
         )
-
-    @property
-    def source_worker(self) -> Worker[None] | None:
-        """The worker thread that runs the source."""
-        return self._source_worker
 
     def _run_source(self) -> None:
         """Runs in the worker thread: nothing here may touch a widget."""
@@ -92,53 +82,26 @@ class FxtuiApp(App[None]):
         """Show every key."""
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(
-            HelpScreen(
-                [
-                    ("session and view", self.main.BINDINGS),
-                    ("hints (H)", HintsScreen.BINDINGS),
-                    ("app", self.BINDINGS),
-                ]
-            )
-        )
+        self.push_screen(HelpScreen(help_rows(PROFILER_GROUPS)))
 
     def on_unmount(self) -> None:
         # However the app ends (an exception included), the session must not keep running.
         self.source.send(Stop())
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """The command palette offers the app's own actions besides Textual's."""
+        """The command palette offers the app's own actions besides Textual's, those that apply now."""
         yield from super().get_system_commands(screen)
         main = self.main
         if main.graph is None:
             return
-        for action, title, help_text in (
-            ("toggle_pause", "Pause / resume", "Stop or restart the reruns (Space)"),
-            ("reset", "Reset statistics", "Forget every sample so far (r)"),
-            ("hottest", "Hottest child", "Go to the slowest child of the current module (h)"),
-            ("hotspot(1)", "Next hotspot", "Select the next node by median (n)"),
-            ("hotspot(-1)", "Previous hotspot", "Select the previous node by median (N)"),
-            ("scope_up", "Up a module", "Show the parent module's subtree (Backspace)"),
-            ("filter_path", "Filter by module path", "A glob like layer[12]* or a substring (/)"),
-            ("filter_type", "Filter by target type", "Conv2d, add … (t)"),
-            ("filter_ops", "Choose op types", "placeholder, call_module … (o)"),
-            ("clear_filters", "Clear filters", "Back to the default filter (Esc)"),
-            ("sort_next", "Sort by next column", "Cycle the sort key (s)"),
-            ("sort_reverse", "Reverse sort", "Flip the sort order (S)"),
-            ("goto_error", "Go to the error", "Select the node that raised (e)"),
-            ("toggle_detail", "Toggle detail pane", "Show or hide the detail pane (d)"),
-            ("explain", "Explain node", "Break the selected node down into aten operators (x)"),
-            ("hints", "Hints", "Suggestions from the statistics so far; f tries a Conv-BN fold (H)"),
-            ("threads", "Threads and build", "Threads, cores, build flags, library versions, warnings (T)"),
-            ("app.help", "Keys", "List every key (?)"),
-        ):
-            name = action.partition("(")[0]
-            if action.startswith("app.") or main.check_action(name, ()):
-                yield SystemCommand(title, help_text, self._palette_callback(main, action))
+        for action in palette_actions():
+            target: App[None] | Screen[None] = self if action.group == APP else main
+            if target.check_action(action.name, ()) is not False:
+                yield SystemCommand(action.palette, palette_help(action), self._palette_callback(target, action.id))
 
     @staticmethod
-    def _palette_callback(screen: MainScreen, action: str) -> Callable[[], Awaitable[None]]:
+    def _palette_callback(target: App[None] | Screen[None], action: str) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
-            await screen.run_action(action)
+            await target.run_action(action)
 
         return run

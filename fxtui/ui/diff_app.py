@@ -16,11 +16,12 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from fxtui.engine.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.engine.units import format_seconds
+from fxtui.ui.actions import DIFF, bindings, help_rows
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.widgets.footer import Footer
 
@@ -120,16 +121,7 @@ class DiffApp(App[None]):
     DataTable { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help"),
-        Binding("1", "show_tab('nodes')", "Nodes"),
-        Binding("2", "show_tab('modules')", "Modules"),
-        Binding("3", "show_tab('only')", "One run only"),
-        Binding("s", "sort_next", "Sort"),
-        Binding("S", "sort_reverse", "Reverse sort"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(DIFF)
 
     def __init__(self, diff: RunDiff, *, title: str = "fxtui diff") -> None:
         super().__init__()
@@ -217,11 +209,6 @@ class DiffApp(App[None]):
         if current is not None:
             table.move_cursor(row=table.get_row_index(current), animate=False)
 
-    def row_names(self, table_id: str) -> list[str]:
-        """The row keys of table ``table_id`` (``diff-nodes``, ``diff-modules``, ``diff-only``), top to bottom."""
-        table = self.query_one(f"#{table_id}", DataTable)
-        return [str(row.key.value) for row in table.ordered_rows]
-
     # -- actions ------------------------------------------------------------
 
     def sort_by(self, key: str, descending: bool | None = None) -> None:
@@ -254,4 +241,4 @@ class DiffApp(App[None]):
     def action_help(self) -> None:
         """List every key."""
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen([("diff", self.BINDINGS)], DIFF_NAVIGATION, title="fxtui diff keys"))
+            self.push_screen(HelpScreen(help_rows([DIFF]), DIFF_NAVIGATION, title="fxtui diff keys"))

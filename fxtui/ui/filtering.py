@@ -9,21 +9,20 @@ a visible node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from fxtui.engine.filters import FilterSpec, matches, path_matches
+from fxtui.engine.filters import FilterSpec, matches
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo
 
 __all__ = [
     "DEFAULT_FILTER",
     "FilterSpec",
     "describe",
+    "in_scope",
     "matches",
-    "module_ancestors",
-    "path_matches",
-    "scope_nodes",
+    "shown_ops",
     "visible_modules",
-    "with_op_toggled",
     "with_ops",
 ]
 
@@ -37,12 +36,6 @@ def with_ops(spec: FilterSpec, shown: frozenset[str]) -> FilterSpec:
     # An empty set means "every opcode" to FilterSpec; hiding all of them needs a set that matches none.
     ops = frozenset() if shown == frozenset(OPCODES) else shown or frozenset({"none"})
     return FilterSpec(ops=ops, path=spec.path, types=spec.types)
-
-
-def with_op_toggled(spec: FilterSpec, op: str) -> FilterSpec:
-    """``spec`` with opcode ``op`` shown if it was hidden and hidden if it was shown."""
-    shown = shown_ops(spec)
-    return with_ops(spec, shown - {op} if op in shown else shown | {op})
 
 
 def shown_ops(spec: FilterSpec) -> frozenset[str]:
@@ -64,23 +57,9 @@ def describe(spec: FilterSpec) -> str:
     return " ".join(parts) or "none"
 
 
-def module_ancestors(path: str) -> list[str]:
-    """``"layer1.0.downsample"`` → ``["", "layer1", "layer1.0", "layer1.0.downsample"]``."""
-    out = [""]
-    if path:
-        parts = path.split(".")
-        out += [".".join(parts[: i + 1]) for i in range(len(parts))]
-    return out
-
-
 def in_scope(module_path: str, scope: str) -> bool:
     """True when a node in ``module_path`` lies at or below module ``scope``."""
     return scope == "" or module_path == scope or module_path.startswith(scope + ".")
-
-
-def scope_nodes(graph: GraphInfo, spec: FilterSpec, scope: str = "") -> list[NodeInfo]:
-    """The nodes at or below module ``scope`` that pass ``spec``, graph order."""
-    return [n for n in graph.nodes if in_scope(n.module_path, scope) and matches(n, spec)]
 
 
 def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
@@ -92,13 +71,3 @@ def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
                 break
             seen.add(path)
     return seen & set(graph.modules) | {""}
-
-
-def module_totals(nodes: Iterable[NodeInfo], medians: Mapping[str, float]) -> dict[str, float]:
-    """Sum of the medians of ``nodes`` per module path, inclusive of submodules."""
-    totals: dict[str, float] = {}
-    for node in nodes:
-        median = medians.get(node.name, 0.0)
-        for path in module_ancestors(node.module_path):
-            totals[path] = totals.get(path, 0.0) + median
-    return totals

@@ -11,7 +11,8 @@ from fxtui.engine.commands import Command, Explain, RequestHints, Stop, TryFusio
 from fxtui.engine.model import NodeStats
 from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
+from fxtui.ui.demo.source import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
+from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 
 __all__ = [
     "FailingSource",
@@ -22,6 +23,8 @@ __all__ = [
     "settle",
     "stats_of",
     "synthetic_snapshot",
+    "tree_cursor",
+    "tree_entries",
 ]
 
 
@@ -130,3 +133,19 @@ def stats_of(app: FxtuiApp) -> Mapping[str, NodeStats]:
     """The node statistics the app shows."""
     assert app.main.snapshot is not None
     return app.main.snapshot.nodes
+
+
+def tree_entries(tree: ModuleTree) -> list[str]:
+    """The keys of the entries the tree lists now (expanded branches only), top to bottom."""
+    out = []
+    for line in range(tree.last_line + 1):
+        node = tree.get_node_at_line(line)
+        if node is not None and node.data is not None:
+            out.append(node.data.key)
+    return out
+
+
+def tree_cursor(tree: ModuleTree) -> Entry | None:
+    """What the tree's cursor is on."""
+    node = tree.cursor_node
+    return node.data if node is not None else None

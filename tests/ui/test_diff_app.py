@@ -10,13 +10,19 @@ from textual.widgets import DataTable, Static, TabbedContent
 
 from fxtui.engine.diff import RunDiff, diff_files
 from fxtui.engine.report import Report
-from fxtui.ui.demo import build_graph, make_snapshot, resnet18_rows
+from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_rows
 from fxtui.ui.diff_app import DiffApp
 from fxtui.ui.screens.help import HelpScreen
 
 SIZE = (120, 36)
 #: The batch norms of layer1 are folded away in the "after" run.
 FOLDED = ("layer1_0_bn1", "layer1_0_bn2", "layer1_1_bn1", "layer1_1_bn2")
+
+
+def diff_rows(app: DiffApp, table_id: str) -> list[str]:
+    """The row keys of table ``table_id`` (``diff-nodes``, ``diff-modules``, ``diff-only``), top to bottom."""
+    table = app.query_one(f"#{table_id}", DataTable)
+    return [str(row.key.value) for row in table.ordered_rows]
 
 
 def save(path: Path, rows: list, medians: list[float]) -> Path:
@@ -51,7 +57,7 @@ async def test_totals_on_top_and_nodes_by_absolute_change(diff: RunDiff) -> None
         totals = str(app.query_one("#diff-totals", Static).render())
         assert "before   resnet18" in totals and "after    resnet18" in totals
         assert "(profiled median)" in totals and "(uninstrumented median)" in totals
-        names = app.row_names("diff-nodes")
+        names = diff_rows(app, "diff-nodes")
         changes = {c.name: c for c in diff.nodes}
         sizes = [abs(changes[n].delta_s) for n in names]
         assert sizes == sorted(sizes, reverse=True)
@@ -68,13 +74,13 @@ async def test_s_cycles_the_sort_and_S_reverses_it(diff: RunDiff) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("s")  # signed Δ, largest (slower) first
-        assert app.row_names("diff-nodes")[0] == "layer1_0_conv1"
+        assert diff_rows(app, "diff-nodes")[0] == "layer1_0_conv1"
         assert "sort Δ ↓" in str(app.query_one("#diff-sort", Static).render())
         await pilot.press("S")
         changes = {c.name: c for c in diff.nodes}
-        deltas = [changes[n].delta_s for n in app.row_names("diff-nodes")]
+        deltas = [changes[n].delta_s for n in diff_rows(app, "diff-nodes")]
         assert deltas == sorted(deltas)
-        assert changes[app.row_names("diff-nodes")[0]].name.startswith("layer4")
+        assert changes[diff_rows(app, "diff-nodes")[0]].name.startswith("layer4")
 
 
 async def test_modules_and_one_run_only_tabs(diff: RunDiff) -> None:
@@ -83,11 +89,11 @@ async def test_modules_and_one_run_only_tabs(diff: RunDiff) -> None:
         await pilot.pause()
         await pilot.press("2")
         assert app.query_one(TabbedContent).active == "modules"
-        modules = app.row_names("diff-modules")
+        modules = diff_rows(app, "diff-modules")
         assert "layer4" in modules and "" not in modules
         await pilot.press("3")
         assert app.query_one(TabbedContent).active == "only"
-        assert app.row_names("diff-only") == [f"before:{n}" for n in FOLDED]
+        assert diff_rows(app, "diff-only") == [f"before:{n}" for n in FOLDED]
         assert app.focused is app.query_one("#diff-only", DataTable)
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeSource, graph_of, resnet_snapshot, settle
+from fakes import FakeSource, graph_of, resnet_snapshot, settle, tree_entries
 from textual.widgets import Input
 
 from fxtui.engine.snapshot import OPCODES
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, visible_modules, with_op_toggled, with_ops
+from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, shown_ops, visible_modules, with_ops
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.widgets.status_bar import StatusBar
 
@@ -17,6 +17,12 @@ SIZE = (120, 36)
 
 def status(app: FxtuiApp) -> str:
     return str(app.main.query_one(StatusBar).render())
+
+
+def with_op_toggled(spec: FilterSpec, op: str) -> FilterSpec:
+    """``spec`` with opcode ``op`` shown if it was hidden and hidden if it was shown."""
+    shown = shown_ops(spec)
+    return with_ops(spec, shown - {op} if op in shown else shown | {op})
 
 
 def test_op_toggling_round_trips_and_describes_hidden_ops() -> None:
@@ -58,7 +64,7 @@ async def test_path_glob_filters_table_and_tree_and_esc_clears_it() -> None:
         main = app.main
         modules = {graph_of(app).node(n).module_path for n in main.table.row_names}
         assert modules and all(m.startswith(("layer1", "layer2")) for m in modules)
-        assert main.module_tree.visible_entries() == ["", "layer1", "layer2"]
+        assert tree_entries(main.module_tree) == ["", "layer1", "layer2"]
         # The tree's times count only what the filter lets through.
         totals = main.module_tree.totals
         assert totals[""] == pytest.approx(totals["layer1"] + totals["layer2"])
@@ -97,7 +103,7 @@ async def test_type_filter_keeps_one_target_type() -> None:
         assert len(main.table.row_names) == 8
         assert "type=add" in status(app)
         # Branches without an add disappear from the tree: the root's own nodes are gone.
-        assert "conv1" not in main.module_tree.visible_entries()
+        assert "conv1" not in tree_entries(main.module_tree)
 
 
 async def test_op_filter_modal_shows_inputs_when_ticked() -> None:

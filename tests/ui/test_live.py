@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from fakes import FailingSource, FakeSource, error_snapshot, resnet_snapshot, settle, stats_of
+from fakes import (
+    FailingSource,
+    FakeSource,
+    error_snapshot,
+    resnet_snapshot,
+    settle,
+    stats_of,
+    tree_cursor,
+    tree_entries,
+)
 from textual.widgets import Label, OptionList
 
 from fxtui.engine.findings import AtenOp, Hint
@@ -41,7 +50,7 @@ async def test_first_view_shows_the_session_and_the_hottest_nodes_first() -> Non
         assert table.cell_text("conv1", "median") == "1.48 ms"
         tree = app.main.module_tree
         # Graph order; a submodule called once (conv1) is listed as its node, not as a branch holding it.
-        assert tree.visible_entries()[:9] == [
+        assert tree_entries(tree)[:9] == [
             "",
             "conv1",
             "bn1",
@@ -99,7 +108,7 @@ async def test_refresh_keeps_cursor_expansion_sort_and_scroll() -> None:
         assert main.table.cursor_name == chosen == main.selected
         assert main.table.sort_key == "p90"
         assert main.table.scroll_y == scroll > 0
-        assert "layer2_0_conv1" in main.module_tree.visible_entries()
+        assert "layer2_0_conv1" in tree_entries(main.module_tree)
 
 
 async def test_a_backlog_of_snapshots_collapses_to_the_newest() -> None:
@@ -255,7 +264,7 @@ async def test_H_asks_for_hints_lists_them_and_enter_goes_to_the_node() -> None:
         await pilot.pause()
         assert app.screen is app.main
         assert app.main.selected == "layer2_0_bn1"
-        assert app.main.module_tree.cursor_entry == Entry("node", "layer2_0_bn1")
+        assert tree_cursor(app.main.module_tree) == Entry("node", "layer2_0_bn1")
 
 
 async def test_a_long_session_keeps_only_the_current_tree_lines() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fakes import FakeSource, graph_of, settle, stats_of
+from fakes import FakeSource, graph_of, settle, stats_of, tree_cursor, tree_entries
 
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.screens.help import HelpScreen
@@ -26,7 +26,7 @@ async def test_enter_on_a_module_scopes_the_table_and_backspace_goes_up() -> Non
         assert not main.check_action("scope_up", ())
         main.module_tree.focus()
         await pilot.press(*["down"] * 6)  # root → conv1, bn1, relu, maxpool → layer1 → layer2
-        assert main.module_tree.cursor_entry == Entry("module", "layer2")
+        assert tree_cursor(main.module_tree) == Entry("module", "layer2")
         await pilot.press("enter")
         assert main.scope == "layer2"
         assert all(graph_of(app).node(n).module_path.startswith("layer2") for n in main.table.row_names)
@@ -50,7 +50,7 @@ async def test_h_walks_the_hottest_path_down_to_one_node() -> None:
         assert main.scope == "layer4.0"
         await pilot.press("h")
         assert main.selected == "layer4_0_conv1"
-        assert main.module_tree.cursor_entry == Entry("node", "layer4_0_conv1")
+        assert tree_cursor(main.module_tree) == Entry("node", "layer4_0_conv1")
         await pilot.press("h")  # at a node: stays
         assert main.selected == "layer4_0_conv1" and main.scope == "layer4.0"
 
@@ -81,12 +81,12 @@ async def test_table_selection_reveals_the_node_in_the_tree_and_back() -> None:
         await pilot.press("down")
         second = main.table.row_names[1]
         assert main.selected == second == "layer4_0_conv1"
-        assert main.module_tree.cursor_entry == Entry("node", second)
-        assert "layer4_0_conv1" in main.module_tree.visible_entries()
+        assert tree_cursor(main.module_tree) == Entry("node", second)
+        assert "layer4_0_conv1" in tree_entries(main.module_tree)
         assert ("target", "Conv2d") in main.query_one(DetailPane).fields
         main.module_tree.focus()
         await pilot.press("down")  # next leaf in layer4.0
-        assert main.module_tree.cursor_entry == Entry("node", "layer4_0_bn1")
+        assert tree_cursor(main.module_tree) == Entry("node", "layer4_0_bn1")
         assert main.selected == main.table.cursor_name == "layer4_0_bn1"
         assert "layer4_0_bn1" in str(main.query_one("#detail-title").render())
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.ui import screenshots
+from fxtui.ui.demo import screenshots
 
 
 def test_every_view_the_readme_shows_has_a_name() -> None:

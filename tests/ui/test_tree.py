@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fakes import FakeSource, settle
+from fakes import FakeSource, settle, tree_cursor, tree_entries
 
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo import build_graph, make_snapshot, resnet18_medians, resnet18_rows
+from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_medians, resnet18_rows
 from fxtui.ui.widgets.module_tree import Entry, bar, op_label, short_node_name
 
 
@@ -35,7 +35,7 @@ async def test_a_submodule_called_once_is_a_leaf_and_a_reused_one_a_branch() -> 
         await settle(app, pilot)
         tree = app.main.module_tree
         tree.reveal(Entry("node", "layer1_0_relu_1"))
-        entries = tree.visible_entries()
+        entries = tree_entries(tree)
         assert "layer1_0_conv1" in entries and "layer1.0.conv1" not in entries
         # BasicBlock calls its ReLU twice: a branch with both calls under it.
         assert "layer1.0.relu" in entries
@@ -90,7 +90,7 @@ async def test_backspace_from_a_branch_opened_to_reveal_goes_up_one_module_not_t
         await pilot.pause()
         assert app.main.scope == "layer3.0"
         assert app.main.selected is not None and app.main.selected.startswith("layer3_0")
-        assert app.main.module_tree.cursor_entry == Entry("module", "layer3.0")
+        assert tree_cursor(app.main.module_tree) == Entry("module", "layer3.0")
         await pilot.press("backspace")
         await pilot.pause()
         assert app.main.scope == "layer3"
@@ -122,7 +122,7 @@ async def test_clicking_an_open_branch_icon_closes_it_and_the_cursor_inside_move
         await pilot.click("#tree", offset=(3, layer1.line))  # on "▼"
         await pilot.pause()
         assert not layer1.is_expanded
-        assert tree.cursor_entry == Entry("module", "layer1")
+        assert tree_cursor(tree) == Entry("module", "layer1")
         assert app.main.scope == "" and app.main.selected == "layer1_0_conv2"
         await pilot.click("#tree", offset=(3, layer1.line))  # "▶" opens it again
         await pilot.pause()

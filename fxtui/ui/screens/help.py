@@ -1,8 +1,8 @@
-"""Every key the app answers to, read from the bindings themselves so the list cannot go stale."""
+"""Every key the app answers to, listed from the action registry so the list cannot go stale."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -13,52 +13,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-#: Keys handled by widgets rather than by bindings with a description of their own.
-NAVIGATION: tuple[tuple[str, str], ...] = (
-    ("↑ ↓ PgUp PgDn Home End", "move in the tree or the table"),
-    ("→ ←", "tree: expand / collapse (or go to the parent)"),
-    ("Enter", "tree: show that module's subtree in the table"),
-    ("Tab / Shift+Tab", "switch between the tree and the table"),
-    ("click a header", "sort the table by that column (again: reverse)"),
-)
-
-_KEY_NAMES = {
-    "slash": "/",
-    "space": "Space",
-    "backspace": "Backspace",
-    "escape": "Esc",
-    "question_mark": "?",
-    "ctrl+c": "Ctrl+C",
-    "ctrl+p": "Ctrl+P",
-    "enter": "Enter",
-}
-
-
-def key_label(key: str) -> str:
-    """``"slash"`` → ``"/"``; ``"ctrl+c"`` → ``"Ctrl+C"``."""
-    return _KEY_NAMES.get(key, key)
-
-
-def binding_rows(groups: Iterable[tuple[str, Iterable[BindingType]]]) -> list[tuple[str, str, str]]:
-    """(group, key, description) for every binding with a description, keys of one action together."""
-    rows: list[tuple[str, str, str]] = []
-    for group, bindings in groups:
-        seen: dict[str, int] = {}
-        for binding in bindings:
-            if not isinstance(binding, Binding) or not binding.description:
-                continue
-            keys = ", ".join(key_label(k.strip()) for k in binding.key.split(","))
-            if binding.action in seen:
-                g, k, d = rows[seen[binding.action]]
-                rows[seen[binding.action]] = (g, f"{k}, {keys}", d)
-                continue
-            seen[binding.action] = len(rows)
-            rows.append((group, keys, binding.description))
-    return rows
+from fxtui.ui.actions import NAVIGATION
 
 
 class HelpScreen(ModalScreen[None]):
-    """A list of every key; Esc, ? or q closes it."""
+    """A list of every key; Esc, ? or q closes it.
+
+    ``rows`` are (group, keys, description), as :func:`fxtui.ui.actions.help_rows` gives
+    them; ``navigation`` are (keys, description) of keys the widgets handle themselves.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss", "Close help"),
@@ -66,12 +29,12 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(
         self,
-        groups: list[tuple[str, Iterable[BindingType]]],
+        rows: Sequence[tuple[str, str, str]],
         navigation: tuple[tuple[str, str], ...] = NAVIGATION,
         title: str = "fxtui keys",
     ) -> None:
         super().__init__()
-        self.rows = binding_rows(groups)
+        self.rows = list(rows)
         self.navigation = navigation
         self.title_text = title
 

@@ -13,7 +13,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 
 from fxtui.engine.findings import Hint, WhatIf
 from fxtui.engine.units import format_pct, format_seconds
+from fxtui.ui.actions import HINTS, bindings
 
 #: Rules whose suggestion the session can apply and measure (``SnapshotSource.try_fusion``).
 TRYABLE_RULES = frozenset({"conv-bn-fold"})
@@ -78,10 +79,7 @@ class HintsScreen(ModalScreen[str | None]):
     :meth:`show_hints` and :meth:`show_what_if`.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,H", "dismiss", "Close hints"),
-        Binding("f", "try_it", "Try it (measure)"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(HINTS)
 
     def __init__(
         self,

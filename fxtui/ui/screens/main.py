@@ -8,14 +8,16 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static, Tree
 
 from fxtui.engine.commands import Pause, Reset, Resume
 from fxtui.engine.findings import WhatIf
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
+from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.columns import BY_KEY, COLUMN_KEYS
 from fxtui.ui.filtering import (
     DEFAULT_FILTER,
@@ -23,7 +25,6 @@ from fxtui.ui.filtering import (
     describe,
     in_scope,
     matches,
-    module_ancestors,
     shown_ops,
     visible_modules,
 )
@@ -39,23 +40,7 @@ from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar, ViewState
 
 # Actions that mean nothing until a graph has been traced.
-_NEED_GRAPH = frozenset(
-    {
-        "toggle_pause",
-        "reset",
-        "hottest",
-        "hotspot",
-        "filter_path",
-        "filter_type",
-        "filter_ops",
-        "sort_next",
-        "sort_reverse",
-        "toggle_detail",
-        "explain",
-        "hints",
-        "threads",
-    }
-)
+_NEED_GRAPH = frozenset(a.name for a in actions(MAIN) if a.needs_graph)
 
 
 class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
@@ -67,25 +52,7 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
     the widgets in step.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "toggle_pause", "Pause/Resume"),
-        Binding("r", "reset", "Reset stats"),
-        Binding("backspace", "scope_up", "Up a module"),
-        Binding("h", "hottest", "Hottest child"),
-        Binding("n", "hotspot(1)", "Next hotspot"),
-        Binding("N", "hotspot(-1)", "Prev hotspot", show=False),
-        Binding("slash", "filter_path", "Filter path"),
-        Binding("t", "filter_type", "Filter type", show=False),
-        Binding("o", "filter_ops", "Op types", show=False),
-        Binding("escape", "clear_filters", "Clear filters"),
-        Binding("s", "sort_next", "Sort", show=False),
-        Binding("S", "sort_reverse", "Reverse sort", show=False),
-        Binding("e", "goto_error", "Go to error"),
-        Binding("d", "toggle_detail", "Detail pane", show=False),
-        Binding("x", "explain", "Explain node"),
-        Binding("H", "hints", "Hints"),
-        Binding("T", "threads", "Threads", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(MAIN)
 
     def __init__(self, source: SnapshotSource, on_fatal: Callable[[str], None]) -> None:
         super().__init__()

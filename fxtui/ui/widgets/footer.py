@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Footer as TextualFooter
 
+from fxtui.ui.textual_compat import drop_detached_watchers
+
 
 class Footer(TextualFooter):
     """Textual's footer; prunes what each recompose leaves behind.
@@ -17,7 +19,6 @@ class Footer(TextualFooter):
     """
 
     async def recompose(self) -> None:
+        """Recompose, then forget the keys that were replaced."""
         await super().recompose()
-        watchers: dict[str, list[tuple[object, object]]] = getattr(self, "__watchers", {})
-        for entries in watchers.values():
-            entries[:] = [(node, callback) for node, callback in entries if getattr(node, "is_attached", True)]
+        drop_detached_watchers(self)

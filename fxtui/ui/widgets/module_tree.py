@@ -20,8 +20,9 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeStats
-from fxtui.ui.filtering import module_ancestors
+from fxtui.ui.textual_compat import CompatTree
 from fxtui.ui.widgets.tree_labels import TIME_FROM, Entry, bar, fit_label, op_label, short_node_name
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
@@ -30,7 +31,7 @@ __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 TOGGLE_STYLE = Style.from_meta({"toggle": True})
 
 
-class ModuleTree(Tree[Entry]):
+class ModuleTree(CompatTree[Entry]):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -203,12 +204,12 @@ class ModuleTree(Tree[Entry]):
             self.move_cursor(node)
         node.collapse()
 
-    def _toggle_node(self, node: TreeNode[Entry]) -> None:
-        # A click on a branch's ▼: close it the safe way.
+    def toggle_clicked(self, node: TreeNode[Entry]) -> None:
+        """A click on a branch's ▼ closes it the safe way (see :meth:`collapse_branch`)."""
         if node.allow_expand and node.is_expanded:
             self.collapse_branch(node)
         else:
-            super()._toggle_node(node)
+            super().toggle_clicked(node)
 
     def action_expand_cursor(self) -> None:
         """Open the module under the cursor."""
@@ -266,21 +267,6 @@ class ModuleTree(Tree[Entry]):
         self._auto_expanded -= set(stale)
         return True
 
-    @property
-    def cursor_entry(self) -> Entry | None:
-        """What the cursor is on."""
-        node = self.cursor_node
-        return node.data if node is not None else None
-
-    def visible_entries(self) -> list[str]:
-        """The keys of the entries currently listed (expanded branches only), top to bottom."""
-        out = []
-        for line in range(self.last_line + 1):
-            node = self.get_node_at_line(line)
-            if node is not None and node.data is not None:
-                out.append(node.data.key)
-        return out
-
     # -- numbers ------------------------------------------------------------
 
     def update_numbers(
@@ -298,13 +284,11 @@ class ModuleTree(Tree[Entry]):
         self.backward = backward or {}
         self.stats = stats
         self.run_s = run_s
-        # Labels are computed in render_label; bumping the tree's update counter makes its
-        # line cache miss once, instead of calling set_label (a callback each) per node.
-        # The cached lines of earlier numbers can never be hit again: drop them. Kept, they
-        # filled the cache's 1,024 entries with dead lines, each holding crop and style caches
-        # of its own, and the app grew by about 6 MB a minute in a long session.
-        self._line_cache.clear()
-        self._updates += 1
+        # Labels are computed in render_label; invalidating the lines makes each render once,
+        # instead of calling set_label (a callback each) per node. The lines of earlier numbers
+        # are dropped, not kept: they filled the cache's 1,024 entries with dead lines, each
+        # holding crop and style caches of its own, and the app grew by about 6 MB a minute.
+        self.invalidate_lines()
         self.refresh()
 
     def label_text(self, entry: Entry) -> str:
@@ -382,7 +366,7 @@ class ModuleTree(Tree[Entry]):
         """One line of the tree, with the style computed once per repaint."""
         style = self._line_style if self._line_style is not None else self.rich_style
         scroll_x, scroll_y = self.scroll_offset
-        return self._render_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
+        return self.render_tree_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
 
     def _part_style(self, name: str) -> Style:
         styles = self._label_styles

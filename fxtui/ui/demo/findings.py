@@ -1,6 +1,6 @@
 """Fixed findings for the demo: hints, a measured Conv-BN what-if, thread facts, and a second run to diff.
 
-Like :mod:`fxtui.ui.demo`, nothing here is measured; the figures are chosen to look
+Like :mod:`fxtui.ui.demo.source`, nothing here is measured; the figures are chosen to look
 like a resnet18 on a small CPU so screenshots show every panel filled in.
 """
 
@@ -12,7 +12,7 @@ from fxtui.engine.diff import RunDiff, diff_reports
 from fxtui.engine.findings import Hint, WhatIf
 from fxtui.engine.report import Report
 from fxtui.engine.snapshot import Snapshot
-from fxtui.ui.demo import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
+from fxtui.ui.demo.source import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
 
 #: The (conv, bn) pairs of resnet18, in graph order.
 CONV_BN_PAIRS: tuple[tuple[str, str], ...] = (

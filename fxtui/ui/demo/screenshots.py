@@ -1,4 +1,4 @@
-"""Save SVG screenshots of the app's main views: ``python -m fxtui.ui.screenshots OUTDIR``.
+"""Save SVG screenshots of the app's main views: ``python -m fxtui.ui.demo.screenshots OUTDIR``.
 
 The app is driven headless with Pilot through the overview, a path filter, a
 drill-down along the hottest path, the detail pane, the help screen, the hints
@@ -21,7 +21,7 @@ from textual.pilot import Pilot
 from fxtui.engine.diff import RunDiff
 from fxtui.engine.snapshot import SnapshotSource
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo_findings import resnet18_diff, resnet18_findings_source
+from fxtui.ui.demo.findings import resnet18_diff, resnet18_findings_source
 from fxtui.ui.diff_app import DiffApp
 
 SourceFactory = Callable[[], SnapshotSource]

@@ -1,6 +1,6 @@
 """A deterministic, torch-free demo source: a resnet18-shaped graph with plausible CPU timings.
 
-Used for screenshots and by the UI tests' fake source. Nothing here is measured: the
+Used for screenshots, by the UI tests' fake source and by the benchmarks. Nothing here is measured: the
 numbers are fixed so that pictures and tests come out the same on every machine.
 """
 
@@ -11,15 +11,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from fxtui.engine.commands import Command, Stop
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import (
     GraphInfo,
-    ModuleStats,
     NodeInfo,
     NodeStats,
     RunError,
     Snapshot,
     State,
     build_module_tree,
+    module_stats,
 )
 
 # (name, op, target, type_name, module path, output shape, median in µs)
@@ -150,12 +151,7 @@ def build_graph(rows: Sequence[_Row], *, model: str, inputs: tuple[str, ...], le
     leaves = set(leaf)
     # A module that a call_module node calls is of that node's class (Conv2d); the rest are containers.
     called = {n.module_path: n.target for n in nodes if n.op == "call_module"}
-    paths = {""}
-    for node in nodes:
-        path = node.module_path
-        while path:
-            paths.add(path)
-            path = path.rpartition(".")[0]
+    paths = {path for node in nodes for path in module_ancestors(node.module_path)}
     classes = {p: called.get(p) or _module_class(p) for p in paths}
     modules = build_module_tree(nodes, classes, tuple(leaves))
     return GraphInfo(
@@ -185,7 +181,10 @@ def make_snapshot(
     error: RunError | None = None,
     message: str = "",
 ) -> Snapshot:
-    """A snapshot with the given per-node medians (µs, graph order), derived statistics and module totals."""
+    """A snapshot with the given per-node medians (µs, graph order), derived statistics and module totals.
+
+    The module totals are the engine's own roll-up (:func:`~fxtui.engine.model.module_stats`), as in a live session.
+    """
     nodes: dict[str, NodeStats] = {}
     total = sum(medians_us) * scale * 1e-6
     run_s = total * 1.06
@@ -203,18 +202,7 @@ def make_snapshot(
             pct=100.0 * med / run_s,
             recent=_recent(med, i),
         )
-    inclusive: dict[str, float] = dict.fromkeys(graph.modules, 0.0)
-    own: dict[str, float] = dict.fromkeys(graph.modules, 0.0)
-    counts: dict[str, int] = dict.fromkeys(graph.modules, 0)
-    for info in graph.nodes:
-        med = nodes[info.name].median_s
-        own[info.module_path] += med
-        path: str | None = info.module_path
-        while path is not None:
-            inclusive[path] += med
-            counts[path] += 1
-            path = None if path == "" else path.rpartition(".")[0]
-    modules = {p: ModuleStats(p, inclusive[p], own[p], 100.0 * inclusive[p] / run_s, counts[p]) for p in graph.modules}
+    modules = module_stats(graph.nodes, graph.modules, nodes, run_s)
     return Snapshot(
         graph=graph,
         state=state,
@@ -295,9 +283,3 @@ class DemoSource:
         """Only :class:`~fxtui.engine.commands.Stop` does anything: the demo's numbers and findings are fixed."""
         if isinstance(command, Stop):
             self._stop.set()
-
-
-def resnet18_demo_source() -> DemoSource:
-    """A demo source showing a resnet18 profile after 200 runs."""
-    graph = resnet18_graph()
-    return DemoSource([make_snapshot(graph, resnet18_medians())])

@@ -1,0 +1,250 @@
+"""Every command fxtui's apps answer to, written once.
+
+An :class:`Action` names the Textual action a key runs, its keys, the short description
+the footer and the help screen show, the longer one the README's key table gives, and the
+title the command palette offers it under. Everything that lists keys is generated from
+:data:`ACTIONS`:
+
+* ``BINDINGS`` of the main screen, the hints screen and both apps (:func:`bindings`);
+* the help screen's rows (:func:`help_rows`);
+* the command palette (:func:`palette_actions`, used by ``FxtuiApp.get_system_commands``);
+* the key table under "## The app" in README.md (:func:`readme_table`;
+  ``python -m fxtui.ui.actions`` prints it, and a test fails when README.md differs).
+
+Keys that only move inside a widget (the table's and tree's cursor keys) stay with that
+widget and are described by :data:`NAVIGATION`; keys that answer a dialog (the op-type
+chooser's Enter, a panel's Esc) stay with the dialog, which says them on screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from textual.actions import parse
+from textual.binding import Binding, BindingType
+
+#: Groups: the heading the help screen lists an action under, and which class binds it.
+MAIN = "session and view"
+HINTS = "hints (H)"
+APP = "app"
+DIFF = "diff"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One command: what runs, on which keys, and how each list describes it."""
+
+    id: str
+    """The Textual action string it runs: ``hotspot(1)``, ``toggle_pause``."""
+    keys: str
+    """Textual key names, comma separated; the first is the one the footer and the palette show."""
+    description: str
+    """A few words for the footer and the help screen."""
+    group: str
+    """:data:`MAIN`, :data:`HINTS`, :data:`APP` or :data:`DIFF`."""
+    readme: str = ""
+    """What the key does, as the README's key table says it (every action of the profiler has one)."""
+    show: bool = True
+    """Shown in the footer (when it applies)."""
+    palette: str = ""
+    """The command palette's title; empty: not offered there."""
+    palette_help: str = ""
+    """The palette's second line (the key is added in brackets)."""
+    priority_keys: str = ""
+    """More keys, bound with priority so that a focused input cannot take them; never in the footer."""
+    needs_graph: bool = False
+    """Means nothing until a graph has been traced: hidden until then."""
+
+    @property
+    def name(self) -> str:
+        """The action's name without its parameters: ``hotspot(1)`` → ``hotspot``."""
+        return parse(self.id)[1]
+
+    @property
+    def all_keys(self) -> list[str]:
+        """Every key that runs it, the shown one first."""
+        return [k.strip() for k in f"{self.keys},{self.priority_keys}".split(",") if k.strip()]
+
+
+# fmt: off
+ACTIONS: tuple[Action, ...] = (
+    # The main screen, in the footer's order.
+    Action(
+        "toggle_pause", "space", "Pause/Resume", MAIN, "pause / resume the reruns",
+        palette="Pause / resume", palette_help="Stop or restart the reruns", needs_graph=True,
+    ),
+    Action(
+        "reset", "r", "Reset stats", MAIN, "reset the statistics",
+        palette="Reset statistics", palette_help="Forget every sample so far", needs_graph=True,
+    ),
+    Action(
+        "scope_up", "backspace", "Up a module", MAIN, "up one module",
+        palette="Up a module", palette_help="Show the parent module's subtree",
+    ),
+    Action(
+        "hottest", "h", "Hottest child", MAIN,
+        "jump to the hottest child; press again to walk the hottest path down to one node",
+        palette="Hottest child", palette_help="Go to the slowest child of the current module", needs_graph=True,
+    ),
+    Action(
+        "hotspot(1)", "n", "Next hotspot", MAIN, "next hotspot (by median) in the current view",
+        palette="Next hotspot", palette_help="Select the next node by median", needs_graph=True,
+    ),
+    Action(
+        "hotspot(-1)", "N", "Prev hotspot", MAIN, "previous hotspot in the current view", show=False,
+        palette="Previous hotspot", palette_help="Select the previous node by median", needs_graph=True,
+    ),
+    Action(
+        "filter_path", "slash", "Filter path", MAIN,
+        "filter by module path: a glob (`layer[12]*`) or a substring; Esc clears",
+        palette="Filter by module path", palette_help="A glob like layer[12]* or a substring", needs_graph=True,
+    ),
+    Action(
+        "filter_type", "t", "Filter type", MAIN, "filter by target type (`Conv2d`, `add` …)", show=False,
+        palette="Filter by target type", palette_help="Conv2d, add …", needs_graph=True,
+    ),
+    Action(
+        "filter_ops", "o", "Op types", MAIN,
+        "toggle op types (placeholder, get_attr, call_function, call_method, call_module, output)", show=False,
+        palette="Choose op types", palette_help="placeholder, call_module …", needs_graph=True,
+    ),
+    Action(
+        "clear_filters", "escape", "Clear filters", MAIN,
+        "clear the path and type filters; again: back to the default op types",
+        palette="Clear filters", palette_help="Back to the default filter",
+    ),
+    Action(
+        "sort_next", "s", "Sort", MAIN, "sort by the next column (or click a header)", show=False,
+        palette="Sort by next column", palette_help="Cycle the sort key", needs_graph=True,
+    ),
+    Action(
+        "sort_reverse", "S", "Reverse sort", MAIN, "reverse the sort (or click the header again)", show=False,
+        palette="Reverse sort", palette_help="Flip the sort order", needs_graph=True,
+    ),
+    Action(
+        "goto_error", "e", "Go to error", MAIN, "go to the node that raised, after an error inside the model",
+        palette="Go to the error", palette_help="Select the node that raised",
+    ),
+    Action(
+        "toggle_detail", "d", "Detail pane", MAIN, "show or hide the detail pane", show=False,
+        palette="Toggle detail pane", palette_help="Show or hide the detail pane", needs_graph=True,
+    ),
+    Action(
+        "explain", "x", "Explain node", MAIN, "which aten operators the selected node runs, and their share of it",
+        palette="Explain node", palette_help="Break the selected node down into aten operators", needs_graph=True,
+    ),
+    Action(
+        "hints", "H", "Hints", MAIN,
+        "hints: rule-based suggestions with evidence and estimated saving; Enter jumps to the node",
+        palette="Hints", palette_help="Suggestions from the statistics so far; f tries a Conv-BN fold",
+        needs_graph=True,
+    ),
+    Action(
+        "threads", "T", "Threads", MAIN,
+        "threads: intra/inter-op threads, cores, affinity, `OMP_NUM_THREADS`, the oneDNN/MKL/OpenMP build; "
+        "the status line warns when threads exceed the cores",
+        show=False, palette="Threads and build",
+        palette_help="Threads, cores, build flags, library versions, warnings", needs_graph=True,
+    ),
+    # Inside the hints.
+    Action("dismiss", "escape,H", "Close hints", HINTS, "in the hints: close them"),
+    Action(
+        "try_it", "f", "Try it (measure)", HINTS,
+        "in the hints, on the Conv-BN hint: fold the pairs and measure before → after",
+    ),
+    # The app, on every screen. Textual's own Ctrl+C only explains how to quit; in a profiler it should quit.
+    Action("quit", "q", "Quit", APP, "quit (the engine stops, the terminal is left as it was)", priority_keys="ctrl+c"),
+    Action(
+        "help", "question_mark", "Help", APP, "every key; Ctrl+P: the command palette offers the same actions",
+        palette="Keys", palette_help="List every key",
+    ),
+    # fxtui diff.
+    Action("quit", "q", "Quit", DIFF, priority_keys="ctrl+c"),
+    Action("help", "question_mark", "Help", DIFF),
+    Action("show_tab('nodes')", "1", "Nodes", DIFF),
+    Action("show_tab('modules')", "2", "Modules", DIFF),
+    Action("show_tab('only')", "3", "One run only", DIFF),
+    Action("sort_next", "s", "Sort", DIFF),
+    Action("sort_reverse", "S", "Reverse sort", DIFF),
+)
+# fmt: on
+
+#: Keys handled inside the tree and the table rather than by an action of their own.
+NAVIGATION: tuple[tuple[str, str], ...] = (
+    ("↑ ↓ PgUp PgDn Home End", "move in the tree or the table"),
+    ("→ ←", "tree: expand / collapse (or go to the parent)"),
+    ("Enter", "tree: show that module's subtree in the table"),
+    ("Tab / Shift+Tab", "switch between the tree and the table"),
+    ("click a header", "sort the table by that column (again: reverse)"),
+)
+
+#: The groups the profiler's help screen and the README list, in that order.
+PROFILER_GROUPS: tuple[str, ...] = (MAIN, HINTS, APP)
+
+_KEY_NAMES = {
+    "slash": "/",
+    "space": "Space",
+    "backspace": "Backspace",
+    "escape": "Esc",
+    "question_mark": "?",
+    "ctrl+c": "Ctrl+C",
+    "ctrl+p": "Ctrl+P",
+    "enter": "Enter",
+}
+
+
+def key_label(key: str) -> str:
+    """``"slash"`` → ``"/"``; ``"ctrl+c"`` → ``"Ctrl+C"``."""
+    return _KEY_NAMES.get(key, key)
+
+
+def actions(group: str) -> tuple[Action, ...]:
+    """The actions of ``group``, in registry order."""
+    return tuple(a for a in ACTIONS if a.group == group)
+
+
+def bindings(group: str) -> list[BindingType]:
+    """``BINDINGS`` for the class that answers ``group``: one binding per key, the first key shown."""
+    out: list[BindingType] = []
+    for action in actions(group):
+        keys = [k.strip() for k in action.keys.split(",")]
+        out += [Binding(key, action.id, action.description, show=action.show and i == 0) for i, key in enumerate(keys)]
+        out += [
+            Binding(key.strip(), action.id, action.description, show=False, priority=True)
+            for key in action.priority_keys.split(",")
+            if key.strip()
+        ]
+    return out
+
+
+def keys_text(action: Action) -> str:
+    """Every key of ``action`` as a user reads it: ``q, Ctrl+C``."""
+    return ", ".join(key_label(k) for k in action.all_keys)
+
+
+def help_rows(groups: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(group, keys, description) for the help screen, group by group."""
+    return [(a.group, keys_text(a), a.description) for group in groups for a in actions(group)]
+
+
+def palette_actions(groups: Iterable[str] = (MAIN, APP)) -> list[Action]:
+    """The actions the command palette offers, in registry order."""
+    return [a for group in groups for a in actions(group) if a.palette]
+
+
+def palette_help(action: Action) -> str:
+    """The palette's second line: what it does, then its key: ``Forget every sample so far (r)``."""
+    return f"{action.palette_help} ({key_label(action.all_keys[0])})"
+
+
+def readme_table() -> str:
+    """The key table under "## The app" in README.md, as Markdown."""
+    lines = ["| key | what it does |", "|---|---|"]
+    lines += [f"| {keys} | {what} |" for keys, what in NAVIGATION]
+    lines += [f"| {keys_text(a)} | {a.readme} |" for group in PROFILER_GROUPS for a in actions(group)]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(readme_table())

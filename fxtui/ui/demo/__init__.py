@@ -1,0 +1,12 @@
+"""Deterministic, torch-free demo data and the screenshot tooling built on it.
+
+Nothing in the shipped app imports this package (``tests/test_layering.py`` checks it):
+it exists for the UI tests, the benchmarks, the README's pictures
+(``python -m fxtui.ui.demo.screenshots OUTDIR``) and trying the app without a model
+(``python -m fxtui.ui.demo``).
+
+* :mod:`~fxtui.ui.demo.source`: resnet18-shaped and synthetic graphs with fixed timings,
+  and :class:`~fxtui.ui.demo.source.DemoSource`, a snapshot source that publishes them.
+* :mod:`~fxtui.ui.demo.findings`: fixed hints, a measured what-if, thread facts and a diff.
+* :mod:`~fxtui.ui.demo.screenshots`: drives the app headless and saves SVG pictures.
+"""
