@@ -123,6 +123,12 @@ ACTIONS: tuple[Action, ...] = (
         palette="Reverse sort", palette_help="Flip the sort order", needs_graph=True,
     ),
     Action(
+        "cycle_phase", "p", "Phase", MAIN,
+        "with `--train`: every phase, then forward, backward or optimizer nodes only (the tree shades backward time)",
+        palette="Filter by phase", palette_help="A training step's forward, backward or optimizer nodes",
+        needs_graph=True,
+    ),
+    Action(
         "goto_error", "e", "Go to error", MAIN, "go to the node that raised, after an error inside the model",
         palette="Go to the error", palette_help="Select the node that raised",
     ),

@@ -53,6 +53,8 @@ def describe(spec: FilterSpec) -> str:
         parts.append(f"path={spec.path}")
     if spec.types:
         parts.append("type=" + ",".join(sorted(spec.types)))
+    if spec.phases:
+        parts.append("phase=" + ",".join(sorted(spec.phases)))
     parts += ["-" + op for op in OPCODES if op not in shown_ops(spec)]
     return " ".join(parts) or "none"
 

@@ -6,6 +6,7 @@ what a submitted value means, and what Esc clears first.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from textual.widgets import Input
@@ -67,21 +68,21 @@ class FilterKeysMixin(ScreenMixin):
         """Apply what was typed into the filter box."""
         value = value.strip()
         if self._input_mode == "path":
-            spec = FilterSpec(ops=self.spec.ops, path=value, types=self.spec.types)
+            spec = replace(self.spec, path=value)
         else:
-            spec = FilterSpec(ops=self.spec.ops, path=self.spec.path, types=parse_types(value))
+            spec = replace(self.spec, types=parse_types(value))
         self._close_input()
         self._apply_filter(spec)
 
     def action_clear_filters(self) -> None:
         """Esc: clear the filter being typed, or else the path and type filters."""
         if self._input_mode == "path":
-            spec = FilterSpec(ops=self.spec.ops, path="", types=self.spec.types)
+            spec = replace(self.spec, path="")
             self._close_input()
         elif self._input_mode == "type":
-            spec = FilterSpec(ops=self.spec.ops, path=self.spec.path, types=frozenset())
+            spec = replace(self.spec, types=frozenset())
             self._close_input()
-        elif self.spec.path or self.spec.types:
+        elif self.spec.path or self.spec.types or self.spec.phases:
             spec = FilterSpec(ops=self.spec.ops)
         else:
             spec = DEFAULT_FILTER

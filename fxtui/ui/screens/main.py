@@ -15,7 +15,7 @@ from textual.widgets import Input, Static, Tree
 
 from fxtui.engine.commands import Pause, Reset, Resume
 from fxtui.engine.findings import WhatIf
-from fxtui.engine.model import module_ancestors
+from fxtui.engine.model import PHASES, module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
 from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.columns import BY_KEY, COLUMN_KEYS
@@ -172,22 +172,31 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
             return
         stats = self.snapshot.nodes
         modules = self.snapshot.modules
-        if modules and not self.spec.path and not self.spec.types and shown_ops(self.spec) >= DEFAULT_FILTER.ops:
+        unfiltered = not (self.spec.path or self.spec.types or self.spec.phases)
+        if modules and unfiltered and shown_ops(self.spec) >= DEFAULT_FILTER.ops:
             # Only inputs and the output (no time to speak of) are hidden: the engine's inclusive
             # module times are the tree's numbers, and summing ten thousand medians again is waste.
             self.module_tree.update_numbers(
-                {p: m.inclusive_s for p, m in modules.items()}, stats, self.snapshot.run_median_s or 0.0
+                {p: m.inclusive_s for p, m in modules.items()},
+                stats,
+                self.snapshot.run_median_s or 0.0,
+                backward={p: m.backward_s for p, m in modules.items()} if self.graph.training else None,
             )
             return
         totals: dict[str, float] = {}
+        backward: dict[str, float] = {}
+        by_name = self.graph.by_name
         for name, ancestors in self._ancestry:
             node_stats = stats.get(name)
             if node_stats is None:
                 continue
             median = node_stats.median_s
+            grad = by_name[name].phase == "backward"
             for path in ancestors:
                 totals[path] = totals.get(path, 0.0) + median
-        self.module_tree.update_numbers(totals, stats, self.snapshot.run_median_s or 0.0)
+                if grad:
+                    backward[path] = backward.get(path, 0.0) + median
+        self.module_tree.update_numbers(totals, stats, self.snapshot.run_median_s or 0.0, backward=backward)
 
     def _show_error(self) -> None:
         banner = self.query_one("#error-banner", Static)
@@ -225,6 +234,7 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
             peaks=self.graph.peaks,
             aten=aten,
             explaining=self.selected in self._explaining,
+            others=self._medians(),
         )
 
     def view_state(self) -> ViewState:
@@ -349,7 +359,16 @@ class MainScreen(NavigationMixin, FilterKeysMixin, PanelsMixin, Screen[None]):
         if action == "goto_error":
             error = self.snapshot.error if self.snapshot is not None else None
             return error is not None and error.node is not None
+        if action == "cycle_phase":
+            return self.graph is not None and self.graph.training
         return True
+
+    def action_cycle_phase(self) -> None:
+        """In a training step: every phase, then forward, backward or optimizer nodes only."""
+        order: list[frozenset[str]] = [frozenset(), *(frozenset({p}) for p in PHASES)]
+        current = order.index(self.spec.phases) if self.spec.phases in order else 0
+        nxt = order[(current + 1) % len(order)]
+        self._apply_filter(FilterSpec(ops=self.spec.ops, path=self.spec.path, types=self.spec.types, phases=nxt))
 
     def action_toggle_pause(self) -> None:
         """Pause the reruns, or resume them."""
