@@ -110,6 +110,23 @@ def test_a_graph_break_makes_several_graphs_and_its_python_stays_unattributed() 
     assert {n.graph for n in graph.nodes} >= {0, 1}
 
 
+class BreaksInside(nn.Module):
+    """A graph break inside a submodule: TorchDynamo compiles the submodule's frame on its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = BreaksOnItem()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x * 2)
+
+
+def test_modules_of_a_frame_compiled_on_its_own_keep_their_full_path() -> None:
+    program = capture(BreaksInside(), Inputs((torch.randn(4, 32),)), mode="dynamo", name="m")
+    assert "inner.head · linear" in program.names and "inner.stem · linear" in program.names
+    assert program.module_paths["inner.head · linear"] == "inner.head"
+
+
 def test_fx_capture_still_names_nodes_by_fx_and_refuses_what_it_cannot_trace() -> None:
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
     program = capture(model, Inputs((torch.randn(2, 4),)), mode="fx")

@@ -63,6 +63,10 @@ class Namer:
         self.root = root
         self.prefix = prefix
         self.known = {n for n, _ in root.named_modules()}
+        # Module stacks are keyed by the module object's id: that names the module even where the
+        # source text is relative to another frame's ``self`` (a submodule's forward compiled on
+        # its own after a graph break in its caller).
+        self.by_id = {str(id(m)): n for n, m in root.named_modules(remove_duplicate=False)}
         self.paths: dict[str, str] = {}
         self.classes: dict[str, str] = {"": type(root).__name__}
         self._used: dict[str, int] = {}
@@ -96,7 +100,10 @@ class Namer:
         entries = node.meta.get(stack) or {}
         if not entries:
             return "", ""
-        source, cls = next(reversed(entries.values()))
+        key, (source, cls) = next(reversed(entries.items()))
+        found = self.by_id.get(str(key).partition("@")[0])  # "id@2": the module's third call in the graph
+        if found is not None:
+            return found, getattr(cls, "__name__", str(cls))
         path = module_path(str(source))
         if self.prefix:
             if path != self.prefix and not path.startswith(self.prefix + "."):
