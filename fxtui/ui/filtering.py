@@ -3,17 +3,17 @@
 The filter itself (:class:`FilterSpec`, :func:`matches`) is the engine's, so the
 headless report's ``--path 'layer1*'`` and the app's ``/ layer1*`` select the same
 nodes. What lives here is what only a view needs: the app's default, a compact
-description for the status line, and which branches of the module tree still hold
-a visible node.
+description for the status line, which branches of the module tree still hold a
+visible node, and the times the tree shows under a filter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from fxtui.engine.filters import FilterSpec, matches
 from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo
+from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo, Snapshot
 
 __all__ = [
     "DEFAULT_FILTER",
@@ -22,6 +22,7 @@ __all__ = [
     "in_scope",
     "matches",
     "shown_ops",
+    "tree_totals",
     "visible_modules",
     "with_ops",
 ]
@@ -71,3 +72,25 @@ def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
                 break
             seen.add(path)
     return seen & set(graph.modules) | {""}
+
+
+def tree_totals(
+    snapshot: Snapshot, spec: FilterSpec, ancestry: Iterable[tuple[str, Sequence[str]]]
+) -> Mapping[str, float]:
+    """The module tree's times under ``spec``: each module's share of what the filter lets through.
+
+    ``ancestry`` pairs each node the filter lets through with its module path's ancestors.
+    """
+    if snapshot.modules and not spec.path and not spec.types and shown_ops(spec) >= DEFAULT_FILTER.ops:
+        # Only inputs and the output (no time to speak of) are hidden: the engine's inclusive
+        # module times are the tree's numbers, and summing ten thousand medians again is waste.
+        return {path: module.inclusive_s for path, module in snapshot.modules.items()}
+    stats = snapshot.nodes
+    totals: dict[str, float] = {}
+    for name, ancestors in ancestry:
+        node_stats = stats.get(name)
+        if node_stats is None:
+            continue
+        for path in ancestors:
+            totals[path] = totals.get(path, 0.0) + node_stats.median_s
+    return totals
