@@ -96,12 +96,12 @@ ACTIONS: tuple[Action, ...] = (
         palette="Previous hotspot", palette_help="Select the previous node by median", needs_graph=True,
     ),
     Action(
-        "filter_path", "slash", "Filter path", MAIN,
+        "filter('path')", "slash", "Filter path", MAIN,
         "filter by module path: a glob (`layer[12]*`) or a substring; Esc clears",
         palette="Filter by module path", palette_help="A glob like layer[12]* or a substring", needs_graph=True,
     ),
     Action(
-        "filter_type", "t", "Filter type", MAIN, "filter by target type (`Conv2d`, `add` …)", show=False,
+        "filter('type')", "t", "Filter type", MAIN, "filter by target type (`Conv2d`, `add` …)", show=False,
         palette="Filter by target type", palette_help="Conv2d, add …", needs_graph=True,
     ),
     Action(
@@ -123,7 +123,7 @@ ACTIONS: tuple[Action, ...] = (
         palette="Reverse sort", palette_help="Flip the sort order", needs_graph=True,
     ),
     Action(
-        "cycle_phase", "p", "Phase", MAIN,
+        "cycle_phase", "p", "Phase filter", MAIN,
         "with `--train`: every phase, then forward, backward or optimizer nodes only (the tree shades backward time)",
         palette="Filter by phase", palette_help="A training step's forward, backward or optimizer nodes",
         needs_graph=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fxtui.engine.snapshot import NodeInfo, NodeStats
@@ -71,7 +71,7 @@ def columns_for(training: bool) -> tuple[Column, ...]:
 BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
 
 
-def sort_names(nodes: list[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
+def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
     """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
     column = BY_KEY[key]
     get = stats.get
@@ -86,6 +86,30 @@ def sort_names(nodes: list[NodeInfo], stats: Mapping[str, NodeStats], key: str, 
     return [t[2] for t in decorated]
 
 
-def hotspots(nodes: list[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:
+def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:
     """Names of ``nodes`` by median, slowest first."""
     return sort_names(nodes, stats, "median", descending=True)
+
+
+#: A table order: column key, descending.
+Sort = tuple[str, bool]
+
+
+def first_sort(key: str) -> Sort:
+    """Sorting by column ``key`` anew: numbers largest first, text in order."""
+    return (key, BY_KEY[key].numeric)
+
+
+def next_sort(sort: Sort) -> Sort:
+    """The next column's first order (``s``)."""
+    return first_sort(COLUMN_KEYS[(COLUMN_KEYS.index(sort[0]) + 1) % len(COLUMN_KEYS)])
+
+
+def clicked_sort(sort: Sort, key: str) -> Sort:
+    """A click on column ``key``'s header: that column, or the other way round when it is the current one."""
+    return (key, not sort[1]) if key == sort[0] else first_sort(key)
+
+
+def sort_label(sort: Sort) -> str:
+    """``median ↓``, as the status line says it."""
+    return f"{BY_KEY[sort[0]].label} {'↓' if sort[1] else '↑'}"

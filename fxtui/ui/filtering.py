@@ -3,17 +3,18 @@
 The filter itself (:class:`FilterSpec`, :func:`matches`) is the engine's, so the
 headless report's ``--path 'layer1*'`` and the app's ``/ layer1*`` select the same
 nodes. What lives here is what only a view needs: the app's default, a compact
-description for the status line, and which branches of the module tree still hold
-a visible node.
+description for the status line, which branches of the module tree still hold a
+visible node, and the times the tree shows under a filter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo
+from fxtui.engine.model import PHASES, module_ancestors
+from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo, Snapshot
 
 __all__ = [
     "DEFAULT_FILTER",
@@ -21,7 +22,9 @@ __all__ = [
     "describe",
     "in_scope",
     "matches",
+    "next_phase",
     "shown_ops",
+    "tree_totals",
     "visible_modules",
     "with_ops",
 ]
@@ -35,7 +38,7 @@ def with_ops(spec: FilterSpec, shown: frozenset[str]) -> FilterSpec:
     shown = shown & frozenset(OPCODES)
     # An empty set means "every opcode" to FilterSpec; hiding all of them needs a set that matches none.
     ops = frozenset() if shown == frozenset(OPCODES) else shown or frozenset({"none"})
-    return FilterSpec(ops=ops, path=spec.path, types=spec.types)
+    return replace(spec, ops=ops)
 
 
 def shown_ops(spec: FilterSpec) -> frozenset[str]:
@@ -73,3 +76,41 @@ def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
                 break
             seen.add(path)
     return seen & set(graph.modules) | {""}
+
+
+def tree_totals(
+    snapshot: Snapshot, spec: FilterSpec, ancestry: Iterable[tuple[str, Sequence[str]]]
+) -> tuple[Mapping[str, float], Mapping[str, float]]:
+    """The module tree's times under ``spec``: each module's share of what the filter lets through.
+
+    Returns the inclusive times and, for a training step, the backward part of them (else empty).
+    ``ancestry`` pairs each node the filter lets through with its module path's ancestors.
+    """
+    training = snapshot.graph is not None and snapshot.graph.training
+    unfiltered = not (spec.path or spec.types or spec.phases)
+    if snapshot.modules and unfiltered and shown_ops(spec) >= DEFAULT_FILTER.ops:
+        # Only inputs and the output (no time to speak of) are hidden: the engine's inclusive
+        # module times are the tree's numbers, and summing ten thousand medians again is waste.
+        modules = snapshot.modules.items()
+        return {p: m.inclusive_s for p, m in modules}, ({p: m.backward_s for p, m in modules} if training else {})
+    stats = snapshot.nodes
+    by_name = snapshot.graph.by_name if snapshot.graph is not None else {}
+    totals: dict[str, float] = {}
+    backward: dict[str, float] = {}
+    for name, ancestors in ancestry:
+        node_stats = stats.get(name)
+        if node_stats is None:
+            continue
+        grad = training and by_name[name].phase == "backward"
+        for path in ancestors:
+            totals[path] = totals.get(path, 0.0) + node_stats.median_s
+            if grad:
+                backward[path] = backward.get(path, 0.0) + node_stats.median_s
+    return totals, backward
+
+
+def next_phase(spec: FilterSpec) -> FilterSpec:
+    """``spec`` showing the next phase of a training step: all, forward, backward, optimizer, all again."""
+    order: list[frozenset[str]] = [frozenset(), *(frozenset({p}) for p in PHASES)]
+    current = order.index(spec.phases) if spec.phases in order else 0
+    return replace(spec, phases=order[(current + 1) % len(order)])

@@ -134,7 +134,7 @@ async def test_hiding_call_module_hides_module_nodes() -> None:
     app = FxtuiApp(FakeSource())
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.main._apply_filter(FilterSpec(ops=frozenset({"call_function"})))
+        app.main.spec = FilterSpec(ops=frozenset({"call_function"}))
         await pilot.pause()
         assert sorted(app.main.table.row_names)[:2] == ["add", "add_1"]
         assert "flatten" in app.main.table.row_names

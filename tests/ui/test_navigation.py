@@ -1,10 +1,13 @@
-"""Drill-down, hotspots, sorting, tree/table selection sync, help and the command palette."""
+"""Drill-down, hotspots, sorting, tree/table selection sync, help, the command palette, and the state behind them."""
 
 from __future__ import annotations
 
-from fakes import FakeSource, graph_of, settle, stats_of, tree_cursor, tree_entries
+from fakes import FakeSource, graph_of, resnet_snapshot, settle, stats_of, tree_cursor, tree_entries
 
+from fxtui.engine.model import NodeStats
 from fxtui.ui.app import FxtuiApp
+from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec
+from fxtui.ui.navigation import filter_showing, hottest, step_hotspot
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
@@ -12,6 +15,10 @@ from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar
 
 SIZE = (120, 36)
+
+
+def stats_of_medians(medians: dict[str, float]) -> dict[str, NodeStats]:
+    return {name: NodeStats(10, m, m, m, m, m, 0.0, 1.0) for name, m in medians.items()}
 
 
 def status(app: FxtuiApp) -> str:
@@ -62,7 +69,7 @@ async def test_n_and_N_step_through_hotspots_by_median() -> None:
         main = app.main
         await pilot.press("s")  # sort by p90: hotspots still go by median
         assert main.selected == main.table.row_names[0]
-        order = sorted(main._view, key=lambda n: -stats_of(app)[n.name].median_s)
+        order = sorted(main.view, key=lambda n: -stats_of(app)[n.name].median_s)
         main.select_node(order[0].name)
         await pilot.press("n")
         assert main.selected == order[1].name
@@ -165,3 +172,56 @@ async def test_d_toggles_the_detail_pane() -> None:
         assert not detail.display
         await pilot.press("d")
         assert detail.display
+
+
+def test_hottest_picks_the_slowest_child_and_the_first_of_a_tie() -> None:
+    stats = stats_of_medians({"a": 2e-3, "b": 5e-3})
+    entries = [Entry("module", "m1"), Entry("node", "a"), Entry("module", "m2"), Entry("node", "b")]
+    assert hottest(entries, {"m1": 4e-3, "m2": 6e-3}, stats) == Entry("module", "m2")
+    assert hottest(entries, {"m1": 5e-3, "m2": 1e-3}, stats) == Entry("module", "m1")  # ties with b: first wins
+    assert hottest([Entry("node", "unmeasured")], {}, stats) == Entry("node", "unmeasured")
+    assert hottest([], {}, stats) is None
+
+
+def test_hotspots_wrap_around_and_start_from_either_end() -> None:
+    order = ["slow", "middle", "fast"]
+    assert step_hotspot(order, "fast", 1) == "slow"
+    assert step_hotspot(order, "slow", -1) == "fast"
+    assert step_hotspot(order, "elsewhere", 1) == "slow"
+    assert step_hotspot(order, None, -1) == "fast"
+    assert step_hotspot([], None, 1) is None
+
+
+def test_showing_a_node_widens_the_filter_only_as_far_as_needed() -> None:
+    graph = resnet_snapshot().graph
+    assert graph is not None
+    bn = graph.node("layer1_0_bn1")
+    assert filter_showing(bn, DEFAULT_FILTER) == DEFAULT_FILTER
+    typed = FilterSpec(ops=DEFAULT_FILTER.ops, path="layer1*", types=frozenset({"BatchNorm2d"}))
+    assert filter_showing(bn, typed) == typed
+    only_functions = FilterSpec(ops=frozenset({"call_function"}), path="layer1*")
+    assert filter_showing(bn, only_functions) == FilterSpec(
+        ops=frozenset({"call_function", "call_module"}), path="layer1*"
+    )
+    elsewhere = FilterSpec(ops=DEFAULT_FILTER.ops, path="layer4*")
+    assert filter_showing(bn, elsewhere) == DEFAULT_FILTER
+
+
+async def test_state_set_from_code_shows_in_the_status_line_the_table_and_the_tree() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        main.spec = FilterSpec(ops=DEFAULT_FILTER.ops, path="layer2*")
+        main.scope = "layer2.1"
+        main.sort = ("node", False)
+        main.paused = True
+        await pilot.pause()
+        assert list(main.table.row_names) == sorted(main.table.row_names)
+        paths = {graph_of(app).node(n).module_path for n in main.table.row_names}
+        assert paths and all(p == "layer2.1" or p.startswith("layer2.1.") for p in paths)
+        assert tree_entries(main.module_tree) == ["", "layer2"]  # the filter emptied every other branch
+        line = status(app)
+        for part in ("paused", "view layer2.1", f"· {len(main.table.row_names)}/", "path=layer2*", "sort node ↑"):
+            assert part in line, part
+        assert main.check_action("scope_up", ()) and main.check_action("clear_filters", ())

@@ -15,15 +15,17 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
+from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from fxtui.engine.findings import Hint, WhatIf
+from fxtui.engine.snapshot import Snapshot
 from fxtui.engine.units import format_pct, format_seconds
 from fxtui.ui.actions import HINTS, bindings
 
-#: Rules whose suggestion the session can apply and measure (``SnapshotSource.try_fusion``).
+#: Rules whose suggestion the session can apply and measure (the ``TryFusion`` command).
 TRYABLE_RULES = frozenset({"conv-bn-fold"})
 
 
@@ -74,12 +76,19 @@ def what_if_text(what_if: WhatIf | None, measuring: bool) -> Text:
 class HintsScreen(ModalScreen[str | None]):
     """The current hints; dismisses with the first node of the chosen hint, or None.
 
-    ``on_try`` asks the session to apply and measure the tryable hint; the main
-    screen passes later snapshots' ``hints`` and ``what_if`` in through
-    :meth:`show_hints` and :meth:`show_what_if`.
+    ``on_try`` asks the session to apply and measure the tryable hint. While the screen
+    is open the main screen keeps ``hints``, ``what_if`` and ``measuring`` up to date
+    from later snapshots; the list and the what-if panel follow them in watchers.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = bindings(HINTS)
+
+    hints: var[tuple[Hint, ...] | None] = var(None, init=False, bindings=True)
+    """The hints shown (None: still being worked out)."""
+    what_if: var[WhatIf | None] = var(None, init=False)
+    """The latest measured what-if."""
+    measuring: var[bool] = var(False, init=False, bindings=True)
+    """True from ``f`` until a new what-if arrives."""
 
     def __init__(
         self,
@@ -90,11 +99,15 @@ class HintsScreen(ModalScreen[str | None]):
         measuring: bool = False,
     ) -> None:
         super().__init__()
-        self.hints = hints
-        self.what_if = what_if
+        # Set without watchers: there is nothing to draw on until the screen is mounted.
+        self.set_reactive(HintsScreen.hints, hints)
+        self.set_reactive(HintsScreen.what_if, what_if)
+        self.set_reactive(HintsScreen.measuring, measuring)
         self.on_try = on_try
-        self.measuring = measuring
-        """True from ``f`` until a new what-if arrives."""
+
+    def show_latest(self, snapshot: Snapshot, measuring: bool) -> None:
+        """Show ``snapshot``'s hints and what-if; ``measuring`` says a new what-if is being timed."""
+        self.hints, self.what_if, self.measuring = snapshot.hints, snapshot.what_if, measuring
 
     def compose(self) -> ComposeResult:
         with Vertical(id="hints"):
@@ -104,13 +117,23 @@ class HintsScreen(ModalScreen[str | None]):
             yield Static(id="hints-what-if")
 
     def on_mount(self) -> None:
-        self.show_hints(self.hints)
-        self.show_what_if(self.what_if, self.measuring)
+        self._show_hints()
+        self._show_what_if()
         self.query_one(OptionList).focus()
 
-    def show_hints(self, hints: tuple[Hint, ...] | None) -> None:
-        """Show ``hints`` (None: still being worked out)."""
-        self.hints = hints
+    def watch_hints(self) -> None:
+        self._show_hints()
+
+    def watch_what_if(self) -> None:
+        self._show_what_if()
+
+    def watch_measuring(self) -> None:
+        self._show_what_if()
+
+    def _show_hints(self) -> None:
+        if not self.query("#hints-list"):  # not composed yet: on_mount draws what is current by then
+            return
+        hints = self.hints
         note = self.query_one("#hints-note", Label)
         options = self.query_one(OptionList)
         if hints is None:
@@ -124,16 +147,12 @@ class HintsScreen(ModalScreen[str | None]):
         options.add_options([Option(hint_prompt(h), id=str(i)) for i, h in enumerate(hints or ())])
         if hints:
             options.highlighted = min(highlighted or 0, len(hints) - 1)
-        self.refresh_bindings()
 
-    def show_what_if(self, what_if: WhatIf | None, measuring: bool) -> None:
-        """Show the measured what-if, or that a measurement is running."""
-        self.what_if = what_if
-        if measuring != self.measuring:
-            self.measuring = measuring
-            self.refresh_bindings()
+    def _show_what_if(self) -> None:
+        if not self.query("#hints-what-if"):
+            return
         panel = self.query_one("#hints-what-if", Static)
-        text = what_if_text(None if measuring else what_if, measuring)
+        text = what_if_text(None if self.measuring else self.what_if, self.measuring)
         panel.update(text)
         panel.display = bool(text)
 
@@ -153,7 +172,7 @@ class HintsScreen(ModalScreen[str | None]):
         if not self.tryable or self.measuring or self.on_try is None:
             return
         self.on_try()
-        self.show_what_if(self.what_if, True)
+        self.measuring = True
 
     @on(OptionList.OptionSelected)
     def _chosen(self, message: OptionList.OptionSelected) -> None:

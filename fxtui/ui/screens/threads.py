@@ -16,7 +16,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from fxtui.engine.snapshot import GraphInfo
+from fxtui.engine import allocator
+from fxtui.engine.snapshot import GraphInfo, Snapshot
 
 
 def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "") -> Text:
@@ -52,6 +53,13 @@ class ThreadsScreen(ModalScreen[None]):
         self.graph = graph
         self.memory_warning = memory_warning
         self.memory = memory
+
+    @classmethod
+    def for_snapshot(cls, snapshot: Snapshot) -> ThreadsScreen:
+        """The panel for ``snapshot``, whose graph must be traced: its page-fault warning, how memory is kept."""
+        assert snapshot.graph is not None
+        memory = allocator.describe(snapshot.malloc) if snapshot.malloc else ""
+        return cls(snapshot.graph, snapshot.fault_warning, memory)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="threads"):

@@ -8,10 +8,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.reactive import var
 from textual.widgets import Sparkline, Static
 
 from fxtui.engine.findings import AtenOp, MachinePeaks, place_on_roofline
-from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError
+from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError, Snapshot
 from fxtui.engine.units import format_pct, format_seconds
 
 
@@ -129,6 +130,13 @@ class DetailPane(VerticalScroll):
     fields: list[tuple[str, str]]
     """The label/value pairs shown now."""
 
+    snapshot: var[Snapshot | None] = var(None, always_update=True)
+    """The latest snapshot (the main screen binds it to its own)."""
+    selected: var[str | None] = var(None)
+    """The node described (bound to the main screen's selection)."""
+    explaining: var[frozenset[str]] = var(frozenset())
+    """Nodes whose aten breakdown was asked for (bound to the main screen's)."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.fields = []
@@ -152,6 +160,32 @@ class DetailPane(VerticalScroll):
         yield Static(id="detail-aten")
         yield Static(id="detail-node-text")
         yield Static(id="detail-repr")
+
+    def watch_snapshot(self) -> None:
+        self._show_selected()
+
+    def watch_selected(self) -> None:
+        self._show_selected()
+
+    def watch_explaining(self) -> None:
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        snapshot, name = self.snapshot, self.selected
+        graph = snapshot.graph if snapshot is not None else None
+        if snapshot is None or graph is None or name is None or name not in graph.by_name:
+            self.show(None, None)
+            return
+        aten, explaining = snapshot.aten.get(name), name in self.explaining
+        self.show(
+            graph.node(name),
+            snapshot.nodes.get(name),
+            snapshot.error,
+            peaks=graph.peaks,
+            aten=aten,
+            explaining=explaining,
+            others=snapshot.nodes,
+        )
 
     def show(
         self,

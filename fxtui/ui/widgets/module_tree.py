@@ -8,14 +8,16 @@ when a line is rendered, so a refresh changes numbers without touching tree node
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.geometry import Region
+from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
@@ -32,7 +34,10 @@ TOGGLE_STYLE = Style.from_meta({"toggle": True})
 
 
 class ModuleTree(CompatTree[Entry]):
-    """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves."""
+    """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves.
+
+    Posts :class:`NodeChosen` when the cursor lands on a node and :class:`ModuleChosen` on Enter on a module.
+    """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "module-tree--time",
@@ -56,6 +61,18 @@ class ModuleTree(CompatTree[Entry]):
         Binding("right", "expand_cursor", "Expand", show=False),
         Binding("left", "collapse_cursor", "Collapse", show=False),
     ]
+
+    @dataclass
+    class NodeChosen(Message):
+        """The cursor moved onto the FX node ``name``, or Enter was pressed on it."""
+
+        name: str
+
+    @dataclass
+    class ModuleChosen(Message):
+        """Enter on module ``path``: its branch is open now."""
+
+        path: str
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("model", data=Entry("module", ""), id=id)
@@ -181,6 +198,21 @@ class ModuleTree(CompatTree[Entry]):
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
         """Fill a branch the first time it opens."""
         self._populate(event.node)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, message: Tree.NodeHighlighted[Entry]) -> None:
+        entry = message.node.data
+        if entry is not None and entry.kind == "node":
+            self.post_message(self.NodeChosen(entry.key))
+
+    @on(Tree.NodeSelected)
+    def _selected(self, message: Tree.NodeSelected[Entry]) -> None:
+        entry = message.node.data
+        if entry is not None and entry.kind == "module":
+            self.open(message.node)
+            self.post_message(self.ModuleChosen(entry.key))
+        elif entry is not None:
+            self.post_message(self.NodeChosen(entry.key))
 
     def open(self, node: TreeNode[Entry]) -> None:
         """Expand ``node`` for the user: it stays open when the cursor moves on."""

@@ -78,7 +78,7 @@ class NodeTable(ScrollView, can_focus=True):
         self.columns: tuple[Column, ...] = columns_for(training=False)
         self._widths: dict[str, int] = {c.key: c.width for c in COLUMNS}
         self._graph: GraphInfo | None = None
-        self._shown: list[NodeInfo] = []
+        self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}
         self._keys: list[str] = []
         self._index: dict[str, int] = {}
@@ -116,7 +116,7 @@ class NodeTable(ScrollView, can_focus=True):
             longest = max((len(column.cell(n, None)) for n in graph.nodes), default=0)
             self._widths[key] = max(len(column.label), min(limit, longest))
 
-    def set_nodes(self, nodes: list[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
+    def set_nodes(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown."""
         self._shown = nodes
         self._stats = stats
@@ -140,7 +140,7 @@ class NodeTable(ScrollView, can_focus=True):
             self._index = {k: i for i, k in enumerate(keys)}
         if self.cursor_name not in self._index:
             self.cursor_name = keys[0] if keys else None
-        width = sum(self._widths.values()) + len(self.columns)
+        width = sum(self._widths[c.key] for c in self.columns) + len(self.columns)
         self.virtual_size = Size(width, len(keys) + 1)
         self.refresh()
 

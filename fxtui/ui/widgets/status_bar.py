@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.reactive import var
 from textual.widgets import Static
 
 from fxtui.engine.snapshot import Snapshot, State
@@ -85,9 +86,7 @@ def view_line(view: ViewState) -> Text:
 
 
 class StatusBar(Static):
-    """Two lines at the top: the session, then the view."""
-
-    _last: Text | None = None
+    """Two lines at the top: the session, then the view; redrawn whenever either reactive changes."""
 
     DEFAULT_CSS = """
     /* Each line keeps its own row on a narrow terminal: cut short rather than wrapped. */
@@ -95,9 +94,21 @@ class StatusBar(Static):
                 text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    def show(self, snapshot: Snapshot | None, view: ViewState) -> None:
-        """Redraw from the latest snapshot and view."""
-        text = Text("\n").join([session_line(snapshot, view.paused), view_line(view)])
+    snapshot: var[Snapshot | None] = var(None, always_update=True)
+    """The latest snapshot (the main screen binds it to its own)."""
+    view: var[ViewState] = var(ViewState())
+    """What the view shows (the main screen binds it to its computed view state)."""
+
+    _last: Text | None = None
+
+    def watch_snapshot(self) -> None:
+        self._redraw()
+
+    def watch_view(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        text = Text("\n").join([session_line(self.snapshot, self.view.paused), view_line(self.view)])
         if text != self._last:
             self._last = text
             self.update(text, layout=False)  # two fixed rows: the size never changes

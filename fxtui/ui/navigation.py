@@ -1,0 +1,50 @@
+"""Where the navigation keys go, decided from the numbers: pure functions, no widgets.
+
+The main screen asks these and then shows the answer: ``h`` walks to the hottest
+child, ``n``/``N`` step through the hotspots, and a node chosen elsewhere (a hint, the
+error) is shown by widening the filter until it lets the node through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from fxtui.engine.snapshot import NodeInfo, NodeStats
+from fxtui.ui.filtering import FilterSpec, matches, shown_ops, with_ops
+from fxtui.ui.widgets.tree_labels import Entry
+
+
+def hottest(entries: Sequence[Entry], totals: Mapping[str, float], stats: Mapping[str, NodeStats]) -> Entry | None:
+    """The slowest of ``entries``: a module by its inclusive total, a node by its median (the first on a tie)."""
+    best: Entry | None = None
+    best_s = 0.0
+    for entry in entries:
+        if entry.kind == "module":
+            seconds = totals.get(entry.key, 0.0)
+        else:
+            node = stats.get(entry.key)
+            seconds = node.median_s if node is not None else 0.0
+        if best is None or seconds > best_s:
+            best, best_s = entry, seconds
+    return best
+
+
+def step_hotspot(order: Sequence[str], selected: str | None, step: int) -> str | None:
+    """The node ``step`` places from ``selected`` in ``order`` (slowest first), wrapping around.
+
+    From a node outside ``order``, a step forward starts at the slowest and a step back at the fastest.
+    """
+    if not order:
+        return None
+    if selected in order:
+        return order[(order.index(selected) + step) % len(order)]
+    return order[0 if step > 0 else -1]
+
+
+def filter_showing(node: NodeInfo, spec: FilterSpec) -> FilterSpec:
+    """``spec`` widened just enough to show ``node``: its op type first, then without the path and type filters."""
+    if not matches(node, spec):
+        spec = with_ops(spec, shown_ops(spec) | {node.op})
+    if not matches(node, spec):
+        spec = FilterSpec(ops=spec.ops)
+    return spec
