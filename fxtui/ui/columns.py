@@ -53,7 +53,7 @@ COLUMNS: tuple[Column, ...] = (
         lambda _i, s: "~" if _caution(s) else " ",
         lambda _i, s: 1.0 if _caution(s) else 0.0,
     ),
-    Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: (i.phase, i.index)),
+    Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: i.phase),
     Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
     Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target),
     Column("module", "module", 18, False, lambda i, _s: i.module_path or "(root)", lambda i, _s: i.module_path),
