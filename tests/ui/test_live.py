@@ -333,3 +333,19 @@ async def test_status_line_says_when_torchdynamo_captured_the_model() -> None:
     async with plain.run_test(size=(160, 36)) as pilot:
         await settle(plain, pilot)
         assert "TorchDynamo" not in status(plain)  # torch.fx, the usual case, adds nothing to the line
+
+
+async def test_a_session_that_fails_after_tracing_keeps_the_graph_and_numbers_on_screen() -> None:
+    source = FakeSource()
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        before = app.main.table.cell_text("conv1", "median")
+        source.push(Snapshot(None, State.ERROR, seq=2, message="the engine process exited"))
+        await settle(app, pilot, 2)
+        assert app.main.table.row_names[0] == "conv1"
+        assert app.main.table.cell_text("conv1", "median") == before
+        assert "● error" in status(app) and "200 runs" in status(app)
+        banner = app.main.query_one("#error-banner")
+        assert banner.display and "the engine process exited" in str(banner.render())
+        assert app.return_code is None  # not fatal: there is something to look at
