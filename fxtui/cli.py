@@ -13,11 +13,14 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.engine.target import Target, parse_shape
+
+if TYPE_CHECKING:
+    from fxtui.engine.session import Session
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -356,11 +359,17 @@ def _profile_and_print(
     return 0
 
 
-def _say_what_if(session: object, runs: int) -> None:
+def _say_what_if(session: Session, runs: int) -> None:
     from fxtui.engine.explain import what_if_conv_bn
     from fxtui.engine.units import format_seconds
 
-    tried = what_if_conv_bn(session, runs=min(runs, 20))  # type: ignore[arg-type]
+    if session.program.capture != "fx":
+        _say(
+            f"\nwhat-if    the Conv-BN fold rewrites call_module nodes, which only the fx capture has; "
+            f"this run was captured with {session.program.capture}"
+        )
+        return
+    tried = what_if_conv_bn(session, runs=min(runs, 20))
     if tried is None:
         return
     _say(

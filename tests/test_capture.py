@@ -262,3 +262,9 @@ def test_bad_input_is_one_sentence_and_exit_2(
     assert len(lines) == 1 and "Traceback" not in err, err
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+def test_hints_on_a_dynamo_capture_say_the_fold_does_not_apply(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "hf:bert", "--hf-config", TINY_BERT, "--input-shape", "1,16", "--hints")
+    assert code == 0
+    assert "only the fx capture has; this run was captured with dynamo" in out
