@@ -77,7 +77,10 @@ async def test_phase_column_filter_tree_and_gradients() -> None:
         # The tree's bar shades the backward part of fc's time.
         tree = main.module_tree
         assert tree.backward["fc"] > 0
-        assert BACKWARD_BLOCK in tree.label_text(Entry("module", "fc"))
+        label = tree.label_text(Entry("module", "fc"))
+        assert BACKWARD_BLOCK in label
+        # fc: forward 100 µs, backward 150 + 50 µs: two thirds of its time is its gradients.
+        assert label.rstrip().endswith(f"{BACKWARD_BLOCK} 67%"), label
         # A forward node's detail names its gradients and their time.
         main.select_node("fc · addmm")
         await pilot.pause()

@@ -371,8 +371,12 @@ class ModuleTree(CompatTree[Entry]):
                 flag = (" ✖", "module-tree--error")
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
         backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0
+        # Modules of a training step say how much of their time is backward; nodes have a phase column.
+        split = entry.kind == "module" and graph.training
         width = self.scrollable_content_region.width or 80
-        return fit_label(name, kind, flag, seconds, share, width, self._depth_cells(node), backward_share)
+        return fit_label(
+            name, kind, flag, seconds, share, width, self._depth_cells(node), backward_share if split else None
+        )
 
     def _label_for(self, entry: Entry, node: TreeNode[Entry] | None = None) -> Text:
         text = Text()

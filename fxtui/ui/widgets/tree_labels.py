@@ -78,7 +78,7 @@ def fit_label(
     share: float | None,
     width: int,
     indent: int,
-    backward_share: float = 0.0,
+    backward_share: float | None = None,
 ) -> list[Part]:
     """A label for a tree ``width`` cells wide whose line starts ``indent`` cells in (guides, icon).
 
@@ -86,7 +86,9 @@ def fit_label(
     line up at every depth (which numbers show depends on the tree's width, never on
     the depth). On a narrow tree the kind goes first, then the bar, then the time (the
     table beside the tree has the times); a name that still does not fit is cut with "…".
-    ``backward_share`` (percent of the run, part of ``share``) shades the bar's backward part.
+    ``backward_share`` (percent of the run, part of ``share``; a training step's modules only)
+    shades the bar's backward part and adds the backward part of the entry's own time
+    (``▒62%``: 62% of this module's time is its gradients, the rest its forward).
     """
     numbers: list[Part]
     if width >= TIME_FROM:
@@ -94,7 +96,11 @@ def fit_label(
     else:
         numbers = [(f" {format_pct(share):>6}", "module-tree--time")]
     if width >= BAR_FROM:
-        numbers.append((" " + bar((share or 0.0) / 100.0, backward=backward_share / 100.0), "module-tree--bar"))
+        shaded = (backward_share or 0.0) / 100.0
+        numbers.append((" " + bar((share or 0.0) / 100.0, backward=shaded), "module-tree--bar"))
+        if backward_share is not None:
+            part = 100.0 * backward_share / share if share else 0.0
+            numbers.append((f" {BACKWARD_BLOCK}{part:3.0f}%", "module-tree--time"))
     room = width - indent - sum(len(t) for t, _ in numbers)
     head: list[Part] = [(name, "")]
     used = len(name)
