@@ -229,3 +229,12 @@ def test_a_tiny_transformer_trains_per_node(capsys: pytest.CaptureFixture[str]) 
     assert code == 0, err
     assert "the mean of the first floating-point output" in out
     assert "encoder.layer.1.output.dense · ∇" in out or "encoder.layer" in out
+
+
+def test_the_python_api_profiles_a_training_step() -> None:
+    import fxtui
+
+    report = fxtui.profile(TinyCNN(), torch.randn(2, 3, 8, 8), runs=2, warmup=1, train=True, optimizer="adamw")
+    assert report.training and report.optimizer.startswith("AdamW(")
+    assert {r.info.phase for r in report.rows} == {"forward", "backward", "optimizer"}
+    assert "phases     forward" in report.header()
