@@ -18,6 +18,8 @@ from fxtui.cli import main
 from fxtui.engine.analysis.memory import measure_program_memory
 from fxtui.engine.capture import capture
 from fxtui.engine.capture.program import graph_program
+from fxtui.engine.explain import hints_for
+from fxtui.engine.findings import Hint
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import make_report, run_profile, session_for_module
 from fxtui.engine.report import Report
@@ -276,3 +278,39 @@ def test_bad_memory_input_is_one_sentence_and_exit_2(
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fxtui: ") and fragment in lines[0]
+
+
+def hints_of(module: nn.Module, x: torch.Tensor, *, train: bool = False) -> dict[str, Hint]:
+    loaded = LoadedModel(module=module, inputs=Inputs((x,)), name=type(module).__name__, dtype="float32")
+    mode = "auto" if train else "fx"
+    session = session_for_module(loaded, analyse=False, capture_mode=mode, train=train, memory=True)
+    run_profile(session, 2, 0)
+    return {h.rule: h for h in hints_for(session)}
+
+
+def test_a_node_whose_temporaries_set_the_peak_gets_a_hint() -> None:
+    found = hints_of(Temporary(), torch.randn(512, 256))
+    hint = found["memory-temporaries"]
+    assert hint.nodes == ("scaled_sum",)
+    assert "512 KiB" in hint.title  # the temporary x * 2
+
+
+def test_activations_that_dwarf_the_weights_get_a_batch_hint() -> None:
+    conv = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU())
+    found = hints_of(conv, torch.randn(8, 3, 32, 32))
+    hint = found["memory-batch"]
+    # The conv's output, 8×16×32×32 floats, is the peak: 64 KiB per sample.
+    assert "64.0 KiB per sample of 8" in hint.title and "a batch of 4" in hint.evidence
+    assert "memory-checkpointing" not in found  # inference: nothing is saved for backward
+
+
+def test_weights_that_dwarf_the_activations_get_no_memory_hint() -> None:
+    found = hints_of(Nested(), torch.randn(6, 32))
+    assert not {rule for rule in found if rule.startswith("memory-")}
+
+
+def test_a_step_that_mostly_keeps_activations_gets_a_checkpointing_hint() -> None:
+    deep = nn.Sequential(*[m for _ in range(6) for m in (nn.Linear(64, 64), nn.ReLU())])
+    found = hints_of(deep, torch.randn(512, 64), train=True)
+    hint = found["memory-checkpointing"]
+    assert "torch.utils.checkpoint" in hint.evidence and hint.nodes

@@ -127,6 +127,8 @@ def hints_for(session: Session) -> tuple[Hint, ...]:
         work=session.work,
         threads=thread_info(),
         inputs=session.inputs.tensors(),
+        memory=session.graph.memory,
+        nodes=session.graph.nodes,
     )
 
 
