@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--memory",
         action="store_true",
-        help="memory per node (output, allocated, live after) and the peak, measured in one run before timing",
+        help="memory per node (output, allocated, live after) and the peak, measured in one run before timing "
+        "(the app always measures it: m shows it)",
     )
     x = p.add_argument_group("explain (headless)")
     x.add_argument(

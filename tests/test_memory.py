@@ -314,3 +314,14 @@ def test_a_step_that_mostly_keeps_activations_gets_a_checkpointing_hint() -> Non
     found = hints_of(deep, torch.randn(512, 64), train=True)
     hint = found["memory-checkpointing"]
     assert "torch.utils.checkpoint" in hint.evidence and hint.nodes
+
+
+def test_the_pass_leaves_the_program_as_the_timed_runs_need_it() -> None:
+    inputs = Inputs((torch.randn(4, 16),))
+    program = capture(Views().eval(), inputs, mode="fx", name="Views")
+    part = program.parts[0]
+    before = part.executor
+    measure_program_memory(program, inputs)
+    # The graph runs through its own forward again, with no profiler left recording.
+    assert part.executor == before
+    assert not torch.autograd.profiler._is_profiler_enabled
