@@ -5,6 +5,7 @@ Tiny models built here give exact figures; resnet18 checks the issue's target.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -325,3 +326,16 @@ def test_the_pass_leaves_the_program_as_the_timed_runs_need_it() -> None:
     # The graph runs through its own forward again, with no profiler left recording.
     assert part.executor == before
     assert not torch.autograd.profiler._is_profiler_enabled
+
+
+def test_fxtui_diff_compares_the_live_peaks(nested_report: Report, tmp_path: Path) -> None:
+    from fxtui.engine.diff import diff_reports
+
+    memory = nested_report.memory
+    assert memory is not None
+    bigger = dataclasses.replace(
+        nested_report, memory=dataclasses.replace(memory, peak_live_bytes=2 * memory.peak_live_bytes)
+    )
+    line = diff_reports(nested_report, bigger).memory_line
+    assert "+100.0%" in line and memory.peak_node in line
+    assert diff_reports(dataclasses.replace(nested_report, memory=None), bigger).memory_line == ""
