@@ -339,3 +339,31 @@ def test_fxtui_diff_compares_the_live_peaks(nested_report: Report, tmp_path: Pat
     line = diff_reports(nested_report, bigger).memory_line
     assert "+100.0%" in line and memory.peak_node in line
     assert diff_reports(dataclasses.replace(nested_report, memory=None), bigger).memory_line == ""
+
+
+class Breaks(nn.Module):
+    """A branch on a tensor's value: TorchDynamo makes two graphs, and ``y`` flows from one to the other."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(32, 32)
+        self.head = nn.Linear(32, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        if y.sum().item() > -1e9:
+            y = y * 2
+        return self.head(y)
+
+
+def test_every_graph_of_a_dynamo_capture_is_measured_and_values_between_them_stay_alive() -> None:
+    inputs = Inputs((torch.randn(64, 32),))
+    program = capture(Breaks().eval(), inputs, mode="dynamo", name="Breaks")
+    assert len(program.parts) == 2
+    found = measure_program_memory(program, inputs)
+    assert program.late_graphs == 0  # no recompile: the pass ran the captured graphs themselves
+    layer = 64 * 32 * 4
+    assert found.nodes["stem · linear"].output_bytes == layer
+    # The second graph takes the stem's output as an input: an activation, alive until its last use.
+    assert found.nodes["y"].output_bytes == 0 and found.nodes["y"].live_bytes == layer
+    assert found.nodes["mul"].live_bytes == layer  # y is freed after mul reads it; mul's output lives

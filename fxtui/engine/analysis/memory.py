@@ -77,9 +77,12 @@ def measure_program_memory(program: Program, inputs: Inputs, *, quiet: bool = Tr
     :func:`~fxtui.engine.analysis.aten.program_aten_breakdown`.
     """
     tracker = _Tracker()
-    given = inputs.fresh()  # copied before the profiler starts: the copies are not the run's allocations
     events: list[Any] | None = None
     with program.running():
+        # Copied before the profiler starts (the copies are not the run's allocations), and inside the
+        # run's autograd mode as the timed runs copy them: TorchDynamo guards on it, and inputs made
+        # outside inference mode would make it compile new graphs that run past the parts.
+        given = inputs.fresh()
         try:
             with _silenced_fd(2, quiet), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                 program.run_each(given, tracker.visit)
