@@ -90,10 +90,12 @@ class MemoryPlot(Widget):
         width = max(self.size.width - 2, 1)
         height = max(self.size.height - 2, 1)
         self.rows, self.marked_column = plot_rows(values, marked, width, height)
-        title = Text(f"live activations · peak {format_bytes(memory.peak_live_bytes)} after {memory.peak_node}")
+        # One line each, cut rather than wrapped: a wrapped title would push the marker off the widget.
+        out = Text(no_wrap=True, overflow="ellipsis")
         if chosen is not None:
-            title.append(f" · {format_bytes(chosen.live_bytes)} after {chosen.name}", style="bold")
-        out = Text.assemble(title, "\n")
+            out.append(f"{format_bytes(chosen.live_bytes)} live after {chosen.name}", style="bold")
+            out.append(" · ")
+        out.append(f"peak {format_bytes(memory.peak_live_bytes)} after {memory.peak_node}\n")
         bars = self.get_component_rich_style("memory-plot--bars")
         for row in self.rows:
             out.append(row + "\n", style=bars)
