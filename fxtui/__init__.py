@@ -37,6 +37,7 @@ def profile(
     capture: str = "auto",
     train: bool = False,
     optimizer: str = "sgd",
+    memory: bool = False,
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
@@ -53,6 +54,10 @@ def profile(
     rows carry their ``phase`` and backward nodes are charged to the forward module they
     differentiate. The model's parameters change with every step.
 
+    With ``memory=True`` one more run, before the timed ones, measures each node's output,
+    allocated and live-after bytes (``row.info.output_bytes`` …) and the run's peak
+    (``report.memory``).
+
     The caller's process keeps its memory allocator's settings. Call
     :func:`keep_freed_memory` first for the figures the command line measures:
     without it, glibc may hand large buffers back to the system between runs, and
@@ -67,6 +72,7 @@ def profile(
             capture_mode=capture,
             train=train,
             optimizer=optimizer,
+            memory=memory,
         )
         run_profile(session, runs, warmup)
         return make_report(session)

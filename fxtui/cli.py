@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn, TextIO
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.engine.target import Target, parse_shape
+from fxtui.signals import StopOnSignal
 
 if TYPE_CHECKING:
     from fxtui.engine.session import Session
@@ -158,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sort",
         default="median",
         metavar="KEY",
-        help="median (default), mean, p90, max, pct, iqr, calls, name, path, order",
+        help="median (default), mean, p90, max, pct, iqr, calls, name, path, order, output, alloc, live",
     )
     t.add_argument("--top", type=_count("--top", 0), default=20, metavar="N", help="rows to show (0: all)")
     t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
@@ -171,7 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--columns",
         metavar="COLS",
-        help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source",
+        help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source, "
+        "output, alloc, live, saved",
+    )
+    t.add_argument(
+        "--memory",
+        action="store_true",
+        help="memory per node (output, allocated, live after) and the peak, measured in one run before timing "
+        "(the app always measures it: m shows it)",
     )
     x = p.add_argument_group("explain (headless)")
     x.add_argument(
@@ -274,7 +280,7 @@ def _target(args: argparse.Namespace) -> Target:
 
 def _headless(args: argparse.Namespace) -> int:
     from fxtui.engine.export import check_writable
-    from fxtui.engine.render import EXTRA_COLUMNS
+    from fxtui.engine.render import EXTRA_COLUMNS, MEMORY_COLUMNS
     from fxtui.engine.report import sort_key
 
     # Everything the user could have mistyped is checked before the model is loaded.
@@ -287,6 +293,11 @@ def _headless(args: argparse.Namespace) -> int:
     for path in (args.json, args.csv, args.chrome_trace):
         if path:
             check_writable(path)
+    # A memory column or sort asks for the memory pass as --memory does.
+    args.memory = args.memory or bool({*columns, args.sort} & {*MEMORY_COLUMNS, "saved"})
+    if args.memory:
+        wanted = (*MEMORY_COLUMNS, "saved") if args.train else MEMORY_COLUMNS
+        columns += tuple(c for c in wanted if c not in columns)
 
     # FLOPs, bytes, source lines and the machine's peaks cost about a second more; only
     # when the output shows them.
@@ -295,13 +306,13 @@ def _headless(args: argparse.Namespace) -> int:
         from fxtui.engine.allocator import keep_freed_memory
 
         keep_freed_memory()
-    stop = _StopOnSignal()
+    stop = StopOnSignal()
     with stop:  # the whole run, printing and exports included: a signal never leaves half a result
         return _profile_and_print(args, spec, columns, analyse, stop)
 
 
 def _profile_and_print(
-    args: argparse.Namespace, spec: FilterSpec, columns: tuple[str, ...], analyse: bool, stop: _StopOnSignal
+    args: argparse.Namespace, spec: FilterSpec, columns: tuple[str, ...], analyse: bool, stop: StopOnSignal
 ) -> int:
     import dataclasses
 
@@ -314,7 +325,7 @@ def _profile_and_print(
     settings: tuple[int | None, ...] = args.threads or (None,)
     reports: list[Report] = []
     with thread_limit(settings[0]):
-        session = session_for_target(_target(args), analyse=analyse)
+        session = session_for_target(_target(args), analyse=analyse, memory=args.memory)
     for threads in settings:
         if stop.is_set():
             break
@@ -419,33 +430,3 @@ def _live(args: argparse.Namespace) -> int:
     if fatal:
         raise FxtuiError(fatal)
     return 0
-
-
-class _StopOnSignal:
-    """Turn the first Ctrl+C or SIGTERM into a request to stop after the current run.
-
-    A second signal interrupts at once. Only the main thread may install handlers;
-    elsewhere (tests calling main() from a thread) this does nothing.
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._previous: dict[int, object] = {}
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if self._event.is_set():
-            raise KeyboardInterrupt
-        self._event.set()
-
-    def __enter__(self) -> _StopOnSignal:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ import tabulate
 
 from fxtui.engine.model import NodeRow
 from fxtui.engine.report import Report
-from fxtui.engine.units import format_seconds
+from fxtui.engine.units import format_bytes, format_seconds
 
 SPREAD_MARK = "~"
 """Marks a node change that lies within either run's own spread."""
@@ -84,6 +84,18 @@ class RunDiff:
         """The uninstrumented-run medians."""
         return Change("eager", "", self.before.get("eager_median_s") or 0.0, self.after.get("eager_median_s") or 0.0)
 
+    @property
+    def memory_line(self) -> str:
+        """The live peaks of two runs saved with ``--memory`` (``""`` unless both measured memory)."""
+        b, a = self.before.get("peak_live_bytes"), self.after.get("peak_live_bytes")
+        if b is None or a is None:
+            return ""
+        pct = f" ({100.0 * (a - b) / b:+.1f}%)" if b else ""
+        return (
+            f"memory     live peak {format_bytes(b)} → {format_bytes(a)}{pct}, after "
+            f"{self.before.get('peak_node', '')} → {self.after.get('peak_node', '')}"
+        )
+
     def table(self, top: int | None = 20) -> str:
         """Totals, then nodes by absolute change, modules, and nodes found in one run only."""
         lines = [
@@ -92,6 +104,8 @@ class RunDiff:
             f"run        {_change_text(self.run)} (profiled median)",
             f"uninstr.   {_change_text(self.eager)} (uninstrumented median)",
         ]
+        if self.memory_line:
+            lines.append(self.memory_line)
         if self.differences:
             lines.append(f"settings   differ: {'; '.join(self.differences)}")
         lines.append("")

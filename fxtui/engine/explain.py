@@ -20,6 +20,7 @@ import torch
 
 from fxtui.engine.analysis.aten import program_aten_breakdown
 from fxtui.engine.analysis.hints import suggest
+from fxtui.engine.analysis.memory import measure_program_memory
 from fxtui.engine.analysis.roofline import measure_peaks
 from fxtui.engine.analysis.source import program_sources
 from fxtui.engine.analysis.threads import thread_info
@@ -33,15 +34,21 @@ if TYPE_CHECKING:
     from fxtui.engine.session import Session
 
 
-def analyse(session: Session, *, peaks: bool = True) -> tuple[GraphInfo, dict[str, NodeWork]]:
-    """The session's graph with work, source lines, thread facts and (optionally) peaks filled in, and the work."""
+def analyse(session: Session, *, peaks: bool = True, memory: bool = False) -> tuple[GraphInfo, dict[str, NodeWork]]:
+    """The session's graph with work, source lines, thread facts and (optionally) peaks filled in, and the work.
+
+    With ``memory``, one more run measures each node's memory (:mod:`fxtui.engine.analysis.memory`).
+    """
     try:
         work = measure_program_work(session.program, session.inputs)
     except NodeError:
         work = {}  # the model already ran once; a counting failure only loses the FLOPs column
+    graph = session.graph
+    if memory:
+        graph = measure_memory(session)
     sources = program_sources(session.program)
     nodes = []
-    for info in session.graph.nodes:
+    for info in graph.nodes:
         done = work.get(info.name)
         where = sources.get(info.name)
         nodes.append(
@@ -56,7 +63,7 @@ def analyse(session: Session, *, peaks: bool = True) -> tuple[GraphInfo, dict[st
         )
     threads = thread_info()
     graph = dataclasses.replace(
-        session.graph,
+        graph,
         nodes=tuple(nodes),
         peaks=measure_peaks(torch.get_num_threads()) if peaks else None,
         thread_info=tuple(line for line in threads.lines() if not line.startswith("warning: ")),
@@ -65,9 +72,37 @@ def analyse(session: Session, *, peaks: bool = True) -> tuple[GraphInfo, dict[st
     return graph, work
 
 
-def annotate(session: Session, *, peaks: bool = True) -> None:
+def annotate(session: Session, *, peaks: bool = True, memory: bool = False) -> None:
     """Keep :func:`analyse`'s results on ``session``: its graph and work are replaced."""
-    session.graph, session.work = analyse(session, peaks=peaks)
+    session.graph, session.work = analyse(session, peaks=peaks, memory=memory)
+
+
+def measure_memory(session: Session) -> GraphInfo:
+    """The session's graph with every node's memory figures and the run's memory summary filled in.
+
+    One interpreted, profiled run outside the timed runs. A model that fails here (it ran before)
+    only loses the memory figures: the graph comes back unchanged.
+    """
+    try:
+        found = measure_program_memory(session.program, session.inputs)
+    except NodeError:
+        return session.graph
+    nodes = []
+    for info in session.graph.nodes:
+        m = found.nodes.get(info.name)
+        if m is None:
+            nodes.append(info)
+            continue
+        nodes.append(
+            dataclasses.replace(
+                info,
+                output_bytes=m.output_bytes,
+                alloc_bytes=m.alloc_bytes,
+                live_bytes=m.live_bytes,
+                saved_bytes=m.saved_bytes if info.phase == "forward" else None,
+            )
+        )
+    return dataclasses.replace(session.graph, nodes=tuple(nodes), memory=found.summary)
 
 
 def explain_nodes(session: Session, names: Collection[str], runs: int = 3) -> dict[str, tuple[AtenOp, ...]]:
@@ -92,6 +127,8 @@ def hints_for(session: Session) -> tuple[Hint, ...]:
         work=session.work,
         threads=thread_info(),
         inputs=session.inputs.tensors(),
+        memory=session.graph.memory,
+        nodes=session.graph.nodes,
     )
 
 

@@ -120,3 +120,42 @@ class WhatIf:
     def saving_pct(self) -> float:
         """How much faster the transformed graph is, in percent of the original."""
         return 100.0 * (self.before_s - self.after_s) / self.before_s if self.before_s else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySummary:
+    """The memory figures of one whole run (``fxtui.engine.analysis.memory``), in bytes.
+
+    Activations are the tensors the nodes create; parameters, buffers and the model's inputs
+    exist before the run and after it, so they are counted apart and never in the live figures.
+    """
+
+    peak_live_bytes: int
+    """Most activation bytes alive at once right after a node (from the graphs' liveness)."""
+    peak_node: str
+    """The node after which that peak is reached."""
+    param_bytes: int
+    """Parameters and buffers of the model (each storage once)."""
+    input_bytes: int = 0
+    """The model's example inputs."""
+    high_water_bytes: int | None = None
+    """Most bytes the allocator held for the run at once, temporaries included (profiler memory events)."""
+    high_water_node: str = ""
+    """The node running when the allocator's high-water mark was reached."""
+    rss_bytes: int | None = None
+    """Resident memory of the process that ran the model, after the memory pass."""
+    max_rss_bytes: int | None = None
+    """The process's resident high-water mark so far."""
+    saved_bytes: int | None = None
+    """In a training step: forward outputs kept for the backward graphs."""
+    forward_peak_bytes: int | None = None
+    """In a training step: the live peak among forward nodes."""
+    backward_peak_bytes: int | None = None
+    """In a training step: the live peak among backward nodes (saved tensors still held included)."""
+
+    @property
+    def peak_phase(self) -> str:
+        """``forward`` or ``backward``: where a training step's live peak is (``""`` for inference)."""
+        if self.forward_peak_bytes is None or self.backward_peak_bytes is None:
+            return ""
+        return "backward" if self.backward_peak_bytes >= self.forward_peak_bytes else "forward"

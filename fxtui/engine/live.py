@@ -31,7 +31,7 @@ class LiveSource:
     With ``analyse``, the work per node (FLOPs, bytes), source lines and the machine's
     peaks are measured right after the first timings are published, not before: the
     user sees numbers a pass over the model sooner (0.6 s for BERT-base), and the
-    columns that need the analysis fill in a moment later.
+    columns that need the analysis fill in a moment later. The memory pass runs with it.
     """
 
     def __init__(
@@ -140,6 +140,8 @@ class LiveSource:
                 interval = max(self.interval, 4 * (time.monotonic() - now))
                 if not analysed and session.samples.count:
                     analysed = True
-                    explain.annotate(session)
+                    # The memory pass (about one more run) comes with the analysis: the app's memory
+                    # columns and plot (m) appear once it has run.
+                    explain.annotate(session, memory=True)
                     send(session.snapshot(State.RUNNING))
         send(session.snapshot(State.DONE, message="stopped"))

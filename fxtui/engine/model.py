@@ -89,6 +89,14 @@ class NodeInfo:
     """In a training step: ``forward``, ``backward`` or ``optimizer``; ``""`` for inference."""
     gradients: tuple[str, ...] = ()
     """For a forward node of a training step: the backward nodes that differentiate it."""
+    output_bytes: int | None = None
+    """New bytes holding the node's outputs (0 for a view or an in-place op); None when not measured."""
+    alloc_bytes: int | None = None
+    """Bytes allocated while the node ran: its outputs plus temporaries and workspaces."""
+    live_bytes: int | None = None
+    """Activation bytes alive right after the node (parameters and inputs apart)."""
+    saved_bytes: int | None = None
+    """For a forward node of a training step: bytes of its outputs saved for the backward graphs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +240,39 @@ def module_stats(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ModuleMemory:
+    """Memory figures of one module's subtree, rolled up from its nodes' (bytes)."""
+
+    output_bytes: int
+    alloc_bytes: int | None
+    peak_live_bytes: int
+    peak_node: str
+    saved_bytes: int | None
+
+
+def module_memory(nodes: Iterable[NodeInfo]) -> dict[str, ModuleMemory]:
+    """Each module path's memory over its subtree: output and allocated bytes summed, the live peak inside it.
+
+    Empty when no node's memory was measured.
+    """
+    acc: dict[str, list[Any]] = {}
+    for info in nodes:
+        if info.output_bytes is None:
+            continue
+        live = info.live_bytes or 0
+        for path in module_ancestors(info.module_path):
+            a = acc.setdefault(path, [0, None, -1, "", None])
+            a[0] += info.output_bytes
+            if info.alloc_bytes is not None:
+                a[1] = (a[1] or 0) + info.alloc_bytes
+            if live > a[2]:
+                a[2], a[3] = live, info.name
+            if info.saved_bytes is not None:
+                a[4] = (a[4] or 0) + info.saved_bytes
+    return {path: ModuleMemory(a[0], a[1], max(a[2], 0), a[3], a[4]) for path, a in acc.items()}
+
+
 def phase_totals(nodes: Iterable[NodeInfo], stats: Mapping[str, NodeStats]) -> dict[str, float]:
     """Sum of node medians per phase of a training step (``forward``, ``backward``, ``optimizer``)."""
     totals: dict[str, float] = {}
@@ -329,6 +370,14 @@ class ModuleRow:
     """In a training step: inclusive time of the subtree's forward nodes."""
     backward_s: float = 0.0
     """In a training step: inclusive time of the backward nodes charged to the subtree."""
+    output_bytes: int | None = None
+    """Output bytes of the subtree's nodes in one run (None when memory was not measured)."""
+    alloc_bytes: int | None = None
+    """Bytes allocated by the subtree's nodes in one run."""
+    peak_live_bytes: int | None = None
+    """The most activation bytes alive right after any node of the subtree."""
+    saved_bytes: int | None = None
+    """In a training step: bytes the subtree's forward nodes save for backward."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""

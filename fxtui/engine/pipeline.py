@@ -16,7 +16,7 @@ from fxtui.engine.capture import capture
 from fxtui.engine.capture.dynamo import capture_dynamo
 from fxtui.engine.capture.train import capture_train
 from fxtui.engine.errors import FxtuiError
-from fxtui.engine.explain import annotate
+from fxtui.engine.explain import annotate, measure_memory
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
@@ -31,8 +31,13 @@ def _quiet(state: State, message: str) -> None:
     """A progress callback that reports nothing."""
 
 
-def session_for_target(target: Target, progress: Progress = _quiet, window: int = 256, analyse: bool = True) -> Session:
-    """Load ``target``, capture it and check it runs; :class:`FxtuiError` on the user's mistakes."""
+def session_for_target(
+    target: Target, progress: Progress = _quiet, window: int = 256, analyse: bool = True, memory: bool = False
+) -> Session:
+    """Load ``target``, capture it and check it runs; :class:`FxtuiError` on the user's mistakes.
+
+    ``memory`` adds the memory pass (:func:`fxtui.engine.explain.measure_memory`) before any timed run.
+    """
     progress(State.LOADING, f"loading {target.target}")
     loaded = load_target(
         target.target,
@@ -42,7 +47,14 @@ def session_for_target(target: Target, progress: Progress = _quiet, window: int 
         hf_config=target.hf_config,
     )
     return session_for_module(
-        loaded, progress, window, analyse, capture_mode=target.capture, train=target.train, optimizer=target.optimizer
+        loaded,
+        progress,
+        window,
+        analyse,
+        capture_mode=target.capture,
+        train=target.train,
+        optimizer=target.optimizer,
+        memory=memory,
     )
 
 
@@ -55,6 +67,7 @@ def session_for_module(
     capture_mode: str = "auto",
     train: bool = False,
     optimizer: str = "sgd",
+    memory: bool = False,
 ) -> Session:
     """Capture an already loaded model and prepare a session for it.
 
@@ -62,7 +75,7 @@ def session_for_module(
     ``train`` a run is a training step with ``optimizer`` (:mod:`fxtui.engine.capture.train`),
     which only TorchDynamo and AOTAutograd can capture.
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
-    peaks (about half a second) to the graph description.
+    peaks (about half a second) to the graph description; ``memory`` each node's memory (one more run).
     """
     straight_to_dynamo = capture_mode == "auto" and loaded.kind == "transformers"
     if train and capture_mode == "fx":
@@ -96,7 +109,10 @@ def session_for_module(
     )
     if analyse:
         progress(State.TRACING, "measuring work per node and this machine's peaks")
-        annotate(session)
+        annotate(session, memory=memory)
+    elif memory:
+        progress(State.TRACING, "measuring memory per node")
+        session.graph = measure_memory(session)
     session.setup_seconds = time.perf_counter() - started
     return session
 

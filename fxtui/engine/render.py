@@ -17,7 +17,7 @@ from fxtui.engine.filters import FilterSpec, path_matches
 from fxtui.engine.findings import AtenOp, Hint
 from fxtui.engine.model import NodeRow
 from fxtui.engine.snapshot import page_fault_warning
-from fxtui.engine.units import format_pct, format_ratio, format_seconds
+from fxtui.engine.units import format_bytes, format_pct, format_ratio, format_seconds
 
 if TYPE_CHECKING:
     from fxtui.engine.report import Report
@@ -50,6 +50,7 @@ def header(report: Report) -> str:
         lines.append("leaves     kept whole (untraceable code): " + ", ".join(r.leaf_modules))
     if r.failures:
         lines.append(f"failures   {r.failures} runs failed; last: {r.last_error}")
+    lines.extend(memory_lines(r))
     if r.malloc:
         lines.append("memory     " + allocator.describe(r.malloc))
     faults = page_fault_warning(r.faults_per_run, r.malloc)
@@ -115,12 +116,16 @@ def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
             *([format_seconds(m.forward_s), format_seconds(m.backward_s)] if report.training else []),
             m.nodes,
             _opt(m.gflops_s, ".1f"),
+            *([format_bytes(m.output_bytes), format_bytes(m.peak_live_bytes)] if report.memory else []),
+            *([format_bytes(m.saved_bytes)] if report.memory and report.training else []),
         ]
         for m in shown
     ]
     headers = ["module path", "class", "inclusive", "self", "% of run"]
     headers += ["forward", "backward"] if report.training else []
     headers += ["nodes", "GFLOP/s"]
+    headers += ["output", "peak live"] if report.memory else []
+    headers += ["saved"] if report.memory and report.training else []
     text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
     if len(shown) < len(mods):
         text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
@@ -261,6 +266,35 @@ def capture_lines(report: Report) -> list[str]:
     return lines
 
 
+def memory_lines(report: Report) -> list[str]:
+    """The header's lines on memory (``--memory``): the live peak and where it is, parameters, the process."""
+    m = report.memory
+    if m is None:
+        return []
+    where = next((r for r in report.rows if r.name == m.peak_node), None)
+    at = f"after {m.peak_node}" + (f" ({where.module_path})" if where is not None and where.module_path else "")
+    lines = [
+        f"peak       {format_bytes(m.peak_live_bytes)} of activations alive at once, {at}; "
+        f"parameters and buffers {format_bytes(m.param_bytes)}, inputs {format_bytes(m.input_bytes)} apart"
+    ]
+    extra = []
+    if m.high_water_bytes is not None:
+        extra.append(
+            f"allocator high-water {format_bytes(m.high_water_bytes)} (temporaries included)"
+            + (f" in {m.high_water_node}" if m.high_water_node else "")
+        )
+    if m.rss_bytes is not None:
+        extra.append(f"process RSS {format_bytes(m.rss_bytes)} (max {format_bytes(m.max_rss_bytes)})")
+    if extra:
+        lines.append("memory     " + "; ".join(extra))
+    if m.saved_bytes is not None:
+        lines.append(
+            f"saved      {format_bytes(m.saved_bytes)} of forward outputs kept for backward; live peak "
+            f"forward {format_bytes(m.forward_peak_bytes)}, backward {format_bytes(m.backward_peak_bytes)}"
+        )
+    return lines
+
+
 def _unattributed_line(seconds: float | None, capture: str = "fx") -> str:
     """The header's line on what the node medians leave out of the uninstrumented run."""
     if seconds is not None and seconds < 0:
@@ -302,4 +336,11 @@ EXTRA_COLUMNS: dict[str, tuple[str, Callable[[NodeRow], str]]] = {
     "max": ("max", lambda r: format_seconds(r.stats.max_s)),
     "iqr": ("IQR", lambda r: format_seconds(r.stats.iqr_s)),
     "source": ("source", lambda r: r.info.source),
+    "output": ("output", lambda r: format_bytes(r.info.output_bytes)),
+    "alloc": ("allocated", lambda r: format_bytes(r.info.alloc_bytes)),
+    "live": ("live after", lambda r: format_bytes(r.info.live_bytes)),
+    "saved": ("saved", lambda r: format_bytes(r.info.saved_bytes)),
 }
+
+#: The columns ``--memory`` adds (``saved`` too in a training step).
+MEMORY_COLUMNS = ("output", "alloc", "live")

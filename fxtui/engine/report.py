@@ -15,8 +15,8 @@ from typing import Any
 from fxtui.engine import export, render
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, place_on_roofline
-from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, phase_totals, subtree_sums
+from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, place_on_roofline
+from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals, subtree_sums
 from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot
 
 
@@ -66,6 +66,8 @@ class Report(RunFiguresMixin):
     optimizer: str = ""
     nonfinite_steps: int = 0
     """Training steps whose loss was NaN or infinite."""
+    memory: MemorySummary | None = None
+    """The run's memory figures when the memory pass ran (``--memory``); rows then carry their bytes."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -133,6 +135,7 @@ class Report(RunFiguresMixin):
             loss=graph.loss,
             optimizer=graph.optimizer,
             nonfinite_steps=snapshot.nonfinite_steps,
+            memory=graph.memory,
             **extra,
         )
 
@@ -172,6 +175,7 @@ class Report(RunFiguresMixin):
             loss=str(meta.get("loss", "")),
             optimizer=str(meta.get("optimizer", "")),
             nonfinite_steps=int(meta.get("nonfinite_steps", 0)),
+            memory=_memory_from(meta),
         )
 
     @classmethod
@@ -265,6 +269,7 @@ class Report(RunFiguresMixin):
             "optimizer": self.optimizer,
             "phases_s": self.phases,
             "nonfinite_steps": self.nonfinite_steps,
+            **_memory_metadata(self.memory),
         }
 
 
@@ -281,6 +286,9 @@ def sort_key(sort: str) -> tuple[Callable[[NodeRow], Any], bool]:
         "name": (lambda r: r.name, False),
         "path": (lambda r: (r.module_path, r.info.index), False),
         "order": (lambda r: r.info.index, False),
+        "output": (lambda r: r.info.output_bytes or 0, True),
+        "alloc": (lambda r: r.info.alloc_bytes or 0, True),
+        "live": (lambda r: r.info.live_bytes or 0, True),
     }
     if sort not in keys:
         raise FxtuiError(f"cannot sort by {sort!r}; choose one of {', '.join(keys)}")
@@ -303,6 +311,7 @@ def _rates(flops: float | None, moved: float | None, median_s: float, peaks: Mac
 
 def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
     flops = subtree_sums((n.module_path, n.flops) for n in graph.nodes if n.flops is not None)
+    memory = module_memory(graph.nodes)
     return [
         ModuleRow(
             path=path,
@@ -316,6 +325,40 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
             gflops_s=flops[path] / m.inclusive_s / 1e9 if flops.get(path) and m.inclusive_s > 0 else None,
             forward_s=m.forward_s,
             backward_s=m.backward_s,
+            output_bytes=mem.output_bytes if (mem := memory.get(path)) else None,
+            alloc_bytes=mem.alloc_bytes if mem else None,
+            peak_live_bytes=mem.peak_live_bytes if mem else None,
+            saved_bytes=mem.saved_bytes if mem and graph.training else None,
         )
         for path, m in snapshot.modules.items()
     ]
+
+
+#: The memory summary's metadata keys (flat, beside the run's other figures) → its fields.
+_MEMORY_KEYS = {
+    "peak_live_bytes": "peak_live_bytes",
+    "peak_node": "peak_node",
+    "param_bytes": "param_bytes",
+    "input_bytes": "input_bytes",
+    "high_water_bytes": "high_water_bytes",
+    "high_water_node": "high_water_node",
+    "rss_bytes": "rss_bytes",
+    "max_rss_bytes": "max_rss_bytes",
+    "saved_for_backward_bytes": "saved_bytes",
+    "forward_peak_bytes": "forward_peak_bytes",
+    "backward_peak_bytes": "backward_peak_bytes",
+}
+
+
+def _memory_metadata(memory: MemorySummary | None) -> dict[str, Any]:
+    """The summary as flat metadata keys; none at all when memory was not measured (as older files)."""
+    if memory is None:
+        return {}
+    return {key: getattr(memory, name) for key, name in _MEMORY_KEYS.items()}
+
+
+def _memory_from(meta: Mapping[str, Any]) -> MemorySummary | None:
+    """The summary :func:`_memory_metadata` wrote, or None for a file without memory figures."""
+    if meta.get("peak_live_bytes") is None:
+        return None
+    return MemorySummary(**{name: meta[key] for key, name in _MEMORY_KEYS.items() if key in meta})

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Protocol
 
 from fxtui.engine.commands import Command
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, WhatIf
+from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, WhatIf
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
@@ -90,6 +90,8 @@ class GraphInfo:
     """How a training step's loss is made (``cross-entropy against fixed random labels …``)."""
     optimizer: str = ""
     """The optimizer a training step runs (``SGD(lr=0.001)``)."""
+    memory: MemorySummary | None = None
+    """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
 
     @property
     def mode(self) -> str:

@@ -27,3 +27,18 @@ def format_pct(pct: float | None) -> str:
 def format_ratio(ratio: float | None) -> str:
     """``1.0234`` → ``"1.023"``."""
     return "–" if ratio is None else f"{ratio:.3f}"
+
+
+_BYTE_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def format_bytes(nbytes: float | None, digits: int = 3) -> str:
+    """``16056320`` → ``"15.3 MiB"``; ``512`` → ``"512 B"``; ``None`` → ``"–"`` (binary units, as ``free -h``)."""
+    if nbytes is None:
+        return "–"
+    magnitude = abs(nbytes)
+    for scale, unit in _BYTE_UNITS:
+        if magnitude >= scale:
+            value = nbytes / scale
+            return f"{value:.{max(digits - len(str(int(abs(value)))), 0)}f} {unit}"
+    return f"{int(nbytes)} B"

@@ -129,6 +129,12 @@ ACTIONS: tuple[Action, ...] = (
         needs_graph=True,
     ),
     Action(
+        "toggle_memory", "m", "Memory", MAIN,
+        "memory columns (output, allocated, live after; saved with `--train`) and the live-memory plot "
+        "across graph order, the cursor's node marked; again: back to the timings",
+        palette="Memory columns", palette_help="Bytes per node and where the peak is", needs_graph=True,
+    ),
+    Action(
         "goto_error", "e", "Go to error", MAIN, "go to the node that raised, after an error inside the model",
         palette="Go to the error", palette_help="Select the node that raised",
     ),

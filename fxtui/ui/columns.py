@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fxtui.engine.snapshot import NodeInfo, NodeStats
-from fxtui.engine.units import format_pct, format_seconds
+from fxtui.engine.units import format_bytes, format_pct, format_seconds
 
 SortValue = float | str
 
@@ -61,14 +61,41 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+
+
+def _bytes(attr: str) -> Column:
+    label = {"output_bytes": "output", "alloc_bytes": "allocated", "live_bytes": "live after", "saved_bytes": "saved"}
+    return Column(
+        attr.removesuffix("_bytes"),
+        label[attr],
+        10,
+        True,
+        lambda i, _s: format_bytes(getattr(i, attr)),
+        lambda i, _s: float(v) if (v := getattr(i, attr)) is not None else -1.0,
+    )
+
+
+#: The memory figures of the memory pass, each node's bytes (``m`` switches the table to them).
+MEMORY_COLUMNS: tuple[Column, ...] = tuple(
+    _bytes(a) for a in ("output_bytes", "alloc_bytes", "live_bytes", "saved_bytes")
+)
 #: Columns that mean something only for a training step.
-TRAINING_ONLY = frozenset({"phase"})
+TRAINING_ONLY = frozenset({"phase", "saved"})
+#: The column sets the table switches between.
+COLUMN_SETS = ("time", "memory")
 
 
-def columns_for(training: bool) -> tuple[Column, ...]:
-    """The table's columns: a training step's rows also show their phase."""
-    return COLUMNS if training else tuple(c for c in COLUMNS if c.key not in TRAINING_ONLY)
-BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
+def columns_for(training: bool, column_set: str = "time") -> tuple[Column, ...]:
+    """The table's columns: a training step's rows also show their phase; the memory set leads with bytes."""
+    if column_set == "memory":
+        first, rest = COLUMNS[:1], tuple(c for c in COLUMNS[1:] if c.key not in ("p90", "calls"))
+        chosen = first + MEMORY_COLUMNS + rest
+    else:
+        chosen = COLUMNS
+    return chosen if training else tuple(c for c in chosen if c.key not in TRAINING_ONLY)
+
+
+BY_KEY: Mapping[str, Column] = {c.key: c for c in (*COLUMNS, *MEMORY_COLUMNS)}
 
 
 def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
@@ -100,9 +127,11 @@ def first_sort(key: str) -> Sort:
     return (key, BY_KEY[key].numeric)
 
 
-def next_sort(sort: Sort) -> Sort:
-    """The next column's first order (``s``)."""
-    return first_sort(COLUMN_KEYS[(COLUMN_KEYS.index(sort[0]) + 1) % len(COLUMN_KEYS)])
+def next_sort(sort: Sort, keys: Sequence[str] = COLUMN_KEYS) -> Sort:
+    """The next column's first order (``s``) among ``keys`` (the columns on screen); the first when off screen."""
+    if sort[0] not in keys:
+        return first_sort(keys[0])
+    return first_sort(keys[(keys.index(sort[0]) + 1) % len(keys)])
 
 
 def clicked_sort(sort: Sort, key: str) -> Sort:

@@ -18,12 +18,13 @@ import torch.fx
 from torch import nn
 
 from fxtui.engine.analysis.fusion import find_conv_bn
+from fxtui.engine.analysis.memory_hints import memory_hints
 from fxtui.engine.analysis.threads import ThreadInfo
 from fxtui.engine.analysis.work import NodeWork
 from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import Program, ProgramNode, graph_program
-from fxtui.engine.findings import Hint
-from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_RATIO, is_unsteady
+from fxtui.engine.findings import Hint, MemorySummary
+from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_RATIO, NodeInfo, is_unsteady
 from fxtui.engine.units import format_seconds
 
 #: A node faster than this is mostly per-call overhead (Python, dispatch, allocation).
@@ -55,6 +56,8 @@ def suggest(
     work: Mapping[str, NodeWork] | None = None,
     threads: ThreadInfo | None = None,
     inputs: Sequence[Any] = (),
+    memory: MemorySummary | None = None,
+    nodes: Sequence[NodeInfo] = (),
 ) -> tuple[Hint, ...]:
     """Every hint that applies, largest estimated saving first (unestimated ones last).
 
@@ -62,7 +65,9 @@ def suggest(
     whole run; ``noise`` maps node name → IQR/median; ``fastest`` maps node name →
     its fastest run in seconds; ``work`` comes from
     :func:`~fxtui.engine.analysis.work.measure_work`; ``inputs`` are the example
-    inputs (for the memory-format rule). Rules whose inputs are missing stay silent.
+    inputs (for the memory-format rule); ``memory`` and ``nodes`` the memory pass's summary and
+    the nodes carrying their bytes (:mod:`~fxtui.engine.analysis.memory_hints`). Rules whose
+    inputs are missing stay silent.
     """
     if isinstance(program, torch.fx.GraphModule):
         program = graph_program(program)
@@ -70,6 +75,9 @@ def suggest(
     hints: list[Hint] = []
     for rule in RULES:
         hints.extend(rule(ctx))
+    if memory is not None:
+        first = next((x for x in inputs if isinstance(x, torch.Tensor) and x.dim() > 0), None)
+        hints.extend(memory_hints(memory, nodes, batch=int(first.shape[0]) if first is not None else None))
     return tuple(sorted(hints, key=lambda h: -(h.saving_s if h.saving_s is not None else -1.0)))
 
 

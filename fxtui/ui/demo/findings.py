@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 
 from fxtui.engine.diff import RunDiff, diff_reports
-from fxtui.engine.findings import Hint, WhatIf
+from fxtui.engine.findings import Hint, MemorySummary, WhatIf
 from fxtui.engine.report import Report
-from fxtui.engine.snapshot import Snapshot
+from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.demo.source import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
 
 #: The (conv, bn) pairs of resnet18, in graph order.
@@ -58,11 +58,42 @@ def demo_what_if() -> WhatIf:
     return WhatIf("fold BatchNorm2d into Conv2d", CONV_BN_PAIRS, before_s=9.98e-3, after_s=9.07e-3, max_abs_diff=2.4e-6)
 
 
+def with_memory(graph: GraphInfo) -> GraphInfo:
+    """``graph`` with the bytes the memory pass would find: float32 outputs, in-place ReLUs, a block's input
+    held until its add, convolutions allocating a reorder buffer half their output's size."""
+    nodes = []
+    held = 0  # the residual block's input, kept for its add
+    peak, peak_node = 0, ""
+    for n in graph.nodes:
+        size = 4 * _numel(n.shape)
+        out = 0 if n.op in ("placeholder", "output") or n.type_name in ("ReLU", "flatten") else size
+        if n.name.startswith("layer") and n.name.endswith("_conv1"):
+            held = 4 * _numel(n.input_shapes[0]) if n.input_shapes else 0
+        if n.name.endswith("_downsample_1"):
+            held = size
+        live = 0 if n.op == "output" else (size if n.op != "placeholder" else 0) + held
+        if n.type_name == "add":
+            held, live = 0, size
+        if live > peak:
+            peak, peak_node = live, n.name
+        alloc = out + (out // 2 if n.type_name == "Conv2d" else 0)
+        nodes.append(dataclasses.replace(n, output_bytes=out, alloc_bytes=alloc, live_bytes=live))
+    memory = MemorySummary(peak_live_bytes=peak, peak_node=peak_node, param_bytes=46_796_608, input_bytes=602_112)
+    return dataclasses.replace(graph, nodes=tuple(nodes), memory=memory)
+
+
+def _numel(shape: str) -> int:
+    count = 1
+    for dim in shape.split("×"):
+        count *= int(dim) if dim.isdigit() else 1
+    return count
+
+
 def findings_snapshot() -> Snapshot:
-    """The demo resnet18 snapshot with thread facts, hints and a what-if."""
+    """The demo resnet18 snapshot with thread facts, hints, a what-if and memory figures."""
     snapshot = make_snapshot(resnet18_graph(), resnet18_medians())
     assert snapshot.graph is not None
-    graph = dataclasses.replace(snapshot.graph, thread_info=THREAD_INFO)
+    graph = dataclasses.replace(with_memory(snapshot.graph), thread_info=THREAD_INFO)
     return dataclasses.replace(snapshot, graph=graph, hints=demo_hints(), what_if=demo_what_if())
 
 

@@ -36,6 +36,7 @@ from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner
 from fxtui.ui.widgets.filter_input import FilterInput, FilterKind
 from fxtui.ui.widgets.footer import Footer
+from fxtui.ui.widgets.memory_plot import MemoryPlot
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar, ViewState
@@ -70,6 +71,8 @@ class MainScreen(Screen[None]):
     """Nodes whose aten breakdown was asked for."""
     view: var[tuple[NodeInfo, ...]] = var((), init=False, always_update=True)
     """The nodes the table lists: those the filter lets through, at or below the scope, graph order."""
+    column_set: var[str] = var("time", init=False)
+    """The table's columns: ``time`` or ``memory`` (with the live-memory plot under the table)."""
     view_state: var[ViewState] = var(ViewState())
     """What the status line's second row says (computed from the state above)."""
 
@@ -92,6 +95,7 @@ class MainScreen(Screen[None]):
             yield ModuleTree(id="tree")
             with Vertical(id="right"):
                 yield NodeTable(id="table")
+                yield MemoryPlot(id="memory-plot").data_bind(MainScreen.snapshot, MainScreen.selected)
                 yield DetailPane(id="detail").data_bind(MainScreen.snapshot, MainScreen.selected, MainScreen.explaining)
         yield FilterInput(id="filter-input")
         yield Footer()
@@ -301,7 +305,17 @@ class MainScreen(Screen[None]):
             return error is not None and error.node is not None
         if action == "cycle_phase":
             return self.graph is not None and self.graph.training
+        if action == "toggle_memory":
+            return self.graph is not None and self.graph.memory is not None
         return True
+
+    def action_toggle_memory(self) -> None:
+        """Switch the table between the timing and the memory columns; the memory set shows the plot."""
+        self.column_set = "time" if self.column_set == "memory" else "memory"
+
+    def watch_column_set(self, column_set: str) -> None:
+        self.table.show_columns(column_set)
+        self.query_one(MemoryPlot).display = column_set == "memory"
 
     def action_cycle_phase(self) -> None:
         """In a training step: every phase, then forward, backward or optimizer nodes only."""
@@ -364,7 +378,7 @@ class MainScreen(Screen[None]):
 
     def action_sort_next(self) -> None:
         """Sort by the next column."""
-        self.sort = next_sort(self.sort)
+        self.sort = next_sort(self.sort, [c.key for c in self.table.columns])
 
     def action_sort_reverse(self) -> None:
         """Reverse the sort order."""

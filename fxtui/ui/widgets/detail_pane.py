@@ -11,9 +11,9 @@ from textual.containers import VerticalScroll
 from textual.reactive import var
 from textual.widgets import Sparkline, Static
 
-from fxtui.engine.findings import AtenOp, MachinePeaks, place_on_roofline
+from fxtui.engine.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError, Snapshot
-from fxtui.engine.units import format_pct, format_seconds
+from fxtui.engine.units import format_bytes, format_pct, format_seconds
 
 
 def _unsteady(stats: NodeStats) -> str:
@@ -29,10 +29,12 @@ def _fields(
     stats: NodeStats | None,
     peaks: MachinePeaks | None = None,
     others: Mapping[str, NodeStats] | None = None,
+    memory: MemorySummary | None = None,
 ) -> list[tuple[str, str]]:
     """Label/value pairs in reading order; fields the engine fills only sometimes appear when present.
 
-    ``others`` (every node's statistics) gives the time of a forward node's gradients.
+    ``others`` (every node's statistics) gives the time of a forward node's gradients; ``memory``
+    (the run's memory summary) puts the node's live bytes beside the peak.
     """
     rows: list[tuple[str, str]] = [
         ("target", info.target),
@@ -67,10 +69,31 @@ def _fields(
         roof = place_on_roofline(info.flops, info.bytes_moved, stats.median_s, peaks)
         if roof is not None:
             rows.append(("roofline", f"{roof.bound}, {roof.intensity:.1f} FLOP/B, {roof.fraction:.0%} of attainable"))
+    rows += _memory_fields(info, memory)
     if info.source:
         rows.append(("source", info.source))
     if info.forward_source:
         rows.append(("forward", info.forward_source))
+    return rows
+
+
+def _memory_fields(info: NodeInfo, memory: MemorySummary | None) -> list[tuple[str, str]]:
+    """The node's bytes from the memory pass: output, allocated (temporaries), live after against the peak."""
+    if info.output_bytes is None:
+        return []
+    out = info.output_bytes
+    rows = [("output bytes", format_bytes(out) + ("   (a view or in place: no new memory)" if out == 0 else ""))]
+    if info.alloc_bytes is not None:
+        temps = max(info.alloc_bytes - out, 0)
+        rows.append(("allocated", f"{format_bytes(info.alloc_bytes)}   {format_bytes(temps)} temporaries"))
+    if info.live_bytes is not None:
+        live = format_bytes(info.live_bytes)
+        if memory is not None and memory.peak_live_bytes > 0:
+            share = info.live_bytes / memory.peak_live_bytes
+            live += f"   {share:.0%} of the peak ({format_bytes(memory.peak_live_bytes)} after {memory.peak_node})"
+        rows.append(("live after", live))
+    if info.saved_bytes:
+        rows.append(("saved", f"{format_bytes(info.saved_bytes)} kept for backward"))
     return rows
 
 
@@ -185,6 +208,7 @@ class DetailPane(VerticalScroll):
             aten=aten,
             explaining=explaining,
             others=snapshot.nodes,
+            memory=graph.memory,
         )
 
     def show(
@@ -197,6 +221,7 @@ class DetailPane(VerticalScroll):
         aten: tuple[AtenOp, ...] | None = None,
         explaining: bool = False,
         others: Mapping[str, NodeStats] | None = None,
+        memory: MemorySummary | None = None,
     ) -> None:
         """Describe ``info`` (or say that nothing is selected).
 
@@ -230,7 +255,7 @@ class DetailPane(VerticalScroll):
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
-        fields = _fields(info, stats, peaks, others)
+        fields = _fields(info, stats, peaks, others, memory)
         for label, value in fields:
             table.add_row(label, Text(value))
         same_shape = [f[0] for f in fields] == [f[0] for f in self.fields] and self._shown_name == info.name

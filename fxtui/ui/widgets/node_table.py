@@ -23,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats
-from fxtui.ui.columns import BY_KEY, COLUMNS, Column, columns_for, sort_names
+from fxtui.ui.columns import BY_KEY, Column, columns_for, sort_names
 
 
 class NodeTable(ScrollView, can_focus=True):
@@ -76,7 +76,9 @@ class NodeTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns: tuple[Column, ...] = columns_for(training=False)
-        self._widths: dict[str, int] = {c.key: c.width for c in COLUMNS}
+        self._widths: dict[str, int] = {c.key: c.width for c in BY_KEY.values()}
+        self.column_set = "time"
+        """Which columns the table shows: ``time`` or ``memory`` (:data:`fxtui.ui.columns.COLUMN_SETS`)."""
         self._graph: GraphInfo | None = None
         self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}
@@ -110,11 +112,18 @@ class NodeTable(ScrollView, can_focus=True):
     def set_graph(self, graph: GraphInfo) -> None:
         """Size the descriptive columns to fit ``graph``'s names (within limits)."""
         self._graph = graph
-        self.columns = columns_for(graph.training)
+        self.columns = columns_for(graph.training, self.column_set)
         for key, limit in (("node", 34), ("target", 28), ("module", 26), ("shape", 20)):
             column = BY_KEY[key]
             longest = max((len(column.cell(n, None)) for n in graph.nodes), default=0)
             self._widths[key] = max(len(column.label), min(limit, longest))
+
+    def show_columns(self, column_set: str) -> None:
+        """Switch to the ``time`` or ``memory`` columns; rows, sort and cursor stay."""
+        self.column_set = column_set
+        self.columns = columns_for(self._graph.training if self._graph else False, column_set)
+        self._resort()
+        self.refresh()
 
     def set_nodes(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown."""
