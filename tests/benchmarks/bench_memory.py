@@ -17,8 +17,9 @@ import torch
 import torchvision
 
 from fxtui.engine.analysis.memory import measure_program_memory
-from fxtui.engine.capture import capture
+from fxtui.engine.capture import Program, capture
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.session import Session
 from fxtui.engine.units import format_bytes
 
 
@@ -56,6 +57,31 @@ def main() -> None:
     run, cost = statistics.median(plain), statistics.median(passes)
     print(f"uninstrumented    {run * 1e3:.1f} ms median; memory pass {cost * 1e3:.1f} ms median")
     print(f"pass ÷ run        {cost / run:.2f} (bound: 5)")
+    timed_figures_unchanged(program, inputs)
+
+
+def timed_figures_unchanged(program: Program, inputs: Inputs, steps: int = 20, rounds: int = 4) -> None:
+    """Fidelity and overhead of one session before and after memory passes, rounds alternating.
+
+    The pass runs between timed runs, never inside them; what it could leave behind (allocator
+    state, hooks, a changed program) would show as figures that move after it.
+    """
+    session = Session(program, inputs)
+    session.warm_up(3)
+    figures: dict[str, list[tuple[float, float]]] = {"without a pass": [], "after a memory pass": []}
+    for _ in range(rounds):
+        for label in figures:
+            if label == "after a memory pass":
+                measure_program_memory(program, inputs)
+            session.reset()
+            for _ in range(steps):
+                session.step()
+            snap = session.snapshot()
+            figures[label].append((snap.fidelity or 0.0, snap.overhead or 0.0))
+    print(f"== the timed figures, {rounds} rounds of {steps} steps each, alternating")
+    for label, values in figures.items():
+        shown = ", ".join(f"{f:.3f}/{o:.3f}" for f, o in values)
+        print(f"{label:<20} fidelity/overhead {shown}")
 
 
 if __name__ == "__main__":
