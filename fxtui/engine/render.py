@@ -272,7 +272,10 @@ def memory_lines(report: Report) -> list[str]:
     if m is None:
         return []
     where = next((r for r in report.rows if r.name == m.peak_node), None)
-    at = f"after {m.peak_node}" + (f" ({where.module_path})" if where is not None and where.module_path else "")
+    # The module is said only where the node's name does not say it already (fx names do: layer1_0_conv1).
+    module = where.module_path if where is not None else ""
+    named = module.replace(".", "_") in m.peak_node or module in m.peak_node
+    at = f"after {m.peak_node}" + (f" (in {module})" if module and not named else "")
     lines = [
         f"peak       {format_bytes(m.peak_live_bytes)} of activations alive at once, {at}; "
         f"parameters and buffers {format_bytes(m.param_bytes)}, inputs {format_bytes(m.input_bytes)} apart"
