@@ -80,17 +80,12 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
         return given.call(compiled)
 
     program.call = call
-    with quiet_dynamo(), torch.inference_mode():
-        for _ in range(CAPTURE_RUNS):
-            try:
-                program.run(inputs.fresh())
-            except NodeError:
-                raise
-            except Exception as e:
-                if type(e).__module__.startswith("torch._dynamo"):
-                    raise FxtuiError(f"{name} cannot be captured with TorchDynamo: {failure_text(e)}") from e
-                # The model's own error (TorchDynamo re-raises it from the user's frame).
-                raise FxtuiError(f"the model does not run on these inputs: {failure_text(e)}") from e
+    run_captures(
+        program,
+        inputs,
+        cannot=f"{name} cannot be captured with TorchDynamo",
+        fails="the model does not run on these inputs",
+    )
     sealed = True
     program.warm_runs = CAPTURE_RUNS
     if not program.parts:
@@ -102,6 +97,24 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
     program.breaks = tuple(breaks)
     program.seconds = time.perf_counter() - started
     return program
+
+
+def run_captures(program: Program, inputs: Inputs, *, cannot: str, fails: str) -> None:
+    """Run ``program`` :data:`CAPTURE_RUNS` times so TorchDynamo compiles it; one sentence when that fails.
+
+    ``cannot`` starts the sentence for a failure of TorchDynamo itself, ``fails`` for the model's own
+    error (TorchDynamo re-raises it from the user's frame). A :class:`NodeError` passes through.
+    """
+    with quiet_dynamo(), program.running():
+        for _ in range(CAPTURE_RUNS):
+            try:
+                program.run(inputs.fresh())
+            except NodeError:
+                raise
+            except Exception as e:
+                if type(e).__module__.startswith("torch._dynamo"):
+                    raise FxtuiError(f"{cannot}: {failure_text(e)}") from e
+                raise FxtuiError(f"{fails}: {failure_text(e)}") from e
 
 
 def graph_break_of(gm: torch.fx.GraphModule) -> GraphBreak | None:

@@ -26,10 +26,17 @@ import torch.fx
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
-from fxtui.engine.capture.dynamo import CAPTURE_RUNS, failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
+from fxtui.engine.capture.dynamo import (
+    CAPTURE_RUNS,
+    failure_text,
+    graph_break_of,
+    quiet_dynamo,
+    raise_recompile_limit,
+    run_captures,
+)
 from fxtui.engine.capture.names import Namer
 from fxtui.engine.capture.program import GraphPart, Program
-from fxtui.engine.errors import FxtuiError, NodeError
+from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.model import GraphBreak
 
@@ -232,16 +239,12 @@ def capture_train(
 
     program.call = call
     program.reference = lambda given: _eager_step(step_loss, opt, given)
-    with quiet_dynamo(), torch.enable_grad():
-        for _ in range(CAPTURE_RUNS):
-            try:
-                program.run(inputs.fresh())
-            except NodeError:
-                raise
-            except Exception as e:
-                if type(e).__module__.startswith("torch._dynamo"):
-                    raise FxtuiError(f"{name} cannot be captured for training: {failure_text(e)}") from e
-                raise FxtuiError(f"a training step of the model fails on these inputs: {failure_text(e)}") from e
+    run_captures(
+        program,
+        inputs,
+        cannot=f"{name} cannot be captured for training",
+        fails="a training step of the model fails on these inputs",
+    )
     sealed = True
     if not any(p.phase == "backward" for p in program.parts):
         raise FxtuiError(f"the loss of {name} does not depend on its parameters: nothing to differentiate")
