@@ -73,10 +73,9 @@ def table(
         if c not in EXTRA_COLUMNS:
             raise FxtuiError(f"no column {c!r}; choose from {', '.join(EXTRA_COLUMNS)}")
     rows = report.select(spec, sort, top)
-    phase = [[r.info.phase] for r in rows] if report.training else [[] for _ in rows]
     body = [
         [
-            *shown_phase,
+            *([r.info.phase] if report.training else []),
             r.info.op,
             r.name,
             r.info.target,
@@ -89,7 +88,7 @@ def table(
             *(EXTRA_COLUMNS[c][1](r) for c in columns),
             _marks(r),
         ]
-        for r, shown_phase in zip(rows, phase, strict=True)
+        for r in rows
     ]
     headers = ["phase"] if report.training else []
     headers += ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls"]

@@ -150,7 +150,7 @@ class Session:
         if record:
             self.samples.add(self._pending[0], self._pending[1])
             self.samples.add_eager(self._pending[2])
-            if self.program.reference is not None and len(self.reference) < REFERENCE_RUNS:
+            if len(self.reference) < REFERENCE_RUNS:
                 self._time_reference()
         return True
 
@@ -223,9 +223,9 @@ class Session:
             out = self.timer.run(inputs)
         except NodeError as e:
             return e
+        self.faults.append(_minor_faults() - faults)
         if self.program.training and isinstance(out, torch.Tensor) and not bool(torch.isfinite(out).all()):
             self.nonfinite_steps += 1  # the session goes on; the report says how often
-        self.faults.append(_minor_faults() - faults)
         self._pending[0] = list(self.timer.last_ns)
         self._pending[1] = self.timer.last_run_ns
         return None

@@ -93,11 +93,6 @@ class GraphInfo:
     memory: MemorySummary | None = None
     """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
 
-    @property
-    def mode(self) -> str:
-        """``train`` or ``inference``."""
-        return "train" if self.training else "inference"
-
     @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
         """Nodes keyed by name."""

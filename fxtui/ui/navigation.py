@@ -42,7 +42,7 @@ def step_hotspot(order: Sequence[str], selected: str | None, step: int) -> str |
 
 
 def filter_showing(node: NodeInfo, spec: FilterSpec) -> FilterSpec:
-    """``spec`` widened just enough to show ``node``: its op type first, then without the path and type filters."""
+    """``spec`` widened just enough to show ``node``: its op type, then no path, type or phase filter."""
     if not matches(node, spec):
         spec = with_ops(spec, shown_ops(spec) | {node.op})
     if not matches(node, spec):

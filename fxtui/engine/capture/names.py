@@ -66,7 +66,7 @@ class Namer:
         # Module stacks are keyed by the module object's id: that names the module even where the
         # source text is relative to another frame's ``self`` (a submodule's forward compiled on
         # its own after a graph break in its caller).
-        self.by_id = {str(id(m)): n for n, m in root.named_modules(remove_duplicate=False)}
+        self.by_id = {str(id(m)): n for n, m in root.named_modules()}
         self.paths: dict[str, str] = {}
         self.classes: dict[str, str] = {"": type(root).__name__}
         self._used: dict[str, int] = {}
@@ -87,7 +87,7 @@ class Namer:
                 (path, label), cls = given, ""
             else:
                 path, cls = self.module_of(node, stack)
-                label = self._label(gm, node)
+                label = self.label(gm, node)
                 if node.op not in ("placeholder", "output"):
                     label = mark + label
             names.append(self._unique(f"{path} · {label}" if path else label))
@@ -113,10 +113,6 @@ class Namer:
             return "", ""
         return path, getattr(cls, "__name__", str(cls))
 
-    def label(self, gm: torch.fx.GraphModule, node: Node) -> str:
-        """A node's short label: its operation, or a parameter's or input's own name."""
-        return self._label(gm, node)
-
     def _unique(self, base: str) -> str:
         count = self._used.get(base, 0) + 1
         self._used[base] = count
@@ -129,7 +125,8 @@ class Namer:
             self.classes.setdefault(ancestor, _class_of(self.root, ancestor))
 
     @staticmethod
-    def _label(gm: torch.fx.GraphModule, node: Node) -> str:
+    def label(gm: torch.fx.GraphModule, node: Node) -> str:
+        """A node's short label: its operation, or a parameter's or input's own name."""
         if node.op == "placeholder":
             found = _PARAM.search(node.name)
             if found:

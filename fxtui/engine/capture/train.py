@@ -16,6 +16,7 @@ carry.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -197,7 +198,6 @@ def capture_train(
         ]
         forward_nodes: dict[str, torch.fx.Node] = {}
         forward_names: dict[torch.fx.Node, str] = {}
-        forward_graph: list[torch.fx.GraphModule] = []
 
         def plain_input(node: torch.fx.Node) -> tuple[str, str] | None:
             index = getattr(node.meta.get("desc"), "idx", None)
@@ -205,7 +205,6 @@ def capture_train(
 
         def forward(fw: torch.fx.GraphModule, _: Sequence[Any]) -> Any:
             names = namer.name_graph(fw, placeholders=plain_input)
-            forward_graph.append(fw)
             forward_nodes.update({n.name: n for n in fw.graph.nodes})
             forward_names.update(zip(fw.graph.nodes, names, strict=True))
             return _boxed(_append(program, fw, names, "forward"))
@@ -217,7 +216,7 @@ def capture_train(
             source = forward_nodes.get(node.name)
             if source is None:  # the gradient of the loss
                 return "", f"{GRADIENT}loss"
-            return namer.module_of(source)[0], f"saved {namer.label(forward_graph[-1], source)}"
+            return namer.module_of(source)[0], f"saved {namer.label(_graph_module(source), source)}"
 
         def backward(bw: torch.fx.GraphModule, _: Sequence[Any]) -> Any:
             names = namer.name_graph(bw, stack="fwd_nn_module_stack", mark=GRADIENT, placeholders=saved)
@@ -294,19 +293,16 @@ def _link_gradients(
     by_seq: dict[int, list[str]] = {}
     for node, name in forward_names.items():
         seq = node.meta.get("seq_nr")
-        if node.op == "call_function" and isinstance(seq, int) and node.target is not _GETITEM:
+        if node.op == "call_function" and isinstance(seq, int) and node.target is not operator.getitem:
             by_seq.setdefault(seq, []).append(name)
     for node, name in zip(bw.graph.nodes, names, strict=True):
         seq = node.meta.get("seq_nr")
-        if node.op != "call_function" or not isinstance(seq, int) or node.target is _GETITEM:
+        if node.op != "call_function" or not isinstance(seq, int) or node.target is operator.getitem:
             continue
         if node.meta.get("is_gradient_acc"):  # summing gradients that reach one tensor twice
             continue
         for forward_name in by_seq.get(seq, ()):
             out.setdefault(forward_name, []).append(name)
-
-
-_GETITEM = __import__("operator").getitem
 
 
 def _optimizer_graph(opt: torch.optim.Optimizer, namer: Namer) -> tuple[torch.fx.GraphModule, list[str]]:
@@ -337,5 +333,9 @@ def _eager_update(opt: torch.optim.Optimizer) -> Callable[[], None]:
 def _eager_step(step_loss: StepLoss, opt: torch.optim.Optimizer, given: Inputs) -> None:
     """The same training step without capture: what the user's own loop costs."""
     given.call(step_loss).backward()
-    opt.step()
-    opt.zero_grad()
+    _eager_update(opt)()
+
+
+def _graph_module(node: torch.fx.Node) -> torch.fx.GraphModule:
+    """The GraphModule a node belongs to."""
+    return node.graph.owning_module  # type: ignore[return-value]

@@ -40,7 +40,7 @@ def bar(fraction: float, width: int = BAR_WIDTH, backward: float = 0.0) -> str:
     """
     fraction = max(0.0, min(1.0, fraction))
     shaded = round(max(0.0, min(fraction, backward)) * width)
-    eighths = round((fraction - shaded / width) * width * 8) if shaded else round(fraction * width * 8)
+    eighths = round((fraction - shaded / width) * width * 8)
     full, part = divmod(max(eighths, 0), 8)
     text = "█" * full + (_BLOCKS[part] if part else "") + BACKWARD_BLOCK * shaded
     return text[:width].ljust(width)
