@@ -38,6 +38,7 @@ def profile(
     train: bool = False,
     optimizer: str = "sgd",
     memory: bool = False,
+    keep_disturbed: bool = False,
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
@@ -58,6 +59,10 @@ def profile(
     allocated and live-after bytes (``row.info.output_bytes`` …) and the run's peak
     (``report.memory``).
 
+    Steps in which other processes (or the hypervisor) took the CPU from a run are left
+    out of the statistics, never more than about half of them; ``report.disturbance`` says
+    how many there were. ``keep_disturbed=True`` keeps them.
+
     The caller's process keeps its memory allocator's settings. Call
     :func:`keep_freed_memory` first for the figures the command line measures:
     without it, glibc may hand large buffers back to the system between runs, and
@@ -73,6 +78,7 @@ def profile(
             train=train,
             optimizer=optimizer,
             memory=memory,
+            keep_disturbed=keep_disturbed,
         )
         run_profile(session, runs, warmup)
         return make_report(session)

@@ -140,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="torch intra-op threads; several (1,2) profile each and compare them headless",
     )
     g.add_argument(
+        "--keep-disturbed",
+        action="store_true",
+        help="keep steps that other processes disturbed in the statistics (default: leave them out, "
+        "never more than half, and say how many)",
+    )
+    g.add_argument(
         "--malloc",
         choices=("keep", "glibc"),
         default="keep",
@@ -325,7 +331,9 @@ def _profile_and_print(
     settings: tuple[int | None, ...] = args.threads or (None,)
     reports: list[Report] = []
     with thread_limit(settings[0]):
-        session = session_for_target(_target(args), analyse=analyse, memory=args.memory)
+        session = session_for_target(
+            _target(args), analyse=analyse, memory=args.memory, keep_disturbed=args.keep_disturbed
+        )
     for threads in settings:
         if stop.is_set():
             break
@@ -418,6 +426,7 @@ def _live(args: argparse.Namespace) -> int:
         threads=args.threads[0] if args.threads else None,
         warmup=args.warmup,
         keep_freed_memory=args.malloc == "keep",
+        keep_disturbed=args.keep_disturbed,
     )
     source = ProcessSource(options)
     source.start()

@@ -21,13 +21,15 @@ from functools import cached_property
 from typing import Protocol
 
 from fxtui.engine.commands import Command
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, WhatIf
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
     ModuleStats,
     NodeInfo,
     NodeStats,
+    NodeStatsTable,
+    Spread,
     build_module_tree,
     is_unsteady,
     module_stats,
@@ -134,6 +136,41 @@ class RunFigures:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class RunSpreads:
+    """The run figures' ranges over the steps: p25–p75 of each step's own value."""
+
+    run: Spread | None = None
+    """Profiled runs' wall time, seconds."""
+    eager: Spread | None = None
+    """Uninstrumented runs' wall time, seconds."""
+    overhead: Spread | None = None
+    """Each step's profiled run ÷ the uninstrumented run beside it."""
+    fidelity: Spread | None = None
+    """Each step's sum of node times ÷ its uninstrumented run."""
+
+    def to_dict(self) -> dict[str, list[float] | None]:
+        """``{"run_range_s": [p25, median, p75], …}`` for a report's metadata."""
+        return {f"{key}_range{unit}": [s.q25, s.median, s.q75] if s else None for key, unit, s in self._items()}
+
+    @classmethod
+    def from_dict(cls, meta: Mapping[str, object]) -> RunSpreads:
+        """The spreads :meth:`to_dict` wrote; none for a file saved before they existed."""
+
+        def get(key: str) -> Spread | None:
+            value = meta.get(key)
+            if not isinstance(value, list) or len(value) != 3:
+                return None
+            q25, median, q75 = (float(v) for v in value)
+            return Spread(median, q25, q75)
+
+        return cls(*(get(f"{key}_range{unit}") for key, unit, _ in cls()._items()))
+
+    def _items(self) -> list[tuple[str, str, Spread | None]]:
+        return [("run", "_s", self.run), ("eager", "_s", self.eager), ("overhead", "", self.overhead),
+                ("fidelity", "", self.fidelity)]  # fmt: skip
+
+
 class RunFiguresMixin:
     """``fidelity``, ``overhead`` and ``unattributed_s`` for anything that has ``figures``."""
 
@@ -192,6 +229,10 @@ class Snapshot(RunFiguresMixin):
     """Graphs TorchDynamo compiled after capture (recompiles): they run untimed."""
     nonfinite_steps: int = 0
     """Training steps whose loss was NaN or infinite."""
+    spreads: RunSpreads = field(default_factory=RunSpreads)
+    """The run figures' ranges over the steps."""
+    disturbance: Disturbance | None = None
+    """How much other work on the machine disturbed the steps."""
 
     @property
     def fault_warning(self) -> str:
