@@ -97,6 +97,9 @@ class NodeInfo:
     """Activation bytes alive right after the node (parameters and inputs apart)."""
     saved_bytes: int | None = None
     """For a forward node of a training step: bytes of its outputs saved for the backward graphs."""
+    page_faults: int | None = None
+    """Minor page faults the process took while the node ran, in the memory pass's run: the node that
+    touches freshly mapped memory first pays for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,10 +369,11 @@ def module_memory(nodes: Iterable[NodeInfo]) -> dict[str, ModuleMemory]:
 def phase_totals(nodes: Iterable[NodeInfo], stats: Mapping[str, NodeStats]) -> dict[str, float]:
     """Sum of node medians per phase of a training step (``forward``, ``backward``, ``optimizer``)."""
     totals: dict[str, float] = {}
+    medians = node_medians(stats)
     for info in nodes:
-        node = stats.get(info.name)
-        if info.phase and node is not None:
-            totals[info.phase] = totals.get(info.phase, 0.0) + node.median_s
+        median = medians.get(info.name)
+        if info.phase and median is not None:
+            totals[info.phase] = totals.get(info.phase, 0.0) + median
     return totals
 
 

@@ -58,7 +58,7 @@ def header(report: Report) -> str:
     lines.extend(memory_lines(r))
     if r.malloc:
         lines.append("memory     " + allocator.describe(r.malloc))
-    faults = page_fault_warning(r.faults_per_run, r.malloc)
+    faults = page_fault_warning(r.faults_per_run, r.malloc, (row.info for row in r.rows))
     lines.extend(f"warning    {w}" for w in (*r.warnings, *r.thread_warnings, *([faults] if faults else [])))
     return "\n".join(lines)
 

@@ -15,7 +15,7 @@ Two kinds of object travel:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -33,6 +33,7 @@ from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, 
     build_module_tree,
     is_unsteady,
     module_stats,
+    node_medians,
     phase_totals,
 )
 
@@ -237,12 +238,12 @@ class Snapshot(RunFiguresMixin):
     @property
     def fault_warning(self) -> str:
         """A sentence when page faults inflate node times, else ``""``."""
-        return page_fault_warning(self.faults_per_run, self.malloc)
+        return page_fault_warning(self.faults_per_run, self.malloc, self.graph.nodes if self.graph else ())
 
     @property
     def attributed_s(self) -> float:
         """Sum of all node medians."""
-        return sum(s.median_s for s in self.nodes.values())
+        return sum(node_medians(self.nodes).values())
 
     @property
     def phases(self) -> dict[str, float]:
@@ -260,11 +261,18 @@ class Snapshot(RunFiguresMixin):
 PAGE_FAULT_WARNING = 1000
 
 
-def page_fault_warning(faults_per_run: float | None, malloc: str = "") -> str:
-    """Say so when each run maps large buffers afresh (the allocator returns them to the OS)."""
+def page_fault_warning(faults_per_run: float | None, malloc: str = "", nodes: Iterable[NodeInfo] = ()) -> str:
+    """Say so when each run maps large buffers afresh (the allocator returns them to the OS).
+
+    ``nodes`` with their memory pass's ``page_faults`` name the nodes that pay most.
+    """
     if faults_per_run is None or faults_per_run < PAGE_FAULT_WARNING:
         return ""
-    said = f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh): "
+    said = f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh"
+    paying = sorted((n for n in nodes if n.page_faults), key=lambda n: -(n.page_faults or 0))[:3]
+    if paying:
+        said += ", most by " + ", ".join(f"{n.name} ({n.page_faults:,})" for n in paying)
+    said += "): "
     if malloc == "keep":
         return said + "the model maps new memory every run even though freed memory is kept, and its nodes pay for it"
     return said + (
