@@ -301,35 +301,65 @@ def node_medians(stats: Mapping[str, NodeStats]) -> dict[str, float]:
     return {name: s.median_s for name, s in stats.items()}
 
 
+class ModulePlan:
+    """Which modules each node's time goes to, worked out once per graph for :func:`module_stats`.
+
+    Module paths, ancestors and phases never change while a session runs, so the walk up
+    the tree is done once; each snapshot then only adds medians (a 10,000-node graph's
+    roll-up went from a walk per node per snapshot to a few additions per node).
+    """
+
+    __slots__ = ("ancestors", "counts", "names", "own", "paths", "phase")
+
+    def __init__(self, nodes: Sequence[NodeInfo], modules: Iterable[str]) -> None:
+        self.paths = list(dict.fromkeys(modules))
+        index = {p: i for i, p in enumerate(self.paths)}
+        self.names = [n.name for n in nodes]
+        self.own = [index[n.module_path] for n in nodes]
+        self.ancestors = [tuple(index[a] for a in module_ancestors(n.module_path)) for n in nodes]
+        phases = {"forward": 1, "backward": 2}
+        self.phase = [phases.get(n.phase, 0) for n in nodes]
+        self.counts = [0] * len(self.paths)
+        for ancestors in self.ancestors:
+            for a in ancestors:
+                self.counts[a] += 1
+
+
 def module_stats(
-    nodes: Sequence[NodeInfo], modules: Iterable[str], stats: Mapping[str, NodeStats], run_s: float
+    nodes: Sequence[NodeInfo],
+    modules: Iterable[str],
+    stats: Mapping[str, NodeStats],
+    run_s: float,
+    plan: ModulePlan | None = None,
 ) -> dict[str, ModuleStats]:
-    """Inclusive and self time of every module path in ``modules``, from the node medians in ``stats``."""
-    inclusive = dict.fromkeys(modules, 0.0)
-    own = dict.fromkeys(inclusive, 0.0)
-    counts = dict.fromkeys(inclusive, 0)
-    by_phase = {"forward": dict.fromkeys(inclusive, 0.0), "backward": dict.fromkeys(inclusive, 0.0)}
+    """Inclusive and self time of every module path in ``modules``, from the node medians in ``stats``.
+
+    ``plan`` (made from the same ``nodes`` and ``modules``) saves the walk up the tree.
+    """
+    plan = plan or ModulePlan(nodes, modules)
     medians = node_medians(stats)
-    for info in nodes:
-        t = medians.get(info.name, 0.0)
-        own[info.module_path] += t
-        phase = by_phase.get(info.phase)
-        for path in module_ancestors(info.module_path):
-            inclusive[path] += t
-            counts[path] += 1
-            if phase is not None:
-                phase[path] += t
+    size = len(plan.paths)
+    inclusive, own, forward, backward = [0.0] * size, [0.0] * size, [0.0] * size, [0.0] * size
+    for name, own_index, ancestors, phase in zip(plan.names, plan.own, plan.ancestors, plan.phase, strict=True):
+        t = medians.get(name, 0.0)
+        own[own_index] += t
+        for a in ancestors:
+            inclusive[a] += t
+        if phase:
+            by_phase = forward if phase == 1 else backward
+            for a in ancestors:
+                by_phase[a] += t
     return {
         p: ModuleStats(
             path=p,
-            inclusive_s=inclusive[p],
-            self_s=own[p],
-            pct=100.0 * inclusive[p] / run_s,
-            nodes=counts[p],
-            forward_s=by_phase["forward"][p],
-            backward_s=by_phase["backward"][p],
+            inclusive_s=inclusive[i],
+            self_s=own[i],
+            pct=100.0 * inclusive[i] / run_s,
+            nodes=plan.counts[i],
+            forward_s=forward[i],
+            backward_s=backward[i],
         )
-        for p in inclusive
+        for i, p in enumerate(plan.paths)
     }
 
 

@@ -344,7 +344,7 @@ class Session:
             eager_median_s=summary.eager_median,
             spreads=RunSpreads(summary.run, summary.eager, summary.overhead, summary.fidelity),
             nodes=nodes,
-            modules=module_stats(self.graph.nodes, self.graph.modules, nodes, run),
+            modules=module_stats(self.graph.nodes, self.graph.modules, nodes, run, self.graph.module_plan),
             error=self.last_error,
             message=message,
             **self._findings(summary),

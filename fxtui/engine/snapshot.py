@@ -25,6 +25,7 @@ from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, Memor
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
+    ModulePlan,
     ModuleStats,
     NodeInfo,
     NodeStats,
@@ -95,6 +96,11 @@ class GraphInfo:
     """The optimizer a training step runs (``SGD(lr=0.001)``)."""
     memory: MemorySummary | None = None
     """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
+
+    @cached_property
+    def module_plan(self) -> ModulePlan:
+        """How node times roll up into modules (:func:`~fxtui.engine.model.module_stats`), worked out once."""
+        return ModulePlan(self.nodes, self.modules)
 
     @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
