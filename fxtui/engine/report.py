@@ -15,7 +15,7 @@ from typing import Any
 from fxtui.engine import export, render
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, place_on_roofline
+from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
 from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals, subtree_sums
 from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot
 
@@ -68,6 +68,8 @@ class Report(RunFiguresMixin):
     """Training steps whose loss was NaN or infinite."""
     memory: MemorySummary | None = None
     """The run's memory figures when the memory pass ran (``--memory``); rows then carry their bytes."""
+    what_ifs: tuple[WhatIf, ...] = ()
+    """Changes measured against the model (``--what-if``, :mod:`fxtui.engine.whatif`)."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -136,6 +138,7 @@ class Report(RunFiguresMixin):
             optimizer=graph.optimizer,
             nonfinite_steps=snapshot.nonfinite_steps,
             memory=graph.memory,
+            what_ifs=snapshot.what_ifs,
             **extra,
         )
 
@@ -176,6 +179,7 @@ class Report(RunFiguresMixin):
             optimizer=str(meta.get("optimizer", "")),
             nonfinite_steps=int(meta.get("nonfinite_steps", 0)),
             memory=_memory_from(meta),
+            what_ifs=tuple(WhatIf.from_dict(w) for w in meta.get("what_ifs", ())),
         )
 
     @classmethod
@@ -270,6 +274,7 @@ class Report(RunFiguresMixin):
             "phases_s": self.phases,
             "nonfinite_steps": self.nonfinite_steps,
             **_memory_metadata(self.memory),
+            "what_ifs": [w.to_dict() for w in self.what_ifs],
         }
 
 

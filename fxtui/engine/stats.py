@@ -18,6 +18,7 @@ import torch
 #: Keep the ring buffer under this many bytes for very large graphs.
 _WINDOW_BYTES = 16 * 1024 * 1024
 _QUANTILES = torch.tensor([0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
+_QUARTILES = _QUANTILES[:3]
 #: Samples kept per node for a sparkline.
 RECENT = 32
 
@@ -45,6 +46,9 @@ class Summary:
     eager_median: float | None
     run_count: int
     eager_count: int
+    eager_q25: float | None = None
+    """First quartile of the uninstrumented runs (with ``eager_q75``: their spread)."""
+    eager_q75: float | None = None
 
 
 class SampleWindow:
@@ -95,6 +99,7 @@ class SampleWindow:
         newest = (self.count - 1) % self.window
         order = [(newest - k) % self.window for k in range(min(filled, RECENT) - 1, -1, -1)]
         recent = (self._buf[order] / 1e9).T.tolist()
+        eager = _quartiles(self._eager, self.eager_count, self.window)
         return Summary(
             count=self.count,
             median=q[1].tolist(),
@@ -106,9 +111,11 @@ class SampleWindow:
             max=(self._max / 1e9).tolist(),
             recent=[tuple(r) for r in recent],
             run_median=_median(self._runs, self.run_count, self.window),
-            eager_median=_median(self._eager, self.eager_count, self.window),
+            eager_median=eager[1] if eager else None,
             run_count=self.run_count,
             eager_count=self.eager_count,
+            eager_q25=eager[0] if eager else None,
+            eager_q75=eager[2] if eager else None,
         )
 
 
@@ -116,3 +123,11 @@ def _median(ring: torch.Tensor, count: int, window: int) -> float | None:
     if count == 0:
         return None
     return float(torch.quantile(ring[: min(count, window)], 0.5)) / 1e9
+
+
+def _quartiles(ring: torch.Tensor, count: int, window: int) -> tuple[float, float, float] | None:
+    """p25, median and p75 of a ring's samples, in seconds."""
+    if count == 0:
+        return None
+    q = (torch.quantile(ring[: min(count, window)], _QUARTILES) / 1e9).tolist()
+    return q[0], q[1], q[2]
