@@ -39,6 +39,7 @@ def profile(
     train: bool = False,
     optimizer: str = "sgd",
     memory: bool = False,
+    keep_disturbed: bool = False,
     what_ifs: str | Sequence[str] = (),
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
@@ -66,6 +67,10 @@ def profile(
     before → after with their p25–p75 spread, ``verdict``, the output difference and the per-node
     and per-module changes. A what-if that cannot apply to the model has ``error`` set.
 
+    Steps in which other processes (or the hypervisor) took the CPU from a run are left
+    out of the statistics, never more than about half of them; ``report.disturbance`` says
+    how many there were. ``keep_disturbed=True`` keeps them.
+
     The caller's process keeps its memory allocator's settings. Call
     :func:`keep_freed_memory` first for the figures the command line measures:
     without it, glibc may hand large buffers back to the system between runs, and
@@ -83,6 +88,7 @@ def profile(
             train=train,
             optimizer=optimizer,
             memory=memory,
+            keep_disturbed=keep_disturbed,
         )
         run_profile(session, runs, warmup)
         if names:

@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         "against it as a what-if (threads=N)",
     )
     g.add_argument(
+        "--keep-disturbed",
+        action="store_true",
+        help="keep steps that other processes disturbed in the statistics (default: leave them out, "
+        "never more than half, and say how many)",
+    )
+    g.add_argument(
         "--malloc",
         choices=("keep", "glibc"),
         default="keep",
@@ -298,6 +304,7 @@ def _live(args: argparse.Namespace) -> int:
         threads=args.threads[0] if args.threads else None,
         warmup=args.warmup,
         keep_freed_memory=args.malloc == "keep",
+        keep_disturbed=args.keep_disturbed,
     )
     source = ProcessSource(options)
     source.start()

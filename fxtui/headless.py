@@ -78,7 +78,7 @@ def _profile_and_print(
     from fxtui.engine.whatif.text import what_ifs_text
 
     with thread_limit(args.threads[0] if args.threads else None):
-        session = session_for_target(target, analyse=analyse, memory=args.memory)
+        session = session_for_target(target, analyse=analyse, memory=args.memory, keep_disturbed=args.keep_disturbed)
         done = run_profile(session, args.runs, args.warmup, should_stop=stop.is_set)
         if session.samples.count == 0:
             if session.last_error is not None:

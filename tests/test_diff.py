@@ -93,6 +93,21 @@ def test_a_change_within_either_runs_own_spread_is_marked() -> None:
     assert "~ 2 of 4 node changes lie within what either run measured" in text
 
 
+def test_overlapping_median_ranges_mark_a_change_their_fastest_to_p90_ranges_would_not() -> None:
+    # Both medians lie outside the other run's fastest-to-p90 range, but their p25–p75 ranges overlap:
+    # the two medians are not told apart. far_1's ranges are apart, so its change is real.
+    before = saved({"near_1": 1.00e-3, "far_1": 1.0e-3}, {}, 3e-3)
+    after = saved({"near_1": 1.10e-3, "far_1": 1.5e-3}, {}, 3e-3)
+    for report, ranges in (
+        (before, {"near_1": (0.99e-3, 1.02e-3, 0.98e-3, 1.06e-3), "far_1": (0.99e-3, 1.02e-3, 0.98e-3, 1.03e-3)}),
+        (after, {"near_1": (1.08e-3, 1.2e-3, 1.04e-3, 1.13e-3), "far_1": (1.45e-3, 1.6e-3, 1.4e-3, 1.55e-3)}),
+    ):
+        for row in report["rows"]:
+            row["min_s"], row["p90_s"], row["q25_s"], row["q75_s"] = ranges[row["name"]]
+    d = diff_reports(Report.from_dict(before), Report.from_dict(after))
+    assert {c.name: c.within_spread for c in d.nodes} == {"near_1": True, "far_1": False}
+
+
 def test_no_mark_no_legend_and_settings_that_differ_are_named() -> None:
     before, after = saved({"x_1": 1e-3}, {}, 1e-3), saved({"x_1": 2e-3}, {}, 2e-3)
     same = diff_reports(Report.from_dict(before), Report.from_dict(after))

@@ -186,7 +186,8 @@ def test_python_api_profiles_a_model() -> None:
     import fxtui
 
     report = fxtui.profile(Net().eval(), torch.randn(1, 3, 16, 16), runs=4, warmup=1)
-    assert report.runs == 4 and report.eager_median_s and report.run_median_s
+    # up to 4 more when other work disturbed some steps (report.disturbance says how many)
+    assert 4 <= report.runs <= 8 and report.eager_median_s and report.run_median_s
     assert report.fidelity is not None and 0.3 < report.fidelity < 2.0
     assert "layer1_0_conv" in report.table(top=0)
 
@@ -214,7 +215,8 @@ def test_the_table_marks_unsteady_and_noisy_nodes(report: Report) -> None:
 def test_the_header_explains_a_negative_unattributed_remainder(report: Report) -> None:
     import dataclasses
 
-    glue = dataclasses.replace(report, eager_median_s=report.attributed_s + 1e-3)
+    # (as on a quiet machine: no disturbed steps among the figures)
+    glue = dataclasses.replace(report, eager_median_s=report.attributed_s + 1e-3, disturbance=None)
     assert "unattributed 1.00 ms of the uninstrumented run is Python glue" in glue.header()
     over = dataclasses.replace(report, eager_median_s=report.attributed_s - 371e-6)
     line = next(line for line in over.header().splitlines() if line.startswith("unattributed"))

@@ -22,7 +22,8 @@ def test_window_keeps_only_the_latest_samples_and_running_aggregates() -> None:
     assert s.median[0] == pytest.approx(statistics.median(latest) / 1e9)
     assert s.mean[0] == pytest.approx(statistics.mean(range(1000)) / 1e9)  # running, over everything
     assert s.min[0] == 0 and s.max[0] == pytest.approx(999e-9)
-    assert s.recent[0][-1] == pytest.approx(999e-9) and s.recent[0][0] == pytest.approx(968e-9)
+    # recent: the latest runs, oldest first, one sample per node each
+    assert s.recent[-1][0] == pytest.approx(999e-9) and s.recent[0][0] == pytest.approx(968e-9)
     assert s.run_median == pytest.approx(statistics.median(k + 5 for k in latest) / 1e9)
 
 
@@ -37,10 +38,34 @@ def test_reset_forgets_everything() -> None:
     assert s is not None and s.count == 1 and s.median == [pytest.approx(7e-9)] and s.eager_median is None
 
 
-def test_window_shrinks_for_huge_graphs_to_bound_memory() -> None:
+def test_window_shrinks_for_huge_graphs_to_bound_the_samples_a_snapshot_reads() -> None:
     assert window_for(100) == 256
-    assert window_for(10_000) * 10_000 * 8 <= 16 * 1024 * 1024 < (window_for(10_000) + 1) * 10_000 * 8
+    assert window_for(10_000) == 100  # a million samples in all
     assert window_for(10**9) == 32
+
+
+def test_a_step_gives_the_run_figures_their_ranges() -> None:
+    w = SampleWindow(nodes=2, window=64)
+    for k in range(1, 41):
+        # node times 3k and k, a profiled run of 5k and an uninstrumented run of 4k (+ k/10 of noise)
+        w.add([3 * k, k], run_ns=5 * k)
+        w.add_eager(4 * k + k // 10)
+    s = w.summary()
+    assert s is not None and s.run is not None and s.overhead is not None and s.fidelity is not None
+    assert s.run.q25 < s.run.median < s.run.q75
+    overheads = sorted(5 * k / (4 * k + k // 10) for k in range(1, 41))
+    assert s.overhead.median == pytest.approx(statistics.median(overheads))
+    assert s.overhead.q25 <= s.overhead.median <= s.overhead.q75
+    assert s.overhead.q75 <= 1.25 and s.overhead.q25 >= 5 / 4.4
+    fidelities = [4 * k / (4 * k + k // 10) for k in range(1, 41)]
+    assert s.fidelity.median == pytest.approx(statistics.median(fidelities))
+
+
+def test_unpaired_samples_give_no_ratio_ranges() -> None:
+    w = SampleWindow(nodes=1)
+    w.add([5], run_ns=10)  # no uninstrumented run beside it
+    s = w.summary()
+    assert s is not None and s.run is not None and s.overhead is None and s.fidelity is None and s.eager is None
 
 
 def test_negative_samples_are_clamped() -> None:

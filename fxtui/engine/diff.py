@@ -182,19 +182,23 @@ def diff_reports(before: Report, after: Report) -> RunDiff:
 
 
 def _within_spread(before: NodeRow, after: NodeRow) -> bool:
-    """Does either run's own range for the node (fastest run to p90) reach the other's median?
+    """Is the change within what either run's own samples span?
 
-    Medians of independent sessions differ by more than one session's runs do: the machine
-    drifts, and a node can take twice its fastest run for a whole session (``unsteady``).
-    A change that one run's own samples already span is not evidence about the model.
-    Runs saved without these fields (older files) have no range (zero), and no mark.
+    Two ranges say so. The node medians' ranges (p25–p75 of each run's window) overlap:
+    the two medians are not yet told apart. Or either run's fastest-run-to-p90 range reaches
+    the other's median: medians of independent sessions differ by more than one session's
+    runs do (the machine drifts, and a node can take twice its fastest run for a whole
+    session, ``unsteady``). A change that one run's own samples already span is not evidence
+    about the model. Runs saved without these fields (older files) have no range (zero), and no mark.
     """
 
     def covers(row: NodeRow, value: float) -> bool:
         low, high = row.stats.min_s, row.stats.p90_s
         return high > 0 and low <= value <= high
 
-    return covers(before, after.median_s) or covers(after, before.median_s)
+    a, b = before.stats, after.stats
+    overlap = a.q75_s > 0 and b.q75_s > 0 and a.q25_s <= b.q75_s and b.q25_s <= a.q75_s
+    return overlap or covers(before, after.median_s) or covers(after, before.median_s)
 
 
 def _setting_text(value: Any) -> str:

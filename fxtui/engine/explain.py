@@ -97,6 +97,7 @@ def measure_memory(session: Session) -> GraphInfo:
                 alloc_bytes=m.alloc_bytes,
                 live_bytes=m.live_bytes,
                 saved_bytes=m.saved_bytes if info.phase == "forward" else None,
+                page_faults=m.page_faults,
             )
         )
     return dataclasses.replace(session.graph, nodes=tuple(nodes), memory=found.summary)

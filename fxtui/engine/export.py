@@ -29,7 +29,7 @@ CSV_COLUMNS = (
     "name", "op", "target", "type_name", "module_path", "shape", "dtype", "median_s", "mean_s", "p90_s", "min_s",
     "max_s", "iqr_s", "count", "pct", "noisy", "index", "unsteady", "flops", "bytes_moved", "params", "gflops_s",
     "gbytes_s", "intensity", "bound", "roofline_fraction", "source", "forward_source", "graph", "calls", "phase",
-    "output_bytes", "alloc_bytes", "live_bytes", "saved_bytes",
+    "output_bytes", "alloc_bytes", "live_bytes", "saved_bytes", "page_faults",
 )  # fmt: skip
 
 

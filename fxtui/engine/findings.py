@@ -294,3 +294,57 @@ class MemorySummary:
         if self.forward_peak_bytes is None or self.backward_peak_bytes is None:
             return ""
         return "backward" if self.backward_peak_bytes >= self.forward_peak_bytes else "forward"
+
+
+@dataclass(frozen=True, slots=True)
+class Disturbance:
+    """How much other work on the machine took the CPU from the steps so far (``fxtui.engine.interference``)."""
+
+    steps: int
+    """Steps (a profiled and an uninstrumented run each) recorded since the statistics began."""
+    disturbed: int
+    """Those in which either run lost more than ``interference.DISTURBED_SHARE`` of its time."""
+    median_lost: float
+    """Median share of a disturbed step's time taken by other work (0 when none was)."""
+    worst_lost: float
+    """The largest such share."""
+    used: int = 0
+    """Steps of the statistics' window the figures come from."""
+    in_window: int = 0
+    """Disturbed steps in that window."""
+    left_out: int = 0
+    """Disturbed steps of the window left out of the figures."""
+    keep: bool = False
+    """Disturbed steps were asked to be kept (``--keep-disturbed``)."""
+    known: bool = True
+    """False where the kernel does not report waits or steal time: nothing can be said."""
+
+    @property
+    def kept(self) -> int:
+        """Disturbed steps inside the figures."""
+        return self.in_window - self.left_out
+
+    @property
+    def affects_figures(self) -> bool:
+        """True when disturbed steps are more than a tenth of those the figures come from.
+
+        The uninstrumented baseline is then slowed by other work too, and what no node
+        accounts for is not the model's Python glue.
+        """
+        return self.kept * 10 > max(self.used, 1)
+
+    def line(self) -> str:
+        """One sentence for a header or status line; ``""`` on a quiet machine."""
+        if not self.disturbed:
+            return ""
+        said = (
+            f"{self.disturbed} of {self.steps} steps disturbed: other processes or the hypervisor took "
+            f"{100 * self.median_lost:.0f}% of their time (median; worst {100 * self.worst_lost:.0f}%)"
+        )
+        if not self.kept:
+            if not self.left_out:
+                return said + "; none in the statistics' window"
+            return said + f"; the figures leave out {self.left_out} (--keep-disturbed keeps them)"
+        if self.keep:
+            return said + "; the figures include them (--keep-disturbed)"
+        return said + "; the figures include them: fewer than 5 quiet steps to do without them"

@@ -12,7 +12,7 @@ Nothing here imports torch, so the UI process and ``fxtui diff`` can use all of 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -97,6 +97,9 @@ class NodeInfo:
     """Activation bytes alive right after the node (parameters and inputs apart)."""
     saved_bytes: int | None = None
     """For a forward node of a training step: bytes of its outputs saved for the backward graphs."""
+    page_faults: int | None = None
+    """Minor page faults the process took while the node ran, in the memory pass's run: the node that
+    touches freshly mapped memory first pays for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +175,10 @@ class NodeStats:
     """Median as a share of the profiled run's median, in percent."""
     recent: tuple[float, ...] = ()
     """The latest samples, oldest first (for a sparkline)."""
+    q25_s: float = 0.0
+    """The first quartile of the window: with ``q75_s``, the range around the median."""
+    q75_s: float = 0.0
+    """The third quartile of the window."""
 
     @property
     def noisy(self) -> bool:
@@ -187,6 +194,85 @@ class NodeStats:
         machine (another process, the hypervisor) — see :data:`UNSTEADY_RATIO`.
         """
         return is_unsteady(self.median_s, self.min_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A figure over the runs: its median and the interquartile range around it (p25–p75)."""
+
+    median: float
+    q25: float
+    q75: float
+
+    def overlaps(self, other: Spread) -> bool:
+        """True when the two ranges share a value: a difference between them is not yet evidence."""
+        return self.q25 <= other.q75 and other.q25 <= self.q75
+
+
+_STAT_COLUMNS = ("median_s", "mean_s", "p90_s", "min_s", "max_s", "q25_s", "q75_s", "pct")
+
+
+class NodeStatsTable(Mapping[str, NodeStats]):
+    """Every node's statistics, kept by column; a :class:`NodeStats` is made only when one is read.
+
+    A snapshot of a 10,000-node graph would otherwise build 10,000 objects every few hundred
+    milliseconds, most of which nobody reads (a table shows a screenful), and pickle them all
+    to the app. Bulk readers (sorting, module roll-ups) use :meth:`column` instead.
+    """
+
+    __slots__ = ("_columns", "_count", "_index", "_names", "_recent")
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        count: int,
+        columns: Mapping[str, Sequence[float]],
+        recent: Sequence[Sequence[float]] = (),
+    ) -> None:
+        self._names = tuple(names)
+        self._index = {name: i for i, name in enumerate(self._names)}
+        self._count = count
+        self._columns = {key: columns[key] for key in _STAT_COLUMNS}
+        self._recent = recent
+        """The latest runs, oldest first, one value per node each."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NodeStatsTable, (self._names, self._count, self._columns, self._recent))
+
+    def column(self, key: str) -> Sequence[float]:
+        """One statistic of every node, in :meth:`names` order: ``median_s``, ``p90_s``, ``pct`` …"""
+        return self._columns[key]
+
+    def names(self) -> tuple[str, ...]:
+        """The node names, in column order (graph order)."""
+        return self._names
+
+    def __getitem__(self, name: str) -> NodeStats:
+        i = self._index[name]
+        c = self._columns
+        q25, q75 = c["q25_s"][i], c["q75_s"][i]
+        return NodeStats(
+            count=self._count,
+            median_s=c["median_s"][i],
+            mean_s=c["mean_s"][i],
+            p90_s=c["p90_s"][i],
+            min_s=c["min_s"][i],
+            max_s=c["max_s"][i],
+            iqr_s=q75 - q25,
+            pct=c["pct"][i],
+            recent=tuple(run[i] for run in self._recent),
+            q25_s=q25,
+            q75_s=q75,
+        )
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,35 +294,72 @@ class ModuleStats:
     """In a training step: inclusive time of the backward nodes charged to the subtree."""
 
 
+def node_medians(stats: Mapping[str, NodeStats]) -> dict[str, float]:
+    """Each node's median, read by column from a :class:`NodeStatsTable` (no per-node objects)."""
+    if isinstance(stats, NodeStatsTable):
+        return dict(zip(stats.names(), stats.column("median_s"), strict=True))
+    return {name: s.median_s for name, s in stats.items()}
+
+
+class ModulePlan:
+    """Which modules each node's time goes to, worked out once per graph for :func:`module_stats`.
+
+    Module paths, ancestors and phases never change while a session runs, so the walk up
+    the tree is done once; each snapshot then only adds medians (a 10,000-node graph's
+    roll-up went from a walk per node per snapshot to a few additions per node).
+    """
+
+    __slots__ = ("ancestors", "counts", "names", "own", "paths", "phase")
+
+    def __init__(self, nodes: Sequence[NodeInfo], modules: Iterable[str]) -> None:
+        self.paths = list(dict.fromkeys(modules))
+        index = {p: i for i, p in enumerate(self.paths)}
+        self.names = [n.name for n in nodes]
+        self.own = [index[n.module_path] for n in nodes]
+        self.ancestors = [tuple(index[a] for a in module_ancestors(n.module_path)) for n in nodes]
+        phases = {"forward": 1, "backward": 2}
+        self.phase = [phases.get(n.phase, 0) for n in nodes]
+        self.counts = [0] * len(self.paths)
+        for ancestors in self.ancestors:
+            for a in ancestors:
+                self.counts[a] += 1
+
+
 def module_stats(
-    nodes: Sequence[NodeInfo], modules: Iterable[str], stats: Mapping[str, NodeStats], run_s: float
+    nodes: Sequence[NodeInfo],
+    modules: Iterable[str],
+    stats: Mapping[str, NodeStats],
+    run_s: float,
+    plan: ModulePlan | None = None,
 ) -> dict[str, ModuleStats]:
-    """Inclusive and self time of every module path in ``modules``, from the node medians in ``stats``."""
-    inclusive = dict.fromkeys(modules, 0.0)
-    own = dict.fromkeys(inclusive, 0.0)
-    counts = dict.fromkeys(inclusive, 0)
-    by_phase = {"forward": dict.fromkeys(inclusive, 0.0), "backward": dict.fromkeys(inclusive, 0.0)}
-    for info in nodes:
-        node = stats.get(info.name)
-        t = node.median_s if node else 0.0
-        own[info.module_path] += t
-        phase = by_phase.get(info.phase)
-        for path in module_ancestors(info.module_path):
-            inclusive[path] += t
-            counts[path] += 1
-            if phase is not None:
-                phase[path] += t
+    """Inclusive and self time of every module path in ``modules``, from the node medians in ``stats``.
+
+    ``plan`` (made from the same ``nodes`` and ``modules``) saves the walk up the tree.
+    """
+    plan = plan or ModulePlan(nodes, modules)
+    medians = node_medians(stats)
+    size = len(plan.paths)
+    inclusive, own, forward, backward = [0.0] * size, [0.0] * size, [0.0] * size, [0.0] * size
+    for name, own_index, ancestors, phase in zip(plan.names, plan.own, plan.ancestors, plan.phase, strict=True):
+        t = medians.get(name, 0.0)
+        own[own_index] += t
+        for a in ancestors:
+            inclusive[a] += t
+        if phase:
+            by_phase = forward if phase == 1 else backward
+            for a in ancestors:
+                by_phase[a] += t
     return {
         p: ModuleStats(
             path=p,
-            inclusive_s=inclusive[p],
-            self_s=own[p],
-            pct=100.0 * inclusive[p] / run_s,
-            nodes=counts[p],
-            forward_s=by_phase["forward"][p],
-            backward_s=by_phase["backward"][p],
+            inclusive_s=inclusive[i],
+            self_s=own[i],
+            pct=100.0 * inclusive[i] / run_s,
+            nodes=plan.counts[i],
+            forward_s=forward[i],
+            backward_s=backward[i],
         )
-        for p in inclusive
+        for i, p in enumerate(plan.paths)
     }
 
 
@@ -276,10 +399,11 @@ def module_memory(nodes: Iterable[NodeInfo]) -> dict[str, ModuleMemory]:
 def phase_totals(nodes: Iterable[NodeInfo], stats: Mapping[str, NodeStats]) -> dict[str, float]:
     """Sum of node medians per phase of a training step (``forward``, ``backward``, ``optimizer``)."""
     totals: dict[str, float] = {}
+    medians = node_medians(stats)
     for info in nodes:
-        node = stats.get(info.name)
-        if info.phase and node is not None:
-            totals[info.phase] = totals.get(info.phase, 0.0) + node.median_s
+        median = medians.get(info.name)
+        if info.phase and median is not None:
+            totals[info.phase] = totals.get(info.phase, 0.0) + median
     return totals
 
 

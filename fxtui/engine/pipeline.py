@@ -32,11 +32,18 @@ def _quiet(state: State, message: str) -> None:
 
 
 def session_for_target(
-    target: Target, progress: Progress = _quiet, window: int = 256, analyse: bool = True, memory: bool = False
+    target: Target,
+    progress: Progress = _quiet,
+    window: int = 256,
+    analyse: bool = True,
+    memory: bool = False,
+    keep_disturbed: bool = False,
 ) -> Session:
     """Load ``target``, capture it and check it runs; :class:`FxtuiError` on the user's mistakes.
 
-    ``memory`` adds the memory pass (:func:`fxtui.engine.explain.measure_memory`) before any timed run.
+    ``memory`` adds the memory pass (:func:`fxtui.engine.explain.measure_memory`) before any timed run;
+    ``keep_disturbed`` records steps other work disturbed instead of leaving them out
+    (:mod:`fxtui.engine.interference`).
     """
     progress(State.LOADING, f"loading {target.target}")
     loaded = load_target(
@@ -55,6 +62,7 @@ def session_for_target(
         train=target.train,
         optimizer=target.optimizer,
         memory=memory,
+        keep_disturbed=keep_disturbed,
     )
 
 
@@ -68,6 +76,7 @@ def session_for_module(
     train: bool = False,
     optimizer: str = "sgd",
     memory: bool = False,
+    keep_disturbed: bool = False,
 ) -> Session:
     """Capture an already loaded model and prepare a session for it.
 
@@ -106,6 +115,7 @@ def session_for_module(
         input_desc=loaded.input_desc,
         dtype=loaded.dtype,
         window=window,
+        keep_disturbed=keep_disturbed,
     )
     if analyse:
         progress(State.TRACING, "measuring work per node and this machine's peaks")
@@ -135,12 +145,17 @@ def loaded_from_module(
 def run_profile(session: Session, runs: int, warmup: int, should_stop: Callable[[], bool] = lambda: False) -> int:
     """Warm up, then record ``runs`` steps; returns how many were recorded.
 
-    A step that fails is not counted; the profile ends early when ``should_stop``
-    turns true or when as many steps have failed as were asked for.
+    A step that fails is not counted; the profile ends early when ``should_stop`` turns
+    true or when as many steps have failed as were asked for. When the session leaves
+    disturbed steps out of its figures and other work disturbed some, it records more
+    (up to ``runs`` again) until ``runs`` quiet steps are in.
     """
     session.warm_up(warmup)
     done = failed = 0
-    while done < runs and failed < max(runs, 3) and not should_stop():
+    more = 0 if session.keep_disturbed else runs
+    while not should_stop() and failed < max(runs, 3):
+        if done >= runs and (done >= runs + more or session.quiet_steps >= runs):
+            break
         if session.step():
             done += 1
         else:

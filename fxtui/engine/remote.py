@@ -42,6 +42,8 @@ class ChildOptions:
     interval: float = 0.3
     keep_freed_memory: bool = True
     """See :mod:`fxtui.engine.allocator`: the child is fxtui's own process."""
+    keep_disturbed: bool = False
+    """Record steps other work disturbed rather than leave them out (:mod:`fxtui.engine.interference`)."""
     nice: int = 10
     """Scheduling niceness of the child. The model's threads would otherwise share the
     cores evenly with the app, and a key press could wait for a time slice: measured
@@ -158,7 +160,9 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     if options.threads:
         torch.set_num_threads(options.threads)
     source = LiveSource(
-        lambda progress: session_for_target(options.target, progress, analyse=False),
+        lambda progress: session_for_target(
+            options.target, progress, analyse=False, keep_disturbed=options.keep_disturbed
+        ),
         warmup=options.warmup,
         interval=options.interval,
         analyse=True,

@@ -15,9 +15,9 @@ from fxtui.engine import allocator
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, path_matches
 from fxtui.engine.findings import AtenOp, Hint, WhatIf
-from fxtui.engine.model import NodeRow
+from fxtui.engine.model import NodeRow, Spread
 from fxtui.engine.snapshot import page_fault_warning
-from fxtui.engine.units import format_bytes, format_pct, format_ratio, format_seconds
+from fxtui.engine.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 from fxtui.engine.whatif import text as whatif_text
 
 if TYPE_CHECKING:
@@ -28,15 +28,20 @@ def header(report: Report) -> str:
     """The lines above the table: model, inputs, threads, runs and the run figures."""
     r = report
     run = "step" if r.training else "run"
+    sp = r.spreads
+    disturbed = r.disturbance.line() if r.disturbance else ""
     lines = [
         f"model      {r.model}   inputs {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
         f"runs       {r.runs} profiled {'training steps' if r.training else 'runs'}, "
-        f"each interleaved with an uninstrumented {run}",
-        f"{run:<10} {format_seconds(r.run_median_s)} profiled median   "
-        f"{format_seconds(r.eager_median_s)} uninstrumented median",
-        f"fidelity   {format_ratio(r.fidelity)} (Σ node medians ÷ uninstrumented)   "
-        f"overhead {format_ratio(r.overhead)} (profiled ÷ uninstrumented)",
-        _unattributed_line(r.unattributed_s, r.capture),
+        f"each interleaved with an uninstrumented {run}; ranges are the steps' p25–p75",
+        f"{run:<10} {format_seconds(r.run_median_s)}{_range(sp.run, format_seconds)} profiled median   "
+        f"{format_seconds(r.eager_median_s)}{_range(sp.eager, format_seconds)} uninstrumented median",
+        f"fidelity   {format_ratio(r.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ uninstrumented)   "
+        f"overhead {format_ratio(r.overhead)}{_range(sp.overhead, format_ratio)} (profiled ÷ uninstrumented)",
+        *([f"disturbed  {disturbed}"] if disturbed else []),
+        _unattributed_line(
+            r.unattributed_s, r.capture, disturbed=bool(r.disturbance and r.disturbance.affects_figures)
+        ),
         *train_lines(r),
         *capture_lines(r),
     ]
@@ -54,7 +59,7 @@ def header(report: Report) -> str:
     lines.extend(memory_lines(r))
     if r.malloc:
         lines.append("memory     " + allocator.describe(r.malloc))
-    faults = page_fault_warning(r.faults_per_run, r.malloc)
+    faults = page_fault_warning(r.faults_per_run, r.malloc, (row.info for row in r.rows))
     lines.extend(f"warning    {w}" for w in (*r.warnings, *r.thread_warnings, *([faults] if faults else [])))
     return "\n".join(lines)
 
@@ -271,7 +276,11 @@ def memory_lines(report: Report) -> list[str]:
     return lines
 
 
-def _unattributed_line(seconds: float | None, capture: str = "fx") -> str:
+def _range(spread: Spread | None, fmt: Callable[[float], str]) -> str:
+    return format_range(spread.q25, spread.q75, fmt) if spread else ""
+
+
+def _unattributed_line(seconds: float | None, capture: str = "fx", disturbed: bool = False) -> str:
     """The header's line on what the node medians leave out of the uninstrumented run."""
     if seconds is not None and seconds < 0:
         # Medians of parts need not add up to the median of the whole; on a short or noisy
@@ -279,6 +288,11 @@ def _unattributed_line(seconds: float | None, capture: str = "fx") -> str:
         return (
             f"unattributed none: the node medians add up to {format_seconds(-seconds)} more than the "
             "uninstrumented median (medians of parts need not sum to the median of the whole)"
+        )
+    if disturbed:
+        return (
+            f"unattributed {format_seconds(seconds)} of the uninstrumented run is not charged to any node; "
+            "other work slowed the uninstrumented runs too, so it is not all the model's own Python"
         )
     glue = {
         "fx": "Python glue between ops",

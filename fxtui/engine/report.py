@@ -15,9 +15,9 @@ from typing import Any
 from fxtui.engine import export, render
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
 from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals, subtree_sums
-from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot
+from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,10 @@ class Report(RunFiguresMixin):
     """Training steps whose loss was NaN or infinite."""
     memory: MemorySummary | None = None
     """The run's memory figures when the memory pass ran (``--memory``); rows then carry their bytes."""
+    spreads: RunSpreads = field(default_factory=RunSpreads)
+    """The run figures' ranges over the steps (p25–p75)."""
+    disturbance: Disturbance | None = None
+    """How much other work on the machine disturbed the steps."""
     what_ifs: tuple[WhatIf, ...] = ()
     """Changes measured against the model (``--what-if``, :mod:`fxtui.engine.whatif`)."""
 
@@ -138,6 +142,8 @@ class Report(RunFiguresMixin):
             optimizer=graph.optimizer,
             nonfinite_steps=snapshot.nonfinite_steps,
             memory=graph.memory,
+            spreads=snapshot.spreads,
+            disturbance=snapshot.disturbance,
             what_ifs=snapshot.what_ifs,
             **extra,
         )
@@ -179,6 +185,8 @@ class Report(RunFiguresMixin):
             optimizer=str(meta.get("optimizer", "")),
             nonfinite_steps=int(meta.get("nonfinite_steps", 0)),
             memory=_memory_from(meta),
+            spreads=RunSpreads.from_dict(meta),
+            disturbance=Disturbance(**meta["disturbance"]) if meta.get("disturbance") else None,
             what_ifs=tuple(WhatIf.from_dict(w) for w in meta.get("what_ifs", ())),
         )
 
@@ -274,6 +282,9 @@ class Report(RunFiguresMixin):
             "phases_s": self.phases,
             "nonfinite_steps": self.nonfinite_steps,
             **_memory_metadata(self.memory),
+            **self.spreads.to_dict(),
+            "disturbance": asdict(self.disturbance) if self.disturbance else None,
+            "disturbance_line": self.disturbance.line() if self.disturbance else "",
             "what_ifs": [w.to_dict() for w in self.what_ifs],
         }
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import resource
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -25,12 +24,13 @@ import torch.fx
 from fxtui.engine import allocator
 from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.errors import FxtuiError, NodeError
-from fxtui.engine.findings import AtenOp, Hint, WhatIf, WhatIfOption
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import NodeStats, module_stats
-from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
-from fxtui.engine.stats import SampleWindow
+from fxtui.engine.interference import LoadProbe, RunLoad
+from fxtui.engine.model import NodeStatsTable, module_stats
+from fxtui.engine.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
+from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
 
 
@@ -76,6 +76,7 @@ class Session:
         window: int = 256,
         clock: Clock = time.perf_counter_ns,
         clock_overhead_ns: int | None = None,
+        keep_disturbed: bool = True,
     ) -> None:
         if isinstance(program, torch.fx.GraphModule):  # a GraphModule is a one-graph program
             program = graph_program(
@@ -129,6 +130,16 @@ class Session:
         """Profiled training steps whose loss was NaN or infinite."""
         self.faults: collections.deque[int] = collections.deque(maxlen=64)
         """Minor page faults of the latest profiled runs (the process's, read around each run)."""
+        self.probe = LoadProbe()
+        self.keep_disturbed = keep_disturbed
+        """Record steps that other work disturbed (the default here), rather than leave them out of the
+        statistics; the command line, the app and :func:`fxtui.profile` leave them out unless asked."""
+        self._loads: list[RunLoad | None] = [None, None]
+        """What other work took from the step in progress: its profiled run, its uninstrumented run."""
+        self.steps_read = 0
+        self.disturbed_steps = 0
+        self.lost: collections.deque[float] = collections.deque(maxlen=256)
+        """Share of the time other work took from each disturbed step, latest steps."""
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -153,12 +164,43 @@ class Session:
             error = next((e for e in errors if e.node), errors[0])  # the profiled run names the node
             self.last_error = RunError(message=str(error), node=error.node or None, runs_failed=self.failures)
             return False
-        if record:
-            self.samples.add(self._pending[0], self._pending[1])
-            self.samples.add_eager(self._pending[2])
-            if len(self.reference) < REFERENCE_RUNS:
-                self._time_reference()
+        if not record:
+            return True
+        self.samples.add(self._pending[0], self._pending[1], disturbed=self._disturbed())
+        self.samples.add_eager(self._pending[2])
+        if len(self.reference) < REFERENCE_RUNS:
+            self._time_reference()
         return True
+
+    def _disturbed(self) -> bool:
+        """Read the step's load: True when other work took more than its share from either run."""
+        loads = [load for load in self._loads if load is not None]
+        self.steps_read += 1
+        if not any(load.disturbed for load in loads):
+            return False
+        self.disturbed_steps += 1
+        self.lost.append(max(load.lost_share for load in loads))
+        return True
+
+    def disturbance(self, summary: Summary | None = None) -> Disturbance:
+        """How much other work disturbed the steps so far (``summary``: the window's, when one was just made)."""
+        lost = sorted(self.lost)
+        return Disturbance(
+            steps=self.steps_read,
+            disturbed=self.disturbed_steps,
+            median_lost=statistics.median(lost) if lost else 0.0,
+            worst_lost=lost[-1] if lost else 0.0,
+            used=summary.used if summary else 0,
+            in_window=summary.disturbed if summary else 0,
+            left_out=summary.left_out if summary else 0,
+            keep=self.keep_disturbed,
+            known=self.probe.known,
+        )
+
+    @property
+    def quiet_steps(self) -> int:
+        """Steps recorded since the statistics began that no other work disturbed."""
+        return self.steps_read - self.disturbed_steps
 
     def _time_reference(self) -> None:
         """One run of the model as it is, uncaptured: what capture itself costs, seen beside the baseline."""
@@ -218,18 +260,21 @@ class Session:
         """Forget every sample and failure."""
         self.faults.clear()
         self.samples.reset()
+        self.lost.clear()
+        self.steps_read = self.disturbed_steps = 0
         self.nonfinite_steps = 0
         self.failures = 0
         self.last_error = None
 
     def _profiled(self) -> NodeError | None:
         inputs = self.inputs.fresh()
-        faults = _minor_faults()
+        before = self.probe.read()
         try:
             out = self.timer.run(inputs)
         except NodeError as e:
             return e
-        self.faults.append(_minor_faults() - faults)
+        load = self._loads[0] = self.probe.since(before)
+        self.faults.append(load.minor_faults)
         if self.program.training and isinstance(out, torch.Tensor) and not bool(torch.isfinite(out).all()):
             self.nonfinite_steps += 1  # the session goes on; the report says how often
         self._pending[0] = list(self.timer.last_ns)
@@ -240,6 +285,7 @@ class Session:
         inputs = self.inputs.fresh()
         clock = self.clock
         run = self.program.run
+        before = self.probe.read()
         try:
             t0 = clock()
             run(inputs)
@@ -247,12 +293,13 @@ class Session:
         except Exception as e:  # the profiled run names the node; here we only keep going
             first = str(e).splitlines()[0] if str(e).strip() else ""
             return NodeError("", f"the model raised {type(e).__name__}: {first}")
+        self._loads[1] = self.probe.since(before)
         self._pending[2] = t1 - t0
         return None
 
     # -- results -----------------------------------------------------------------
 
-    def _findings(self) -> dict[str, Any]:
+    def _findings(self, summary: Summary | None = None) -> dict[str, Any]:
         """What every snapshot carries besides the statistics: analysis results and memory facts."""
         return {
             "aten": dict(self.aten),
@@ -265,11 +312,12 @@ class Session:
             "reference_median_s": self.reference_median_s,
             "late_graphs": self.program.late_graphs,
             "nonfinite_steps": self.nonfinite_steps,
+            "disturbance": self.disturbance(summary),
         }
 
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
         """Freeze the current statistics."""
-        summary = self.samples.summary()
+        summary = self.samples.summary(leave_out_disturbed=not self.keep_disturbed)
         if summary is None:
             return Snapshot(
                 self.graph,
@@ -277,24 +325,24 @@ class Session:
                 seq=seq,
                 error=self.last_error,
                 message=message,
-                **self._findings(),
+                **self._findings(summary),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
-        names = self.timer.names
-        nodes = {
-            name: NodeStats(
-                count=summary.count,
-                median_s=summary.median[i],
-                mean_s=summary.mean[i],
-                p90_s=summary.p90[i],
-                min_s=summary.min[i],
-                max_s=summary.max[i],
-                iqr_s=summary.q75[i] - summary.q25[i],
-                pct=100.0 * summary.median[i] / run,
-                recent=summary.recent[i],
-            )
-            for i, name in enumerate(names)
-        }
+        nodes = NodeStatsTable(
+            self.timer.names,
+            summary.count,
+            {
+                "median_s": summary.median,
+                "mean_s": summary.mean,
+                "p90_s": summary.p90,
+                "min_s": summary.min,
+                "max_s": summary.max,
+                "q25_s": summary.q25,
+                "q75_s": summary.q75,
+                "pct": [100.0 * m / run for m in summary.median],
+            },
+            summary.recent,
+        )
         return Snapshot(
             graph=self.graph,
             state=state,
@@ -302,13 +350,10 @@ class Session:
             runs=summary.count,
             run_median_s=summary.run_median,
             eager_median_s=summary.eager_median,
+            spreads=RunSpreads(summary.run, summary.eager, summary.overhead, summary.fidelity),
             nodes=nodes,
-            modules=module_stats(self.graph.nodes, self.graph.modules, nodes, run),
+            modules=module_stats(self.graph.nodes, self.graph.modules, nodes, run, self.graph.module_plan),
             error=self.last_error,
             message=message,
-            **self._findings(),
+            **self._findings(summary),
         )
-
-
-def _minor_faults() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -15,22 +15,26 @@ Two kinds of object travel:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
 from fxtui.engine.commands import Command
-from fxtui.engine.findings import AtenOp, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
+    ModulePlan,
     ModuleStats,
     NodeInfo,
     NodeStats,
+    NodeStatsTable,
+    Spread,
     build_module_tree,
     is_unsteady,
     module_stats,
+    node_medians,
     phase_totals,
 )
 
@@ -94,6 +98,11 @@ class GraphInfo:
     """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
 
     @cached_property
+    def module_plan(self) -> ModulePlan:
+        """How node times roll up into modules (:func:`~fxtui.engine.model.module_stats`), worked out once."""
+        return ModulePlan(self.nodes, self.modules)
+
+    @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
         """Nodes keyed by name."""
         return {n.name: n for n in self.nodes}
@@ -132,6 +141,41 @@ class RunFigures:
             overhead=run_median_s / eager_median_s if eager_median_s and run_median_s is not None else None,
             unattributed_s=eager_median_s - attributed_s if known else None,  # type: ignore[operator]
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpreads:
+    """The run figures' ranges over the steps: p25–p75 of each step's own value."""
+
+    run: Spread | None = None
+    """Profiled runs' wall time, seconds."""
+    eager: Spread | None = None
+    """Uninstrumented runs' wall time, seconds."""
+    overhead: Spread | None = None
+    """Each step's profiled run ÷ the uninstrumented run beside it."""
+    fidelity: Spread | None = None
+    """Each step's sum of node times ÷ its uninstrumented run."""
+
+    def to_dict(self) -> dict[str, list[float] | None]:
+        """``{"run_range_s": [p25, median, p75], …}`` for a report's metadata."""
+        return {f"{key}_range{unit}": [s.q25, s.median, s.q75] if s else None for key, unit, s in self._items()}
+
+    @classmethod
+    def from_dict(cls, meta: Mapping[str, object]) -> RunSpreads:
+        """The spreads :meth:`to_dict` wrote; none for a file saved before they existed."""
+
+        def get(key: str) -> Spread | None:
+            value = meta.get(key)
+            if not isinstance(value, list) or len(value) != 3:
+                return None
+            q25, median, q75 = (float(v) for v in value)
+            return Spread(median, q25, q75)
+
+        return cls(*(get(f"{key}_range{unit}") for key, unit, _ in cls()._items()))
+
+    def _items(self) -> list[tuple[str, str, Spread | None]]:
+        return [("run", "_s", self.run), ("eager", "_s", self.eager), ("overhead", "", self.overhead),
+                ("fidelity", "", self.fidelity)]  # fmt: skip
 
 
 class RunFiguresMixin:
@@ -197,16 +241,20 @@ class Snapshot(RunFiguresMixin):
     """Graphs TorchDynamo compiled after capture (recompiles): they run untimed."""
     nonfinite_steps: int = 0
     """Training steps whose loss was NaN or infinite."""
+    spreads: RunSpreads = field(default_factory=RunSpreads)
+    """The run figures' ranges over the steps."""
+    disturbance: Disturbance | None = None
+    """How much other work on the machine disturbed the steps."""
 
     @property
     def fault_warning(self) -> str:
         """A sentence when page faults inflate node times, else ``""``."""
-        return page_fault_warning(self.faults_per_run, self.malloc)
+        return page_fault_warning(self.faults_per_run, self.malloc, self.graph.nodes if self.graph else ())
 
     @property
     def attributed_s(self) -> float:
         """Sum of all node medians."""
-        return sum(s.median_s for s in self.nodes.values())
+        return sum(node_medians(self.nodes).values())
 
     @property
     def phases(self) -> dict[str, float]:
@@ -224,11 +272,18 @@ class Snapshot(RunFiguresMixin):
 PAGE_FAULT_WARNING = 1000
 
 
-def page_fault_warning(faults_per_run: float | None, malloc: str = "") -> str:
-    """Say so when each run maps large buffers afresh (the allocator returns them to the OS)."""
+def page_fault_warning(faults_per_run: float | None, malloc: str = "", nodes: Iterable[NodeInfo] = ()) -> str:
+    """Say so when each run maps large buffers afresh (the allocator returns them to the OS).
+
+    ``nodes`` with their memory pass's ``page_faults`` name the nodes that pay most.
+    """
     if faults_per_run is None or faults_per_run < PAGE_FAULT_WARNING:
         return ""
-    said = f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh): "
+    said = f"{faults_per_run:,.0f} page faults per run (~{faults_per_run * 4096 / 2**20:.0f} MB touched afresh"
+    paying = sorted((n for n in nodes if n.page_faults), key=lambda n: -(n.page_faults or 0))[:3]
+    if paying:
+        said += ", most by " + ", ".join(f"{n.name} ({n.page_faults:,})" for n in paying)
+    said += "): "
     if malloc == "keep":
         return said + "the model maps new memory every run even though freed memory is kept, and its nodes pay for it"
     return said + (

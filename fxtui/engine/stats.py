@@ -6,6 +6,12 @@ reruns); count, sum, min and max are kept as running aggregates over every sampl
 since the last reset. Medians, percentiles and the IQR come from the window, as
 torch.utils.benchmark does: the median resists the occasional run disturbed by
 another process, which a mean does not.
+
+A step (:meth:`SampleWindow.add` then :meth:`SampleWindow.add_eager`) also records the
+profiled and the uninstrumented run's wall time, so the figures that compare them
+(overhead, fidelity) come with their spread over the steps, not just a point, and
+whether other work disturbed it: the statistics can leave disturbed steps out
+(:meth:`SampleWindow.summary`), and nothing is lost when they do not.
 """
 
 from __future__ import annotations
@@ -15,18 +21,33 @@ from dataclasses import dataclass
 
 import torch
 
-#: Keep the ring buffer under this many bytes for very large graphs.
-_WINDOW_BYTES = 16 * 1024 * 1024
+from fxtui.engine.model import Spread
+
+#: Samples the window may hold in all (runs × nodes). The quartiles are recomputed over the
+#: whole window for every snapshot, and their cost grows with it: on this project's 2-core
+#: machine, a 10,000-node graph took 55 ms per snapshot with 209 runs kept and 22 ms with 100.
+#: A graph that large runs a few times a second, so 100 runs are still half a minute of history.
+_WINDOW_SAMPLES = 1_000_000
 _QUANTILES = torch.tensor([0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
-_QUARTILES = _QUANTILES[:3]
+_QUARTILES = torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)
 #: Samples kept per node for a sparkline.
 RECENT = 32
+#: Quiet steps the window needs before the statistics may leave the disturbed ones out.
+MIN_QUIET = 5
 
 
 def window_for(nodes: int, requested: int = 256) -> int:
-    """The window length for a graph of ``nodes`` nodes: ``requested``, capped by memory (at least 32)."""
-    cap = _WINDOW_BYTES // (8 * max(nodes, 1))
+    """The window length for a graph of ``nodes`` nodes: ``requested``, capped by the sample budget (at least 32)."""
+    cap = _WINDOW_SAMPLES // max(nodes, 1)
     return max(32, min(requested, cap))
+
+
+def spread_of(values: torch.Tensor) -> Spread | None:
+    """The quartiles of a 1-D tensor; None when it is empty."""
+    if values.numel() == 0:
+        return None
+    q25, median, q75 = torch.quantile(values.double(), _QUARTILES).tolist()
+    return Spread(median, q25, q75)
 
 
 @dataclass(frozen=True)
@@ -41,14 +62,32 @@ class Summary:
     q75: list[float]
     min: list[float]
     max: list[float]
-    recent: list[tuple[float, ...]]
-    run_median: float | None
-    eager_median: float | None
+    recent: list[list[float]]
+    """The latest runs, oldest first, each with one sample per node."""
+    run: Spread | None
+    """Profiled runs' wall time (seconds)."""
+    eager: Spread | None
+    """Uninstrumented runs' wall time (seconds)."""
     run_count: int
     eager_count: int
-    eager_q25: float | None = None
-    """First quartile of the uninstrumented runs (with ``eager_q75``: their spread)."""
-    eager_q75: float | None = None
+    overhead: Spread | None = None
+    """Per step: profiled run ÷ the uninstrumented run beside it."""
+    fidelity: Spread | None = None
+    """Per step: the sum of the node times of its profiled run ÷ its uninstrumented run."""
+    used: int = 0
+    """Steps of the window the quantiles (and every figure above but the running ones) come from."""
+    disturbed: int = 0
+    """Disturbed steps in the window."""
+    left_out: int = 0
+    """Disturbed steps of the window left out of the figures."""
+
+    @property
+    def run_median(self) -> float | None:
+        return self.run.median if self.run else None
+
+    @property
+    def eager_median(self) -> float | None:
+        return self.eager.median if self.eager else None
 
 
 class SampleWindow:
@@ -60,6 +99,7 @@ class SampleWindow:
         self._buf = torch.zeros(self.window, nodes, dtype=torch.float64)
         self._runs = torch.zeros(self.window, dtype=torch.float64)
         self._eager = torch.zeros(self.window, dtype=torch.float64)
+        self._disturbed = torch.zeros(self.window, dtype=torch.bool)
         self.reset()
 
     def reset(self) -> None:
@@ -71,10 +111,11 @@ class SampleWindow:
         self.run_count = 0
         self.eager_count = 0
 
-    def add(self, node_ns: Sequence[int], run_ns: int | None = None) -> None:
-        """Record one profiled run: a duration per node, and the run's wall time."""
+    def add(self, node_ns: Sequence[int], run_ns: int | None = None, disturbed: bool = False) -> None:
+        """Record one profiled run: a duration per node, the run's wall time, and whether other work disturbed it."""
         row = torch.tensor(node_ns, dtype=torch.float64).clamp_(min=0)
         self._buf[self.count % self.window] = row
+        self._disturbed[self.count % self.window] = disturbed
         self.count += 1
         self._sum += row
         torch.minimum(self._min, row, out=self._min)
@@ -88,18 +129,31 @@ class SampleWindow:
         self._eager[self.eager_count % self.window] = eager_ns
         self.eager_count += 1
 
-    def summary(self) -> Summary | None:
-        """Statistics over the window and the running aggregates; None before the first sample."""
+    def summary(self, leave_out_disturbed: bool = True) -> Summary | None:
+        """Statistics over the window and the running aggregates; None before the first sample.
+
+        With ``leave_out_disturbed``, the window's disturbed steps are left out of the quantiles
+        and the run figures, as long as at least :data:`MIN_QUIET` quiet steps remain; count,
+        mean, min and max stay running aggregates over every sample.
+        """
         if self.count == 0:
             return None
         filled = min(self.count, self.window)
         samples = self._buf[:filled]
-        q = torch.quantile(samples, _QUANTILES, dim=0) / 1e9 if filled > 1 else samples.repeat(4, 1) / 1e9
+        runs = self._runs[: min(self.run_count, self.window)]
+        eager = self._eager[: min(self.eager_count, self.window)]
+        paired = self.count == self.run_count == self.eager_count  # every slot holds one whole step
+        quiet = ~self._disturbed[:filled]
+        left_out = 0
+        if leave_out_disturbed and paired and MIN_QUIET <= int(quiet.sum()) < filled:
+            left_out = filled - int(quiet.sum())
+            samples, runs, eager = samples[quiet], runs[quiet], eager[quiet]
+        used = samples.shape[0]
+        q = torch.quantile(samples, _QUANTILES, dim=0) / 1e9 if used > 1 else samples.repeat(4, 1) / 1e9
         # The ring's order: oldest first, from the slot after the newest.
         newest = (self.count - 1) % self.window
         order = [(newest - k) % self.window for k in range(min(filled, RECENT) - 1, -1, -1)]
-        recent = (self._buf[order] / 1e9).T.tolist()
-        eager = _quartiles(self._eager, self.eager_count, self.window)
+        ratios = paired and bool((eager > 0).all())
         return Summary(
             count=self.count,
             median=q[1].tolist(),
@@ -109,25 +163,14 @@ class SampleWindow:
             q75=q[2].tolist(),
             min=(self._min / 1e9).tolist(),
             max=(self._max / 1e9).tolist(),
-            recent=[tuple(r) for r in recent],
-            run_median=_median(self._runs, self.run_count, self.window),
-            eager_median=eager[1] if eager else None,
+            recent=(self._buf[order] / 1e9).tolist(),
+            run=spread_of(runs / 1e9),
+            eager=spread_of(eager / 1e9),
             run_count=self.run_count,
             eager_count=self.eager_count,
-            eager_q25=eager[0] if eager else None,
-            eager_q75=eager[2] if eager else None,
+            overhead=spread_of(runs / eager) if ratios else None,
+            fidelity=spread_of(samples.sum(dim=1) / eager) if ratios else None,
+            used=used,
+            disturbed=filled - int(quiet.sum()),
+            left_out=left_out,
         )
-
-
-def _median(ring: torch.Tensor, count: int, window: int) -> float | None:
-    if count == 0:
-        return None
-    return float(torch.quantile(ring[: min(count, window)], 0.5)) / 1e9
-
-
-def _quartiles(ring: torch.Tensor, count: int, window: int) -> tuple[float, float, float] | None:
-    """p25, median and p75 of a ring's samples, in seconds."""
-    if count == 0:
-        return None
-    q = (torch.quantile(ring[: min(count, window)], _QUARTILES) / 1e9).tolist()
-    return q[0], q[1], q[2]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
@@ -42,3 +43,10 @@ def format_bytes(nbytes: float | None, digits: int = 3) -> str:
             value = nbytes / scale
             return f"{value:.{max(digits - len(str(int(abs(value)))), 0)}f} {unit}"
     return f"{int(nbytes)} B"
+
+
+def format_range(low: float | None, high: float | None, fmt: Callable[[float], str]) -> str:
+    """`` (0.981–1.012)``: a figure's range, to follow it; ``""`` when unknown."""
+    if low is None or high is None:
+        return ""
+    return f" ({fmt(low)}–{fmt(high)})"

@@ -223,6 +223,8 @@ def _one_session(threads: str, malloc: str, runs: int = 30) -> None:
                 "pct": [snap.nodes[n].pct for n in names],
                 "unsteady": sum(snap.nodes[n].unsteady for n in names),
                 "faults": snap.faults_per_run,
+                "disturbed": snap.disturbance.disturbed if snap.disturbance else 0,
+                "steps": snap.disturbance.steps if snap.disturbance else runs,
                 "eager": snap.eager_median_s,
                 "threads": torch.get_num_threads(),
                 "names": names,
@@ -288,6 +290,7 @@ def _pair_line(a: dict[str, Any], b: dict[str, Any]) -> str:
         f"median {rho:.3f}  fastest {rho_min:.3f}  share {delta:.2f} pp ({worst})"
         f"  uninstrumented {a['eager'] * 1e3:.1f}/{b['eager'] * 1e3:.1f} ms"
         f"  unsteady {a['unsteady']}/{b['unsteady']}  faults {a['faults']:.0f}/{b['faults']:.0f}"
+        f"  disturbed steps {a['disturbed']}/{a['steps']}, {b['disturbed']}/{b['steps']} (left out)"
     )
 
 

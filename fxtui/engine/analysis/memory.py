@@ -55,6 +55,8 @@ class NodeMemory:
     live_bytes: int
     saved_bytes: int = 0
     """In a training step, for a forward node: its outputs that a backward graph takes (saved for backward)."""
+    page_faults: int = 0
+    """Minor page faults of the process while the node ran (first touches of freshly mapped memory)."""
 
     @property
     def temp_bytes(self) -> int:
@@ -116,6 +118,7 @@ class _Call:
     part: GraphPart
     output: list[int]
     live: list[int]
+    faults: list[int]
 
 
 class _Tracker:
@@ -138,7 +141,7 @@ class _Tracker:
                     flight.consumer_phases.append(part.phase)
         interp = _MemoryInterpreter(part, carried)
         out = interp.run(*args)
-        self.calls.append(_Call(part, interp.output_bytes, interp.live_after()))
+        self.calls.append(_Call(part, interp.output_bytes, interp.live_after(), interp.faults))
         for key, (nbytes, node) in interp.returned().items():
             self.flights[key] = _Flight(nbytes, part.names[node], index, part.phase)
         return out
@@ -164,18 +167,22 @@ class _Tracker:
                 saved[flight.producer] = saved.get(flight.producer, 0) + flight.nbytes
         output: dict[str, int] = {}
         live: dict[str, int] = {}
+        faults: dict[str, int] = {}
         peak, peak_node = 0, ""
         phase_peaks: dict[str, int] = {}
         for call, extra in zip(self.calls, between, strict=True):
-            for name, made, alive in zip(call.part.names, call.output, call.live, strict=True):
+            for name, made, alive, faulted in zip(call.part.names, call.output, call.live, call.faults, strict=True):
                 alive += extra
+                faults[name] = faults.get(name, 0) + faulted
                 output[name] = output.get(name, 0) + made  # a graph called twice creates its outputs twice
                 live[name] = max(live.get(name, 0), alive)
                 if alive > peak:
                     peak, peak_node = alive, name
                 phase_peaks[call.part.phase] = max(phase_peaks.get(call.part.phase, 0), alive)
         nodes = {
-            name: NodeMemory(made, None if allocs is None else allocs.get(name, 0), live[name], saved.get(name, 0))
+            name: NodeMemory(
+                made, None if allocs is None else allocs.get(name, 0), live[name], saved.get(name, 0), faults[name]
+            )
             for name, made in output.items()
         }
         rss, max_rss = _rss()
@@ -211,6 +218,7 @@ class _MemoryInterpreter(torch.fx.Interpreter):
         for i, last in enumerate(self.last_use):
             self.dies_after.setdefault(last, []).append(i)
         self.output_bytes = [0] * len(nodes)
+        self.faults = [0] * len(nodes)
         # Storages referenced by values still held, by address: {address: [storage id, values holding it]}.
         self.held: dict[int, list[int]] = {}
         self.node_storages: list[tuple[int, ...]] = [()] * len(nodes)
@@ -226,7 +234,9 @@ class _MemoryInterpreter(torch.fx.Interpreter):
         name = self.part.names[i]
         try:
             with record_function(RANGE_PREFIX + name):
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 out = super().run_node(n)
+                self.faults[i] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         except Exception as e:
             raise NodeError(name, f"node {name} raised {type(e).__name__} while measuring its memory: {e}") from e
         ids = []

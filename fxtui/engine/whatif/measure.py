@@ -72,14 +72,11 @@ class SessionSide:
             self.session.warm_up(1)  # the check run at construction was the profiled warm-up
 
     def whole_run(self) -> tuple[float, float, float] | None:
-        summary = self.session.samples.summary()
-        if summary is None or summary.eager_median is None:
+        session = self.session
+        summary = session.samples.summary(leave_out_disturbed=not session.keep_disturbed)
+        if summary is None or summary.eager is None:
             return None
-        return (
-            summary.eager_q25 or summary.eager_median,
-            summary.eager_median,
-            summary.eager_q75 or summary.eager_median,
-        )
+        return summary.eager.q25, summary.eager.median, summary.eager.q75
 
     @property
     def error(self) -> str:
@@ -208,6 +205,7 @@ def _session(session: Session, program: Program, inputs: Inputs) -> Session:
         dtype=graph.dtype,
         window=MAX_PAIRS * 2,
         clock_overhead_ns=session.timer.clock_overhead_ns,
+        keep_disturbed=session.keep_disturbed,  # both sides judged as the session's own steps are
     )
 
 

@@ -20,19 +20,21 @@ from fxtui.engine import allocator
 from fxtui.engine.snapshot import GraphInfo, Snapshot
 
 
-def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "") -> Text:
-    """The warnings (threads, and page faults when ``memory_warning`` says so), then one line per fact.
+def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "", disturbance: str = "") -> Text:
+    """The warnings (threads, page faults when ``memory_warning`` says so, other work on the machine when
+    ``disturbance`` does), then one line per fact.
 
     ``memory`` describes how the engine's process hands freed memory back, when known.
     """
     text = Text()
     text.append("Threads and build", style="bold")
     text.append(f"  ({graph.model}, {graph.threads} thread{'s' if graph.threads != 1 else ''})\n\n")
-    for warning in (*graph.thread_warnings, *([memory_warning] if memory_warning else [])):
+    warnings = (*graph.thread_warnings, *(w for w in (memory_warning, disturbance) if w))
+    for warning in warnings:
         text.append("⚠ ", style="bold")
         text.append(warning, style="bold")
         text.append("\n")
-    if graph.thread_warnings or memory_warning:
+    if warnings:
         text.append("\n")
     if graph.thread_info:
         text.append("\n".join(graph.thread_info))
@@ -48,20 +50,25 @@ class ThreadsScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,T,q", "dismiss", "Close")]
 
-    def __init__(self, graph: GraphInfo, memory_warning: str = "", memory: str = "") -> None:
+    def __init__(self, graph: GraphInfo, memory_warning: str = "", memory: str = "", disturbance: str = "") -> None:
         super().__init__()
         self.graph = graph
         self.memory_warning = memory_warning
         self.memory = memory
+        self.disturbance = disturbance
 
     @classmethod
     def for_snapshot(cls, snapshot: Snapshot) -> ThreadsScreen:
-        """The panel for ``snapshot``, whose graph must be traced: its page-fault warning, how memory is kept."""
+        """The panel for ``snapshot``, whose graph must be traced: its page-fault and disturbance warnings,
+        how memory is kept."""
         assert snapshot.graph is not None
         memory = allocator.describe(snapshot.malloc) if snapshot.malloc else ""
-        return cls(snapshot.graph, snapshot.fault_warning, memory)
+        disturbance = snapshot.disturbance.line() if snapshot.disturbance else ""
+        return cls(snapshot.graph, snapshot.fault_warning, memory, disturbance)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="threads"):
-            yield Static(threads_text(self.graph, self.memory_warning, self.memory), id="threads-text")
+            yield Static(
+                threads_text(self.graph, self.memory_warning, self.memory, self.disturbance), id="threads-text"
+            )
             yield Static("Esc, T or q closes this panel.", id="threads-hint")

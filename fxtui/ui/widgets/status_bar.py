@@ -59,6 +59,12 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         # Node times then include first-touch page faults, which vary from session to session.
         text.append(" ")
         text.append(f"⚠ {snapshot.faults_per_run:,.0f} page faults/run (T)", style="bold reverse")
+    disturbance = snapshot.disturbance if snapshot is not None else None
+    if disturbance is not None and disturbance.disturbed:
+        # Other processes took the CPU from some steps: the figures may move for reasons outside the model.
+        how = "left out" if disturbance.left_out and not disturbance.kept else "in figures"
+        text.append(" ")
+        text.append(f"⚠ {disturbance.disturbed}/{disturbance.steps} steps disturbed, {how} (T)", style="bold reverse")
     if snapshot is not None and graph is not None:
         text.append(" │ ")
         text.append(graph.model, style="bold")

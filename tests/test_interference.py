@@ -1,0 +1,146 @@
+"""A busy machine is reported, not explained away: runs other work disturbed are read, counted, left out."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from fxtui.engine.interference import DISTURBED_SHARE, LoadProbe, RunLoad
+from fxtui.engine.pipeline import make_report
+from fxtui.engine.report import Report
+from fxtui.engine.session import Session
+from fxtui.engine.stats import SampleWindow
+
+
+class FakeProbe:
+    """Says, run after run, what share of it other work took."""
+
+    known = True
+
+    def __init__(self, shares: list[float]) -> None:
+        self.shares: Iterator[float] = iter(shares)
+
+    def read(self) -> None:
+        return None
+
+    def since(self, before: object) -> RunLoad:
+        share = next(self.shares, 0.0)
+        return RunLoad(
+            wall_ns=1_000_000,
+            cpu_ns=round(1e6 * (1 - share)),
+            wait_ns=round(1e6 * share),
+            steal_ns=0,
+            involuntary=0,
+            minor_faults=0,
+        )
+
+
+def session_with(shares_per_step: list[float], keep: bool) -> Session:
+    session = Session(
+        torch.fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8), nn.ReLU())), (torch.randn(2, 8),), keep_disturbed=keep
+    )
+    # each step has two runs: the step's share goes to its profiled run, its uninstrumented one is quiet
+    session.probe = FakeProbe([s for share in shares_per_step for s in (share, 0.0)])  # type: ignore[assignment]
+    for _ in shares_per_step:
+        session.step()
+    return session
+
+
+def test_disturbed_steps_are_counted_and_left_out_of_the_figures_once_enough_quiet_ones_remain() -> None:
+    shares = [0.0] * 6 + [0.5, 0.3, 0.8, 0.0]
+    snap = session_with(shares, keep=False).snapshot()
+    d = snap.disturbance
+    assert d is not None and (d.steps, d.disturbed, d.left_out, d.used) == (10, 3, 3, 7)
+    assert d.median_lost == pytest.approx(0.5) and d.worst_lost == pytest.approx(0.8)
+    assert snap.runs == 10  # every step is kept in the window; the figures use the quiet ones
+    line = d.line()
+    assert line.startswith("3 of 10 steps disturbed") and "50%" in line and "worst 80%" in line
+    assert "leave out 3" in line and "--keep-disturbed" in line
+    assert not d.affects_figures
+
+
+def test_keep_disturbed_keeps_them_and_says_so() -> None:
+    d = session_with([0.0] * 6 + [0.5, 0.5], keep=True).snapshot().disturbance
+    assert d is not None and d.left_out == 0 and d.kept == 2 and d.used == 8
+    assert "include them (--keep-disturbed)" in d.line() and d.affects_figures
+
+
+def test_with_too_few_quiet_steps_the_disturbed_ones_stay_and_the_line_says_why() -> None:
+    d = session_with([0.5, 0.0, 0.6, 0.4], keep=False).snapshot().disturbance
+    assert d is not None and d.left_out == 0 and d.kept == 3
+    assert "fewer than 5 quiet steps" in d.line()
+
+
+def test_a_quiet_machine_shows_no_line() -> None:
+    snap = session_with([0.0, DISTURBED_SHARE / 2, 0.0], keep=False).snapshot()
+    assert snap.disturbance is not None and snap.disturbance.line() == ""
+    report = make_report(snap_session := session_with([0.0] * 3, keep=False), timeline=False)
+    assert snap_session.disturbance().disturbed == 0
+    assert "disturbed" not in report.header() and "Python glue" in report.header()
+
+
+def test_the_window_leaves_disturbed_rows_out_of_the_quantiles_only() -> None:
+    w = SampleWindow(nodes=1, window=32)
+    for k in range(12):
+        slow = k % 3 == 0  # 4 disturbed rows, 100× slower
+        w.add([1000 if slow else 10], run_ns=2000 if slow else 20, disturbed=slow)
+        w.add_eager(2000 if slow else 20)
+    s = w.summary()
+    assert s is not None and s.used == 8 and s.left_out == 4 and s.disturbed == 4
+    assert s.median == [pytest.approx(10e-9)] and s.max == [pytest.approx(1000e-9)]  # running max: every sample
+    assert s.run is not None and s.run.q75 == pytest.approx(20e-9)
+    everything = w.summary(leave_out_disturbed=False)
+    assert everything is not None and everything.used == 12 and everything.run is not None
+    assert everything.run.q75 == pytest.approx(2000e-9)
+
+
+def test_header_and_json_carry_the_disturbance_and_the_ranges(tmp_path: Path) -> None:
+    session = session_with([0.0] * 6 + [0.5] * 2, keep=True)
+    report = make_report(session, timeline=False)
+    # a remainder to explain (a model this small can have none: its node medians may exceed the run's)
+    header = dataclasses.replace(report, eager_median_s=report.attributed_s + 1e-3).header()
+    assert "disturbed  2 of 8 steps disturbed" in header
+    assert "other work slowed the uninstrumented runs too" in header and "Python glue" not in header
+    fidelity_line = next(line for line in header.splitlines() if line.startswith("fidelity"))
+    assert fidelity_line.count("(") >= 3 and "–" in fidelity_line  # 0.912 (0.90–0.93) (Σ …) overhead 1.01 (…)
+    path = tmp_path / "r.json"
+    path.write_text(report.to_json())
+    back = Report.load(path)
+    assert back.disturbance == report.disturbance
+    assert back.spreads == report.spreads and back.spreads.overhead is not None
+    assert back.to_dict()["metadata"]["overhead_range"] == report.to_dict()["metadata"]["overhead_range"]
+    assert dataclasses.asdict(back.disturbance)["left_out"] == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_the_probe_sees_another_process_take_this_ones_core() -> None:
+    probe = LoadProbe()
+    if not probe.known:
+        pytest.skip("this kernel does not report run-queue waits")
+    before_affinity = os.sched_getaffinity(0)
+    cpu = min(before_affinity)
+    spin = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nt = time.time()\nwhile time.time() - t < 20: pass"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        os.sched_setaffinity(0, {cpu})  # this thread and the busy process now share one core
+        time.sleep(0.3)  # let it start spinning
+        before = probe.read()
+        end = time.perf_counter() + 0.4
+        while time.perf_counter() < end:
+            pass
+        load = probe.since(before)
+    finally:
+        os.sched_setaffinity(0, before_affinity)
+        busy.kill()
+        busy.wait()
+    # Sharing a core evenly, this thread waits about half of the time it wants.
+    assert load.wait_ns is not None and load.lost_share > 0.2 and load.disturbed
