@@ -349,3 +349,19 @@ def test_what_ifs_round_trip_through_the_json_report(convnet: Session, tmp_path)
 def test_an_infinite_output_difference_is_written_as_null() -> None:
     data = WhatIf("bf16", "t", before_s=1.0, after_s=1.0, max_abs_diff=math.inf, max_rel_diff=math.inf).to_dict()
     assert data["max_abs_diff"] is None and data["max_rel_diff"] is None
+
+
+def test_the_text_says_a_large_slowdown_as_a_factor_and_gives_no_verdict_within_the_spread() -> None:
+    from fxtui.engine.whatif.text import change_text, what_if_text
+
+    assert change_text(result((0.9, 1.0, 1.1), (11.0, 12.0, 13.0))) == "12.0× slower"
+    assert change_text(result((9.0, 10.0, 11.0), (11.5, 12.0, 13.0))) == "20.0% slower"
+    assert (
+        change_text(result((9.0, 10.0, 11.0), (8.0, 9.0, 9.5)))
+        == "-10.0% run time (p25–p75 ranges overlap: no verdict)"
+    )
+    text = what_if_text(WhatIf("compile", "torch.compile", error="torch.compile failed: boom"))
+    assert text.splitlines() == [
+        "what-if    compile: torch.compile",
+        "           cannot apply: torch.compile failed: boom",
+    ]

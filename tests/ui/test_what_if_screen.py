@@ -61,6 +61,7 @@ async def test_enter_measures_the_highlighted_what_if_and_its_result_lists_nodes
         await pilot.press("enter")
         assert source.calls[-1] == "what-if channels-last"
         assert "queued" in line(screen, "channels-last")
+        assert "being measured" in str(screen.query_one("#what-ifs-result", Static).render())
         assert not screen.check_action("measure", ())  # not twice while it is being measured
         source.push(snapshot(2, progress="what-if channels-last: pair 7 of 20"))
         await settle(app, pilot, 2)

@@ -259,6 +259,7 @@ def _unsteady(ctx: _Context) -> list[Hint]:
             " operators are the usual victims; the what-if threads=1 shows whether they fare better on one thread."
             f" Up to {format_seconds(total)} if every run were as fast as the fastest.",
             total,
+            "threads=1" if ctx.threads is not None and ctx.threads.intra_op > 1 else "",
         )
     ]
 

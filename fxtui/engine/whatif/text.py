@@ -25,13 +25,15 @@ def spread(low: float | None, high: float | None) -> str:
 
 
 def change_text(result: WhatIf) -> str:
-    """``22.5% faster``, ``3.1% slower``, or ``+1.2% (ranges overlap: no verdict)``."""
+    """``22.5% faster``, ``3.1% slower``, ``12.1× slower`` or ``+1.2% run time (… no verdict)``."""
     pct = result.saving_pct
     if pct is None:
         return "–"
+    if result.verdict == "slower" and result.before_s and (result.after_s or 0) >= 2 * result.before_s:
+        return f"{(result.after_s or 0) / result.before_s:.1f}× slower"  # "1109.9% slower" reads worse
     if result.verdict:
         return f"{abs(pct):.1f}% {result.verdict}"
-    return f"{-pct:+.1f}% (p25–p75 ranges overlap: no verdict)"
+    return f"{-pct:+.1f}% run time (p25–p75 ranges overlap: no verdict)"
 
 
 def summary(result: WhatIf) -> str:
@@ -74,7 +76,8 @@ def setup_line(result: WhatIf) -> str:
     """What making the changed model cost: the compile time, or the recapture."""
     if result.name == "compile":
         return f"compile time {format_seconds(result.setup_s)} (the first call)"
-    return f"{format_seconds(result.setup_s)} to make the changed model" if result.setup_s else ""
+    # Under a millisecond nothing was made (the same graphs under a context): not worth a line.
+    return f"{format_seconds(result.setup_s)} to make the changed model" if result.setup_s >= 1e-3 else ""
 
 
 def ratio(before: float | None, after: float | None) -> str:

@@ -50,14 +50,19 @@ def option_prompt(option: WhatIfOption, result: WhatIf | None, waiting: bool, pr
     return text
 
 
-def result_text(result: WhatIf | None, option: WhatIfOption | None) -> Text:
+def result_text(result: WhatIf | None, option: WhatIfOption | None, waiting: bool = False) -> Text:
     """The highlighted what-if in full: what was done, the run, the outputs, the setup, a note."""
     text = Text()
     if option is None:
         return text
-    if result is None:
+    if result is None or waiting:
         text.append(f"{option.name}: ", style="bold")
-        text.append(f"cannot apply: {option.reason}" if option.reason else f"{option.description} · Enter measures it")
+        if option.reason:
+            text.append(f"cannot apply: {option.reason}")
+        elif waiting:
+            text.append(f"{option.description} · being measured, the result shows here")
+        else:
+            text.append(f"{option.description} · Enter measures it")
         return text
     text.append(f"{result.name}: ", style="bold")
     text.append(result.title)
@@ -162,6 +167,7 @@ class WhatIfScreen(ModalScreen[None]):
     def watch_waiting(self) -> None:
         self._show_prompts()
         self._show_progress()
+        self._show_result()
 
     def watch_progress(self) -> None:
         self._show_prompts()
@@ -214,10 +220,12 @@ class WhatIfScreen(ModalScreen[None]):
         if not self.widgets_ready:
             return
         result = self._result(self.highlighted)
-        self.query_one("#what-ifs-result", Static).update(result_text(result, self._option(self.highlighted)))
+        waiting = self.highlighted in self.waiting
+        text = result_text(result, self._option(self.highlighted), waiting)
+        self.query_one("#what-ifs-result", Static).update(text)
         table = self.query_one(ChangeTable)
         table.result = result
-        table.display = result is not None and result.measured and bool(result.nodes)
+        table.display = not waiting and result is not None and result.measured and bool(result.nodes)
 
     @on(OptionList.OptionHighlighted, "#what-ifs-list")
     def _moved(self, message: OptionList.OptionHighlighted) -> None:
