@@ -12,6 +12,7 @@ parts of the program that never touch torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ def profile(
     optimizer: str = "sgd",
     memory: bool = False,
     keep_disturbed: bool = False,
+    what_ifs: str | Sequence[str] = (),
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
@@ -59,6 +61,12 @@ def profile(
     allocated and live-after bytes (``row.info.output_bytes`` …) and the run's peak
     (``report.memory``).
 
+    ``what_ifs`` names changes to measure against the model after the profile, each on a copy of it,
+    runs interleaved (``"channels-last,bf16"`` or a list: ``channels-last``, ``bf16``, ``fold-bn``,
+    ``threads=N``, ``compile``, ``int8-dynamic``); ``report.what_ifs`` holds the results: run medians
+    before → after with their p25–p75 spread, ``verdict``, the output difference and the per-node
+    and per-module changes. A what-if that cannot apply to the model has ``error`` set.
+
     Steps in which other processes (or the hypervisor) took the CPU from a run are left
     out of the statistics, never more than about half of them; ``report.disturbance`` says
     how many there were. ``keep_disturbed=True`` keeps them.
@@ -70,7 +78,9 @@ def profile(
     """
     from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
     from fxtui.engine.session import thread_limit
+    from fxtui.engine.whatif import parse_what_ifs
 
+    names = parse_what_ifs(what_ifs if isinstance(what_ifs, str) else ",".join(what_ifs)) if what_ifs else ()
     with thread_limit(threads):
         session = session_for_module(
             loaded_from_module(model, example_input, name, kwargs),
@@ -81,6 +91,10 @@ def profile(
             keep_disturbed=keep_disturbed,
         )
         run_profile(session, runs, warmup)
+        if names:
+            from fxtui.engine.whatif.run import run_what_ifs
+
+            run_what_ifs(session, names)
         return make_report(session)
 
 

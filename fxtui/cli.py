@@ -11,15 +11,12 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import NoReturn
 
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.engine.target import Target, parse_shape
-from fxtui.signals import StopOnSignal
-
-if TYPE_CHECKING:
-    from fxtui.engine.session import Session
+from fxtui.output import say
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -37,22 +34,6 @@ terminal, it profiles --runs runs and prints a table.
 
 fxtui diff BEFORE.json AFTER.json compares two runs saved with --save.
 """
-
-
-# What fxtui prints beyond ASCII, and what it prints instead where the terminal's
-# encoding (a non-UTF-8 locale) cannot show it.
-_ASCII = str.maketrans({"×": "x", "µ": "u", "Σ": "sum ", "−": "-", "…": "...", "→": "->", "Δ": "d", "÷": "/"})
-
-
-def _say(text: str, file: TextIO | None = None) -> None:
-    """Print ``text``, falling back to ASCII where the stream cannot encode it."""
-    stream = file or sys.stdout
-    encoding = getattr(stream, "encoding", None) or "ascii"
-    try:
-        text.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        text = text.translate(_ASCII).encode(encoding, "replace").decode(encoding, "replace")
-    print(text, file=stream)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -137,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_thread_list,
         metavar="N[,N…]",
-        help="torch intra-op threads; several (1,2) profile each and compare them headless",
+        help="torch intra-op threads; more than one (1,2): profile at the first, measure each other count "
+        "against it as a what-if (threads=N)",
     )
     g.add_argument(
         "--keep-disturbed",
@@ -197,7 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument(
         "--hints",
         action="store_true",
-        help="suggestions with evidence and estimated savings; measures the Conv-BN folding what-if",
+        help="suggestions with evidence and estimated savings; the Conv-BN fold is measured (what-if fold-bn)",
+    )
+    x.add_argument(
+        "--what-if",
+        metavar="NAME[,NAME…]",
+        help="apply each change to a copy of the model and measure it against the original, runs interleaved "
+        "(at most 20 pairs, fewer with a smaller --runs): channels-last, bf16 (CPU autocast), fold-bn, "
+        "threads=N, compile, int8-dynamic",
     )
     e = p.add_argument_group("export (written whole or not at all)")
     e.add_argument(
@@ -231,15 +220,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _diff(build_diff_parser().parse_args(argv[1:]))
         args = build_parser().parse_args(argv)
         if args.once or not sys.stdout.isatty():
-            return _headless(args)
+            from fxtui import headless
+
+            return headless.run(args, _filter_spec(args), _target(args))
         return _live(args)
     except FxtuiError as e:
         if debug:
             traceback.print_exc()
-        _say(f"fxtui: {e}", sys.stderr)
+        say(f"fxtui: {e}", sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        _say("fxtui: interrupted", sys.stderr)
+        say("fxtui: interrupted", sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (fxtui … | head): not an error. Point stdout at
@@ -249,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in fxtui rather than in the user's input
         if debug:
             traceback.print_exc()
-        _say(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", sys.stderr)
+        say(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", sys.stderr)
         return EXIT_INTERNAL
 
 
@@ -284,126 +275,12 @@ def _target(args: argparse.Namespace) -> Target:
     )
 
 
-def _headless(args: argparse.Namespace) -> int:
-    from fxtui.engine.export import check_writable
-    from fxtui.engine.render import EXTRA_COLUMNS, MEMORY_COLUMNS
-    from fxtui.engine.report import sort_key
-
-    # Everything the user could have mistyped is checked before the model is loaded.
-    sort_key(args.sort)
-    spec = _filter_spec(args)
-    columns = tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
-    unknown = [c for c in columns if c not in EXTRA_COLUMNS]
-    if unknown:
-        raise FxtuiError(f"--columns: no column {unknown[0]!r}; choose from {', '.join(EXTRA_COLUMNS)}")
-    for path in (args.json, args.csv, args.chrome_trace):
-        if path:
-            check_writable(path)
-    # A memory column or sort asks for the memory pass as --memory does.
-    args.memory = args.memory or bool({*columns, args.sort} & {*MEMORY_COLUMNS, "saved"})
-    if args.memory:
-        wanted = (*MEMORY_COLUMNS, "saved") if args.train else MEMORY_COLUMNS
-        columns += tuple(c for c in wanted if c not in columns)
-
-    # FLOPs, bytes, source lines and the machine's peaks cost about a second more; only
-    # when the output shows them.
-    analyse = bool(args.json or args.csv or args.hints or set(columns) - {"mean", "min", "max", "iqr"})
-    if args.malloc == "keep":
-        from fxtui.engine.allocator import keep_freed_memory
-
-        keep_freed_memory()
-    stop = StopOnSignal()
-    with stop:  # the whole run, printing and exports included: a signal never leaves half a result
-        return _profile_and_print(args, spec, columns, analyse, stop)
-
-
-def _profile_and_print(
-    args: argparse.Namespace, spec: FilterSpec, columns: tuple[str, ...], analyse: bool, stop: StopOnSignal
-) -> int:
-    import dataclasses
-
-    from fxtui.engine.export import export
-    from fxtui.engine.pipeline import make_report, run_profile, session_for_target
-    from fxtui.engine.render import aten_text, hints_text, threads_text
-    from fxtui.engine.report import Report
-    from fxtui.engine.session import thread_limit
-
-    settings: tuple[int | None, ...] = args.threads or (None,)
-    reports: list[Report] = []
-    with thread_limit(settings[0]):
-        session = session_for_target(
-            _target(args), analyse=analyse, memory=args.memory, keep_disturbed=args.keep_disturbed
-        )
-    for threads in settings:
-        if stop.is_set():
-            break
-        with thread_limit(threads) as in_force:
-            session.reset()
-            done = run_profile(session, args.runs, args.warmup, should_stop=stop.is_set)
-            if session.samples.count == 0:
-                if session.last_error is not None:
-                    raise FxtuiError(f"every run failed; last: {session.last_error.message}")
-                raise FxtuiError("interrupted before the first profiled run; nothing to report")
-            warnings: tuple[str, ...] = ()
-            if done < args.runs:
-                why = "interrupted" if stop.is_set() else "stopped: too many runs failed"
-                warnings = (f"{why} after {done} of {args.runs} runs; figures are from those runs",)
-            if args.hints and not stop.is_set():
-                from fxtui.engine.explain import hints_for
-
-                session.hints = hints_for(session)
-            last = threads == settings[-1]
-            report = make_report(session, timeline=bool(args.chrome_trace) and last, warnings=warnings)
-            reports.append(dataclasses.replace(report, threads=in_force))
-    report = reports[-1]
-    _say(report.header() + "\n")
-    if len(reports) > 1:
-        _say(threads_text(reports, top=args.top or None))
-    elif args.modules:
-        _say(report.module_table(top=args.top or None, path=spec.path))
-    else:
-        _say(report.table(sort=args.sort, top=args.top or None, spec=spec, columns=columns))
-    if args.aten and not stop.is_set():
-        from fxtui.engine.explain import explain_nodes
-
-        shown = report.select(spec, args.sort, args.aten)
-        with thread_limit(settings[-1]):
-            report = dataclasses.replace(report, aten=explain_nodes(session, [r.name for r in shown]))
-        _say("\n" + aten_text(report.aten, shown))
-    if args.hints and not stop.is_set():
-        _say("\n" + hints_text(report.hints))
-        _say_what_if(session, args.runs)
-    for path in export(report, json_path=args.json, csv_path=args.csv, trace_path=args.chrome_trace):
-        _say(f"wrote {path}")
-    return 0
-
-
-def _say_what_if(session: Session, runs: int) -> None:
-    from fxtui.engine.explain import what_if_conv_bn
-    from fxtui.engine.units import format_seconds
-
-    if session.program.capture != "fx":
-        _say(
-            f"\nwhat-if    the Conv-BN fold rewrites call_module nodes, which only the fx capture has; "
-            f"this run was captured with {session.program.capture}"
-        )
-        return
-    tried = what_if_conv_bn(session, runs=min(runs, 20))
-    if tried is None:
-        return
-    _say(
-        f"\nwhat-if    {tried.title}: uninstrumented median {format_seconds(tried.before_s)} → "
-        f"{format_seconds(tried.after_s)} ({tried.saving_pct:+.1f}% faster; outputs differ by at most "
-        f"{tried.max_abs_diff:.1e}; runs interleaved)"
-    )
-
-
 def _diff(args: argparse.Namespace) -> int:
     from fxtui.engine.diff import diff_files
 
     diff = diff_files(args.before, args.after)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        _say(diff.table(top=args.top or None))
+        say(diff.table(top=args.top or None))
         return 0
     # On a terminal the comparison opens as an app; the UI is imported only then.
     from fxtui.ui.diff_app import DiffApp
@@ -413,11 +290,12 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _live(args: argparse.Namespace) -> int:
-    _filter_spec(args)  # fail on a bad --op before the screen is taken over
-    if args.threads and len(args.threads) > 1:
-        raise FxtuiError("comparing thread counts is headless: add --once")
+    from fxtui.headless import what_if_names
+
+    _filter_spec(args)  # fail on a bad --op or --what-if before the screen is taken over
+    names = what_if_names(args)
     # torch is imported by the engine's child process only; the app stays light.
-    from fxtui.engine.commands import Stop
+    from fxtui.engine.commands import MeasureWhatIfs, Stop
     from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 
@@ -430,6 +308,8 @@ def _live(args: argparse.Namespace) -> int:
     )
     source = ProcessSource(options)
     source.start()
+    if names:  # measured once the session has warmed up; the what-if screen (w) shows them
+        source.send(MeasureWhatIfs(names))
     app = FxtuiApp(source, title=f"fxtui {args.target}")
     try:
         app.run()

@@ -38,6 +38,7 @@ def test_conv_bn_fires_with_the_batchnorm_time_as_saving() -> None:
     assert hint.saving_s == pytest.approx(100e-6)
     assert hint.saving_pct == pytest.approx(10.0)
     assert "100 µs" in hint.evidence
+    assert hint.what_if == "fold-bn"
 
 
 @pytest.mark.parametrize(
@@ -106,6 +107,7 @@ def test_tiny_ops_fire_when_they_are_a_notable_share() -> None:
     # Per-call floor (the fastest node, 2 µs) × 20 calls.
     assert hint.saving_s == pytest.approx(40e-6)
     assert hint.saving_pct == pytest.approx(20.0)
+    assert hint.what_if == "compile"  # fusing them is what torch.compile does
 
 
 def test_tiny_ops_silent_when_the_run_is_dominated_by_real_work() -> None:
@@ -144,6 +146,7 @@ def test_oversubscription_fires_when_threads_exceed_cores() -> None:
     over = dataclasses.replace(thread_info(), intra_op=4, cores_available=2)
     (hint,) = [h for h in suggest(gm, medians, 30e-6, threads=over) if h.rule == "threads-oversubscribed"]
     assert "--threads 2" in hint.evidence
+    assert hint.what_if == "threads=2"  # the what-if that measures it
     fits = dataclasses.replace(thread_info(), intra_op=2, cores_available=2)
     assert "threads-oversubscribed" not in _rules(suggest(gm, medians, 30e-6, threads=fits))
 
@@ -162,6 +165,7 @@ def test_channels_last_fires_on_a_conv_heavy_nchw_model() -> None:
     (hint,) = [h for h in suggest(gm, medians, 1e-3, inputs=(x,)) if h.rule == "channels-last"]
     assert set(hint.nodes) == {"_0", "_2"}
     assert "80%" in hint.title
+    assert hint.what_if == "channels-last"
 
 
 def test_channels_last_silent_for_nhwc_inputs_or_light_convs() -> None:
@@ -221,6 +225,10 @@ def test_unsteady_nodes_fire_when_their_excess_matters() -> None:
     assert hint.title.startswith("1 node usually runs 2×")
     assert "a: 250 µs, fastest 65.0 µs" in hint.evidence
     assert hint.saving_s == pytest.approx(185e-6)
+    assert hint.what_if == ""  # without thread facts there is no other thread count to measure
+    two = dataclasses.replace(thread_info(), intra_op=2, cores_available=2)
+    (threaded,) = [h for h in suggest(gm, medians, 1.5e-3, fastest=fastest, threads=two) if h.rule == "unsteady"]
+    assert threaded.what_if == "threads=1"
 
 
 def test_unsteady_nodes_are_silent_when_their_excess_is_a_sliver() -> None:

@@ -267,7 +267,13 @@ def test_bad_input_is_one_sentence_and_exit_2(
         assert fragment in lines[0], lines[0]
 
 
-def test_hints_on_a_dynamo_capture_say_the_fold_does_not_apply(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "hf:bert", "--hf-config", TINY_BERT, "--input-shape", "1,16", "--hints")
+def test_the_fold_what_if_on_a_dynamo_capture_says_it_does_not_apply(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys, "hf:bert", "--hf-config", TINY_BERT, "--input-shape", "1,16", "--hints", "--what-if", "fold-bn"
+    )
     assert code == 0
-    assert "only the fx capture has; this run was captured with dynamo" in out
+    assert "[conv-bn-fold]" not in out
+    assert (
+        "cannot apply: fold-bn rewrites call_module nodes, which only the fx capture keeps; this session was "
+        "captured with dynamo"
+    ) in out

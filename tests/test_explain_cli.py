@@ -1,4 +1,4 @@
-"""Explaining hotspots from the command line: columns, aten, hints with the what-if, thread comparison."""
+"""Explaining hotspots from the command line: columns, aten, hints, what-ifs, thread comparison."""
 
 from __future__ import annotations
 
@@ -70,17 +70,57 @@ def test_aten_names_the_kernels_of_the_top_nodes(capsys: pytest.CaptureFixture[s
 def test_hints_suggest_folding_and_measure_it(capsys: pytest.CaptureFixture[str], target: str) -> None:
     out = run(capsys, target, "--hints")
     assert "[conv-bn-fold]" in out
-    assert "what-if    fold 1 BatchNorm(s)" in out and "outputs differ by at most" in out
+    assert "measured (what-if fold-bn): " in out  # the hint shows the measured change, not the estimate
+    assert "what-if    fold-bn: fold 1 BatchNorm layer into the convolution before it" in out
+    assert "max rel diff" in out and "4 interleaved pairs" in out
 
 
-def test_thread_settings_side_by_side(capsys: pytest.CaptureFixture[str], target: str) -> None:
+def test_what_ifs_print_a_table_each_and_one_that_cannot_apply_says_why(
+    capsys: pytest.CaptureFixture[str], target: str, tmp_path: Path
+) -> None:
+    out = run(capsys, target, "--what-if", "channels-last,threads=1", "--json", str(tmp_path / "r.json"))
+    block = out.split("what-if    channels-last:", 1)[1]
+    assert "run        " in block and "(p25–p75 " in block and "uninstrumented medians, 4 interleaved pairs" in block
+    assert "outputs    max abs diff" in block and "max|a−b| ÷ max|a| per floating output" in block
+    assert "after ÷ before" in block and "module path" in block
+    assert "what-if    threads=1:" in out
+    saved = json.loads((tmp_path / "r.json").read_text())["metadata"]["what_ifs"]
+    assert [w["name"] for w in saved] == ["channels-last", "threads=1"]
+    assert set(saved[0]["nodes"]) >= {"conv", "bn", "fc"}
+
+
+def test_a_what_if_that_cannot_apply_is_one_line_and_the_others_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "mlp.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "def make():\n    return nn.Sequential(nn.Linear(8, 8), nn.ReLU()), torch.randn(2, 8)\n"
+    )
+    out = run(capsys, f"{path}:make", "--what-if", "fold-bn,int8-dynamic")
+    assert "what-if    fold-bn: " in out and "cannot apply: the model has no Conv→BatchNorm pair to fold" in out
+    assert "what-if    int8-dynamic: dynamic int8 quantization of 1 nn.Linear layer" in out
+    assert "outputs    max abs diff" in out.split("int8-dynamic", 1)[1]
+
+
+def test_an_unknown_what_if_lists_the_valid_ones_before_the_model_loads(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["no/such/file.py:make", "--once", "--what-if", "channels-last,fp16"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "fxtui: --what-if: no what-if 'fp16'; choose from channels-last, bf16, fold-bn, threads=N, compile, "
+        "int8-dynamic"
+    ]
+
+
+def test_more_thread_counts_are_measured_as_what_ifs(capsys: pytest.CaptureFixture[str], target: str) -> None:
     out = run(capsys, target, "--threads", "1,2")
-    assert "@1 thr" in out and "@2 thr" in out and "speed-up @2 thr" in out
-    assert "uninstrumented median" in out
+    assert "threads 1" in out.splitlines()[0]  # profiled at the first count
+    assert "what-if    threads=2: 2 intra-op threads instead of 1" in out
 
 
-def test_comparing_threads_needs_headless_mode(capsys: pytest.CaptureFixture[str], target: str) -> None:
+def test_the_app_checks_what_if_names_before_the_screen_is_taken_over(target: str) -> None:
     from fxtui.cli import _live, build_parser
+    from fxtui.engine.errors import FxtuiError
 
-    with pytest.raises(Exception, match="--once"):
-        _live(build_parser().parse_args([target, "--threads", "1,2"]))
+    with pytest.raises(FxtuiError, match="no what-if 'nope'"):
+        _live(build_parser().parse_args([target, "--what-if", "nope"]))

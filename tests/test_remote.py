@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.engine.commands import Explain, Pause, RequestHints, Reset, Resume, Stop, TryFusion
+from fxtui.engine.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.engine.snapshot import Snapshot, State
 from fxtui.engine.target import Target
@@ -110,7 +110,7 @@ def test_a_child_that_dies_is_reported(model_file: str) -> None:
     worker.join(timeout=30)
 
 
-def test_explain_hints_and_the_fusion_what_if_arrive_in_later_snapshots(tmp_path: Path) -> None:
+def test_explain_hints_and_what_ifs_arrive_in_later_snapshots_with_progress_on_the_way(tmp_path: Path) -> None:
     path = tmp_path / "convbn.py"
     path.write_text(
         "import torch\nfrom torch import nn\n\n"
@@ -121,11 +121,16 @@ def test_explain_hints_and_the_fusion_what_if_arrive_in_later_snapshots(tmp_path
     got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
     source.send(Explain("_0"))
     source.send(RequestHints())
-    source.send(TryFusion())
-    done = got.wait_for(lambda s: "_0" in s.aten and s.hints is not None and s.what_if is not None)
+    source.send(MeasureWhatIfs(("fold-bn", "int8-dynamic")))
+    done = got.wait_for(lambda s: "_0" in s.aten and s.hints is not None and len(s.what_ifs) == 2)
     assert any("conv" in op.name for op in done.aten["_0"])
-    assert any(h.rule == "conv-bn-fold" for h in done.hints or ())
-    assert done.what_if is not None and done.what_if.changed == (("_0", "_1"),)
-    assert done.what_if.before_s > 0 and done.what_if.after_s > 0
+    assert any(h.rule == "conv-bn-fold" and h.what_if == "fold-bn" for h in done.hints or ())
+    fold, int8 = done.what_ifs
+    assert fold.measured and fold.before_s and fold.after_s and fold.serial == 1
+    assert {c.name: c.after_s for c in fold.nodes}["_1"] is None  # the BatchNorm is folded away
+    assert int8.error == "int8-dynamic quantizes nn.Linear layers, and this model has none"
+    assert any(s.what_if_progress.startswith("what-if fold-bn: ") for s in got.snapshots)
+    assert {o.name for o in done.what_if_options} >= {"channels-last", "fold-bn", "compile"}
+    got.wait_for(lambda s: s.seq > done.seq and s.what_if_progress == "" and s.runs > done.runs)  # reruns go on
     source.send(Stop())
     worker.join(timeout=30)

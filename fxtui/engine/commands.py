@@ -44,8 +44,11 @@ class RequestHints:
 
 
 @dataclass(frozen=True)
-class TryFusion:
-    """Fold Conv→BatchNorm pairs and time the result against the original; see ``what_if``."""
+class MeasureWhatIfs:
+    """Apply each of ``names`` (``channels-last``, ``threads=1`` …) to a copy of the model and measure it
+    against the original, between runs; later snapshots carry the progress and the results in ``what_ifs``."""
+
+    names: tuple[str, ...]
 
 
-Command = Pause | Resume | Reset | Stop | Explain | RequestHints | TryFusion
+Command = Pause | Resume | Reset | Stop | Explain | RequestHints | MeasureWhatIfs

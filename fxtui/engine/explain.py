@@ -4,17 +4,15 @@ Each function reads a session and returns what it found; the caller (the live lo
 the headless command, the pipeline) decides where to keep it. :func:`analyse` measures
 FLOPs and bytes per node (one counting pass), source lines, thread facts and the
 machine's peaks; :func:`explain_nodes` finds the aten operators inside nodes;
-:func:`hints_for` turns the statistics so far into suggestions; :func:`what_if_conv_bn`
-folds Conv→BatchNorm pairs and measures the result against the original.
+:func:`hints_for` turns the statistics so far into suggestions. What-ifs, which change the
+model and measure the change, are :mod:`fxtui.engine.whatif`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import statistics
-import time
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -26,8 +24,7 @@ from fxtui.engine.analysis.source import program_sources
 from fxtui.engine.analysis.threads import thread_info
 from fxtui.engine.analysis.work import NodeWork, measure_program_work
 from fxtui.engine.errors import NodeError
-from fxtui.engine.findings import AtenOp, Hint, WhatIf
-from fxtui.engine.inputs import Inputs
+from fxtui.engine.findings import AtenOp, Hint
 from fxtui.engine.snapshot import GraphInfo
 
 if TYPE_CHECKING:
@@ -131,43 +128,3 @@ def hints_for(session: Session) -> tuple[Hint, ...]:
         memory=session.graph.memory,
         nodes=session.graph.nodes,
     )
-
-
-def what_if_conv_bn(session: Session, runs: int = 20) -> WhatIf | None:
-    """Fold every Conv→BatchNorm pair and time both graphs, interleaved; None when nothing folds.
-
-    The fold swaps modules, so it applies to ``fx`` captures only (None otherwise).
-    """
-    from fxtui.engine.analysis.fusion import fuse_conv_bn
-
-    if session.program.capture != "fx":
-        return None
-    fused_gm, pairs = fuse_conv_bn(session.gm)
-    if not pairs:
-        return None
-    before, after = time_interleaved((session.gm, fused_gm), session.inputs, runs)
-    with torch.inference_mode():
-        a = session.gm(*session.inputs.fresh().args)
-        b = fused_gm(*session.inputs.fresh().args)
-    diff = float((a - b).abs().max()) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else 0.0
-    return WhatIf(
-        title=f"fold {len(pairs)} BatchNorm(s) into the preceding Conv",
-        changed=tuple(tuple(p) for p in pairs),
-        before_s=before,
-        after_s=after,
-        max_abs_diff=diff,
-    )
-
-
-def time_interleaved(models: tuple[Callable[..., Any], ...], inputs: Inputs, runs: int, warmup: int = 2) -> list[float]:
-    """Median seconds of each of ``models`` on fresh copies of ``inputs``, runs interleaved, uninstrumented."""
-    times: list[list[int]] = [[] for _ in models]
-    with torch.inference_mode():
-        for k in range(warmup + runs):
-            for model, out in zip(models, times, strict=True):
-                given = inputs.fresh()
-                t0 = time.perf_counter_ns()
-                given.call(model)
-                if k >= warmup:
-                    out.append(time.perf_counter_ns() - t0)
-    return [statistics.median(t) / 1e9 for t in times]

@@ -6,8 +6,10 @@ so they live here and travel inside snapshots.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Bound = Literal["compute-bound", "memory-bound"]
 
@@ -100,26 +102,159 @@ class Hint:
     """Estimated saving per run in seconds; ``None`` when it cannot be estimated without trying."""
     saving_pct: float | None
     """``saving_s`` as a share of the run median, in percent."""
+    what_if: str = ""
+    """The what-if that measures this suggestion (``fold-bn``, ``channels-last``, ``threads=2`` …), or ``""``."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """One node's median before and after a what-if (``None`` on the side whose graph lacks the node)."""
+
+    name: str
+    module_path: str
+    before_s: float | None
+    after_s: float | None
+
+    @property
+    def change_s(self) -> float:
+        """After minus before; a node that is gone counts as 0 after, a new one as 0 before."""
+        return (self.after_s or 0.0) - (self.before_s or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleChange:
+    """One module's inclusive time (sum of its nodes' medians) before and after a what-if."""
+
+    path: str
+    before_s: float | None
+    after_s: float | None
+
+    @property
+    def change_s(self) -> float:
+        """After minus before, as :attr:`NodeChange.change_s`."""
+        return (self.after_s or 0.0) - (self.before_s or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
 class WhatIf:
-    """A transformation tried on the graph, measured against the original side by side."""
+    """A change tried on a copy of the model and measured against the original, runs interleaved.
 
+    Whole-run figures are uninstrumented run medians with their p25–p75 spread; per-node and
+    per-module figures are profiled medians, sorted by absolute change (largest first). A
+    what-if that could not be applied has ``error`` set and no figures.
+    """
+
+    name: str
+    """The what-if's name as the user gives it: ``channels-last``, ``bf16``, ``threads=1`` …"""
     title: str
-    changed: tuple[tuple[str, ...], ...]
-    """The node groups the transformation rewrote (e.g. each folded (conv, bn) pair)."""
-    before_s: float
-    """Uninstrumented median of the original graph."""
-    after_s: float
-    """Uninstrumented median of the transformed graph, runs interleaved with the original's."""
-    max_abs_diff: float
-    """Largest difference between the two graphs' outputs (0 for an exact rewrite)."""
+    """What was done, one line (``bfloat16 autocast …``, ``fold 20 BatchNorm2d …``)."""
+    error: str = ""
+    """Why it could not be applied or measured, one sentence; ``""`` when it was measured."""
+    before_s: float | None = None
+    """Median of the original's uninstrumented runs."""
+    before_p25_s: float | None = None
+    before_p75_s: float | None = None
+    after_s: float | None = None
+    """Median of the changed model's uninstrumented runs, interleaved with the original's."""
+    after_p25_s: float | None = None
+    after_p75_s: float | None = None
+    pairs: int = 0
+    """Interleaved pairs measured (each side: a profiled and an uninstrumented run, or one run)."""
+    max_abs_diff: float | None = None
+    """Largest ``|a − b|`` between the original's and the changed model's outputs (floating outputs,
+    compared in float32); ``None`` when there was nothing to compare."""
+    max_rel_diff: float | None = None
+    """Per floating output, ``max|a − b| ÷ max|a|``; the largest over the outputs. ``None`` as above."""
+    setup_s: float = 0.0
+    """Seconds spent making the changed model: recapturing it, or ``torch.compile``'s first call."""
+    nodes: tuple[NodeChange, ...] = ()
+    """Per node, largest absolute change first (empty for a whole-run-only what-if: ``compile``)."""
+    modules: tuple[ModuleChange, ...] = ()
+    """Per module path, largest absolute change first."""
+    note: str = ""
+    """What else the reader should know: the time budget cut the pairs short, outputs not compared …"""
+    serial: int = 0
+    """Which measurement of the session this was (1, 2 …): a later one of the same name replaces it."""
 
     @property
-    def saving_pct(self) -> float:
-        """How much faster the transformed graph is, in percent of the original."""
-        return 100.0 * (self.before_s - self.after_s) / self.before_s if self.before_s else 0.0
+    def measured(self) -> bool:
+        """True when both sides were timed."""
+        return not self.error and bool(self.before_s) and self.after_s is not None
+
+    @property
+    def saving_s(self) -> float | None:
+        """Seconds saved per run (negative: slower)."""
+        if not self.measured:
+            return None
+        return self.before_s - self.after_s  # type: ignore[operator]
+
+    @property
+    def saving_pct(self) -> float | None:
+        """Seconds saved as a share of the original's median, in percent (negative: slower)."""
+        saving = self.saving_s
+        return None if saving is None or not self.before_s else 100.0 * saving / self.before_s
+
+    @property
+    def verdict(self) -> str:
+        """``faster`` or ``slower`` when the two p25–p75 ranges do not overlap, else ``""``."""
+        spreads = (self.before_p25_s, self.before_p75_s, self.after_p25_s, self.after_p75_s)
+        if not self.measured or any(x is None for x in spreads):
+            return ""
+        b25, b75, a25, a75 = spreads
+        if a75 < b25:  # type: ignore[operator]
+            return "faster"
+        if a25 > b75:  # type: ignore[operator]
+            return "slower"
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: the figures, then ``nodes`` (name → module path, before, after) and ``modules``.
+
+        An infinite output difference (a NaN or infinity on one side only) is written as ``null``,
+        with the note saying so.
+        """
+        data: dict[str, Any] = {
+            key: _finite(getattr(self, key)) for key in _WHAT_IF_FIGURES if key not in ("nodes", "modules")
+        }
+        data["verdict"] = self.verdict
+        data["saving_pct"] = self.saving_pct
+        data["nodes"] = {
+            c.name: {"module_path": c.module_path, "before_s": c.before_s, "after_s": c.after_s} for c in self.nodes
+        }
+        data["modules"] = {c.path: {"before_s": c.before_s, "after_s": c.after_s} for c in self.modules}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WhatIf:
+        """The what-if :meth:`to_dict` wrote."""
+        nodes = tuple(
+            NodeChange(name, str(c.get("module_path", "")), c.get("before_s"), c.get("after_s"))
+            for name, c in data.get("nodes", {}).items()
+        )
+        modules = tuple(
+            ModuleChange(path, c.get("before_s"), c.get("after_s")) for path, c in data.get("modules", {}).items()
+        )
+        known = {key: data[key] for key in _WHAT_IF_FIGURES if key in data and key not in ("nodes", "modules")}
+        return cls(**known, nodes=nodes, modules=modules)
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+#: The fields :meth:`WhatIf.to_dict` writes, in order.
+_WHAT_IF_FIGURES = tuple(WhatIf.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfOption:
+    """A what-if as offered for one session: whether it applies, and why not when it does not."""
+
+    name: str
+    description: str
+    """What it changes, one line."""
+    reason: str = ""
+    """Why it cannot apply to this model, one sentence; ``""`` when it can."""
 
 
 @dataclass(frozen=True, slots=True)

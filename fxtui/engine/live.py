@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import threading
 import time
 from collections.abc import Callable
 
 from fxtui.engine import explain
-from fxtui.engine.commands import Command, Explain, Pause, RequestHints, Reset, Resume, Stop, TryFusion
+from fxtui.engine.commands import Command, Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.session import Session
 from fxtui.engine.snapshot import Snapshot, State
@@ -49,18 +50,23 @@ class LiveSource:
         self.max_runs = max_runs
         self.analyse = analyse
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._stop_asked = threading.Event()
+        """Set by :meth:`send` as soon as a Stop arrives, so a what-if being measured ends between two pairs."""
         self._paused = False
         self._stopped = False
         self.session: Session | None = None
 
     def send(self, command: Command) -> None:
         """Queue ``command``; the loop acts on it between runs (at once when paused)."""
+        if isinstance(command, Stop):
+            self._stop_asked.set()
         self._commands.put(command)
 
     def _drain(self, session: Session, send: Callable[[Snapshot], None], *, block: bool) -> None:
         """Act on every queued command; with ``block``, wait for the first one."""
         explained: list[str] = []
-        hints = fusion = reset = False
+        what_ifs: list[str] = []
+        hints = reset = False
         while True:
             try:
                 command = self._commands.get(block=block)
@@ -80,8 +86,8 @@ class LiveSource:
                     explained.append(node)
                 case RequestHints():
                     hints = True
-                case TryFusion():
-                    fusion = True
+                case MeasureWhatIfs(names):
+                    what_ifs.extend(names)
         state = State.PAUSED if self._paused else State.RUNNING
         if reset:
             session.reset()
@@ -91,10 +97,37 @@ class LiveSource:
             session.aten.update(explain.explain_nodes(session, missing))
         if hints:
             session.hints = explain.hints_for(session)
-        if fusion:
-            session.what_if = explain.what_if_conv_bn(session)
-        if explained or hints or fusion:
+        if explained or hints:
             send(session.snapshot(state))
+        if what_ifs and not self._stopped:
+            self._measure(session, send, tuple(dict.fromkeys(what_ifs)), state)
+
+    def _measure(
+        self, session: Session, send: Callable[[Snapshot], None], names: tuple[str, ...], state: State
+    ) -> None:
+        """Measure what-ifs between runs, publishing progress (at most every ``interval``) and each result."""
+        from fxtui.engine.whatif.run import run_what_ifs
+
+        last = 0.0
+
+        def progress(message: str) -> None:
+            nonlocal last
+            session.what_if_progress = message
+            if time.monotonic() - last >= self.interval:
+                last = time.monotonic()
+                send(session.snapshot(state))
+
+        try:
+            run_what_ifs(
+                session,
+                names,
+                progress=progress,
+                done=lambda result: send(session.snapshot(state)),
+                cancelled=self._stop_asked.is_set,
+            )
+        finally:
+            session.what_if_progress = ""
+        send(session.snapshot(state))
 
     def run(self, publish: Callable[[Snapshot], None]) -> None:
         """Load, capture, warm up, then rerun until stopped, publishing snapshots."""
@@ -110,6 +143,9 @@ class LiveSource:
         except FxtuiError as e:
             send(Snapshot(None, State.ERROR, message=str(e)))
             return
+        from fxtui.engine.whatif.run import what_if_options
+
+        session.what_if_options = what_if_options(session)
         send(session.snapshot(State.WARMING_UP, message=f"warming up ({self.warmup} runs)"))
         session.warm_up(self.warmup)
         last = 0.0

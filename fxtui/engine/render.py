@@ -1,4 +1,4 @@
-"""Reports as text for the terminal: the header, node and module tables, hints, aten, threads.
+"""Reports as text for the terminal: the header, node and module tables, hints, aten.
 
 Pure functions of a :class:`~fxtui.engine.report.Report` (or of findings), shared by the
 headless command and the Python API; the hint and aten sentences are the ones the app shows.
@@ -6,7 +6,7 @@ headless command and the Python API; the hint and aten sentences are the ones th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import tabulate
@@ -14,10 +14,11 @@ import tabulate
 from fxtui.engine import allocator
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, path_matches
-from fxtui.engine.findings import AtenOp, Hint
+from fxtui.engine.findings import AtenOp, Hint, WhatIf
 from fxtui.engine.model import NodeRow, Spread
 from fxtui.engine.snapshot import page_fault_warning
 from fxtui.engine.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
+from fxtui.engine.whatif import text as whatif_text
 
 if TYPE_CHECKING:
     from fxtui.engine.report import Report
@@ -136,17 +137,23 @@ def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
     return text
 
 
-def hints_text(hints: tuple[Hint, ...]) -> str:
-    """Suggestions, largest estimated saving first, each with its evidence."""
+def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
+    """Suggestions, largest estimated saving first, each with its evidence.
+
+    A hint whose what-if was measured (``what_ifs``) shows the measured change instead of the estimate.
+    """
     if not hints:
         return "hints      none: no rule found anything worth changing"
+    measured = {w.name: w for w in what_ifs if w.measured}
     lines = []
     for h in hints:
-        saving = (
-            f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
-            if (h.saving_s is not None)
-            else "saving: try it and measure"
-        )
+        tried = measured.get(h.what_if)
+        if tried is not None:
+            saving = f"measured (what-if {tried.name}): {whatif_text.summary(tried)}"
+        elif h.saving_s is not None:
+            saving = f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
+        else:
+            saving = "saving: try it and measure" + (f" (--what-if {h.what_if})" if h.what_if else "")
         lines.append(f"• {h.title}  [{h.rule}]\n    {h.evidence}\n    {saving}")
     return "\n".join(lines)
 
@@ -180,39 +187,6 @@ def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow]) -> str:
             )
         )
     return "\n\n".join(blocks)
-
-
-def threads_text(reports: list[Report], top: int | None = 20) -> str:
-    """Side by side: the same model at several thread counts, per node and in total."""
-    first = reports[0]
-    heads = [f"@{r.threads} thr" for r in reports]
-    total = [
-        [
-            "run (profiled median)",
-            *[format_seconds(r.run_median_s) for r in reports],
-            *[_speedup(first.run_median_s, r.run_median_s) for r in reports[1:]],
-        ],
-        [
-            "uninstrumented median",
-            *[format_seconds(r.eager_median_s) for r in reports],
-            *[_speedup(first.eager_median_s, r.eager_median_s) for r in reports[1:]],
-        ],
-    ]
-    by_name = [{row.name: row for row in r.rows} for r in reports]
-    body = []
-    for row in first.select(sort="median", top=top):
-        medians = [m[row.name].median_s if row.name in m else None for m in by_name]
-        body.append([row.name, *[format_seconds(x) for x in medians], *[_speedup(medians[0], x) for x in medians[1:]]])
-    speed_heads = [f"speed-up {h}" for h in heads[1:]]
-    return (
-        tabulate.tabulate(total, headers=["", *heads, *speed_heads], disable_numparse=True)
-        + "\n\n"
-        + tabulate.tabulate(body, headers=["node", *heads, *speed_heads], disable_numparse=True)
-    )
-
-
-def _speedup(base: float | None, other: float | None) -> str:
-    return "–" if not base or not other else f"{base / other:.2f}×"
 
 
 def _opt(value: float | None, fmt: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from fxtui.engine import export, render
 from fxtui.engine.errors import FxtuiError
 from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, place_on_roofline
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
 from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals, subtree_sums
 from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
 
@@ -72,6 +72,8 @@ class Report(RunFiguresMixin):
     """The run figures' ranges over the steps (p25–p75)."""
     disturbance: Disturbance | None = None
     """How much other work on the machine disturbed the steps."""
+    what_ifs: tuple[WhatIf, ...] = ()
+    """Changes measured against the model (``--what-if``, :mod:`fxtui.engine.whatif`)."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -142,6 +144,7 @@ class Report(RunFiguresMixin):
             memory=graph.memory,
             spreads=snapshot.spreads,
             disturbance=snapshot.disturbance,
+            what_ifs=snapshot.what_ifs,
             **extra,
         )
 
@@ -184,6 +187,7 @@ class Report(RunFiguresMixin):
             memory=_memory_from(meta),
             spreads=RunSpreads.from_dict(meta),
             disturbance=Disturbance(**meta["disturbance"]) if meta.get("disturbance") else None,
+            what_ifs=tuple(WhatIf.from_dict(w) for w in meta.get("what_ifs", ())),
         )
 
     @classmethod
@@ -281,6 +285,7 @@ class Report(RunFiguresMixin):
             **self.spreads.to_dict(),
             "disturbance": asdict(self.disturbance) if self.disturbance else None,
             "disturbance_line": self.disturbance.line() if self.disturbance else "",
+            "what_ifs": [w.to_dict() for w in self.what_ifs],
         }
 
 

@@ -24,7 +24,7 @@ import torch.fx
 from fxtui.engine import allocator
 from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.errors import FxtuiError, NodeError
-from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
@@ -113,8 +113,14 @@ class Session:
         self.aten: dict[str, tuple[AtenOp, ...]] = {}
         """Aten operators inside the nodes explained so far."""
         self.hints: tuple[Hint, ...] | None = None
-        self.what_if: WhatIf | None = None
-        """The Conv-BN folding what-if, once measured."""
+        self.what_ifs: dict[str, WhatIf] = {}
+        """Measured what-ifs by name, the latest of each (:mod:`fxtui.engine.whatif`)."""
+        self.what_if_count = 0
+        """What-ifs measured so far: each result's ``serial``."""
+        self.what_if_progress = ""
+        """What the what-if being measured is doing (``what-if bf16: pair 3 of 20``); ``""`` when none is."""
+        self.what_if_options: tuple[WhatIfOption, ...] = ()
+        """The what-ifs offered for this model and whether each applies, once worked out."""
         self.reference: collections.deque[int] = collections.deque(maxlen=REFERENCE_RUNS)
         """Wall times of the model run as it is, uncaptured (TorchDynamo captures only): what capture costs."""
         self._eager_first = False
@@ -298,7 +304,9 @@ class Session:
         return {
             "aten": dict(self.aten),
             "hints": self.hints,
-            "what_if": self.what_if,
+            "what_ifs": tuple(self.what_ifs.values()),
+            "what_if_progress": self.what_if_progress,
+            "what_if_options": self.what_if_options,
             "faults_per_run": self.faults_per_run,
             "malloc": allocator.policy(),
             "reference_median_s": self.reference_median_s,

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Protocol
 
 from fxtui.engine.commands import Command
-from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf
+from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
@@ -224,8 +224,13 @@ class Snapshot(RunFiguresMixin):
     """Aten operators inside the nodes explained so far (``commands.Explain``)."""
     hints: tuple[Hint, ...] | None = None
     """Suggestions, once asked for (``commands.RequestHints``)."""
-    what_if: WhatIf | None = None
-    """The Conv-BN folding tried and measured, once asked for (``commands.TryFusion``)."""
+    what_ifs: tuple[WhatIf, ...] = ()
+    """What-ifs measured so far, the latest of each name, in the order they were first asked for
+    (``commands.MeasureWhatIfs``)."""
+    what_if_progress: str = ""
+    """What the what-if being measured is doing (``what-if bf16: pair 3 of 20``); ``""`` when none is."""
+    what_if_options: tuple[WhatIfOption, ...] = ()
+    """The what-ifs this session offers, each with why it cannot apply when it cannot."""
     faults_per_run: float | None = None
     """Median minor page faults of the process per profiled run."""
     malloc: str = ""

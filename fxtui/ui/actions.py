@@ -5,7 +5,7 @@ the footer and the help screen show, the longer one the README's key table gives
 title the command palette offers it under. Everything that lists keys is generated from
 :data:`ACTIONS`:
 
-* ``BINDINGS`` of the main screen, the hints screen and both apps (:func:`bindings`);
+* ``BINDINGS`` of the main screen, the hints and what-if screens and both apps (:func:`bindings`);
 * the help screen's rows (:func:`help_rows`);
 * the command palette (:func:`palette_actions`, used by ``FxtuiApp.get_system_commands``);
 * the key table under "## The app" in README.md (:func:`readme_table`;
@@ -27,6 +27,7 @@ from textual.binding import Binding, BindingType
 #: Groups: the heading the help screen lists an action under, and which class binds it.
 MAIN = "session and view"
 HINTS = "hints (H)"
+WHAT_IFS = "what-ifs (w)"
 APP = "app"
 DIFF = "diff"
 
@@ -42,7 +43,7 @@ class Action:
     description: str
     """A few words for the footer and the help screen."""
     group: str
-    """:data:`MAIN`, :data:`HINTS`, :data:`APP` or :data:`DIFF`."""
+    """:data:`MAIN`, :data:`HINTS`, :data:`WHAT_IFS`, :data:`APP` or :data:`DIFF`."""
     readme: str = ""
     """What the key does, as the README's key table says it (every action of the profiler has one)."""
     show: bool = True
@@ -149,7 +150,15 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "hints", "H", "Hints", MAIN,
         "hints: rule-based suggestions with evidence and estimated saving; Enter jumps to the node",
-        palette="Hints", palette_help="Suggestions from the statistics so far; f tries a Conv-BN fold",
+        palette="Hints", palette_help="Suggestions from the statistics so far; w measures one",
+        needs_graph=True,
+    ),
+    Action(
+        "what_ifs", "w", "What-ifs", MAIN,
+        "what-ifs: apply a change (channels-last, bf16, fold-bn, threads=N, compile, int8-dynamic) to a copy of "
+        "the model and measure it against the original, runs interleaved: before → after per run, node and module, "
+        "and how far the outputs moved",
+        palette="What-ifs", palette_help="Measure channels-last, bf16, compile … against the model",
         needs_graph=True,
     ),
     Action(
@@ -162,9 +171,14 @@ ACTIONS: tuple[Action, ...] = (
     # Inside the hints.
     Action("dismiss", "escape,H", "Close hints", HINTS, "in the hints: close them"),
     Action(
-        "try_it", "f", "Try it (measure)", HINTS,
-        "in the hints, on the Conv-BN hint: fold the pairs and measure before → after",
+        "measure_hint", "w", "Measure it", HINTS,
+        "in the hints: measure the highlighted hint's change as a what-if (the what-ifs open and show it)",
     ),
+    # Inside the what-ifs.
+    Action("measure", "enter", "Measure", WHAT_IFS, "in the what-ifs: measure the highlighted one (again: anew)"),
+    Action("measure_all", "a", "Measure all", WHAT_IFS, "in the what-ifs: measure every one that applies, in turn"),
+    Action("toggle_tables", "m", "Nodes/modules", WHAT_IFS, "in the what-ifs: the changes per node or per module"),
+    Action("dismiss", "escape,w", "Close", WHAT_IFS, "in the what-ifs: close them"),
     # The app, on every screen. Textual's own Ctrl+C only explains how to quit; in a profiler it should quit.
     Action("quit", "q", "Quit", APP, "quit (the engine stops, the terminal is left as it was)", priority_keys="ctrl+c"),
     Action(
@@ -192,7 +206,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
 )
 
 #: The groups the profiler's help screen and the README list, in that order.
-PROFILER_GROUPS: tuple[str, ...] = (MAIN, HINTS, APP)
+PROFILER_GROUPS: tuple[str, ...] = (MAIN, HINTS, WHAT_IFS, APP)
 
 _KEY_NAMES = {
     "slash": "/",

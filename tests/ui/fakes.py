@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
-from fxtui.engine.commands import Command, Explain, RequestHints, Stop, TryFusion
+from fxtui.engine.commands import Command, Explain, MeasureWhatIfs, RequestHints, Stop
 from fxtui.engine.model import NodeStats
 from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
@@ -92,8 +92,8 @@ class FakeSource:
                 self.calls.append(f"explain {node}")
             case RequestHints():
                 self.calls.append("hints")
-            case TryFusion():
-                self.calls.append("try_fusion")
+            case MeasureWhatIfs(names):
+                self.calls.append(f"what-if {','.join(names)}")
             case _:
                 self.calls.append(type(command).__name__.lower())
         if isinstance(command, Stop):

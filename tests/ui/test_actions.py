@@ -8,17 +8,35 @@ import pytest
 from fakes import FakeSource, error_snapshot, settle
 from textual.dom import DOMNode
 
-from fxtui.ui.actions import ACTIONS, APP, DIFF, HINTS, MAIN, PROFILER_GROUPS, Action, palette_actions, readme_table
+from fxtui.ui.actions import (
+    ACTIONS,
+    APP,
+    DIFF,
+    HINTS,
+    MAIN,
+    PROFILER_GROUPS,
+    WHAT_IFS,
+    Action,
+    palette_actions,
+    readme_table,
+)
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.diff_app import DiffApp
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.main import MainScreen
+from fxtui.ui.screens.what_if import WhatIfScreen
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: Which class answers each group's keys.
-HANDLERS: dict[str, type[DOMNode]] = {MAIN: MainScreen, HINTS: HintsScreen, APP: FxtuiApp, DIFF: DiffApp}
+HANDLERS: dict[str, type[DOMNode]] = {
+    MAIN: MainScreen,
+    HINTS: HintsScreen,
+    WHAT_IFS: WhatIfScreen,
+    APP: FxtuiApp,
+    DIFF: DiffApp,
+}
 
 
 def readme_key_table() -> str:

@@ -1,11 +1,11 @@
-"""Panels that ask the session for more: the Conv-BN what-if inside the hints, and the threads panel."""
+"""Panels that ask the session for more: a hint's what-if measured from the hints, and the threads panel."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from fakes import FakeSource, resnet_snapshot, settle
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
 from fxtui.engine.findings import Hint, WhatIf
 from fxtui.engine.snapshot import Snapshot
@@ -13,6 +13,7 @@ from fxtui.ui.app import FxtuiApp
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.threads import ThreadsScreen
+from fxtui.ui.screens.what_if import WhatIfScreen
 from fxtui.ui.widgets.status_bar import StatusBar
 
 SIZE = (120, 36)
@@ -24,82 +25,72 @@ FOLD = Hint(
     "20 BatchNorm2d after Conv2d take 0.8 ms",
     7e-4,
     6.6,
+    "fold-bn",
 )
 THREADS = Hint("threads", "Try more threads", (), "1 of 2 cores used", None, None)
 TRIED = WhatIf(
-    "fold 20 Conv-BN pairs",
-    (("conv1", "bn1"), ("layer1_0_conv1", "layer1_0_bn1")),
+    "fold-bn",
+    "fold 20 BatchNorm layers into the convolution before each",
     before_s=0.0120,
+    before_p25_s=0.0118,
+    before_p75_s=0.0122,
     after_s=0.0105,
+    after_p25_s=0.0104,
+    after_p75_s=0.0107,
+    pairs=20,
     max_abs_diff=3.2e-6,
+    max_rel_diff=4.1e-7,
+    serial=1,
 )
 
 
-def what_if_panel(screen: HintsScreen) -> str:
-    panel = screen.query_one("#hints-what-if", Static)
-    return str(panel.render()) if panel.display else ""
+def hint_line(screen: HintsScreen, index: int = 0) -> str:
+    option = screen.query_one("#hints-list", OptionList).get_option_at_index(index)
+    return str(option.prompt)
 
 
-def with_hints(seq: int, hints: tuple[Hint, ...], what_if: WhatIf | None = None) -> Snapshot:
-    return dataclasses.replace(resnet_snapshot(seq=seq), hints=hints, what_if=what_if)
+def with_hints(seq: int, hints: tuple[Hint, ...], *what_ifs: WhatIf) -> Snapshot:
+    return dataclasses.replace(resnet_snapshot(seq=seq), hints=hints, what_ifs=what_ifs)
 
 
-async def test_f_on_the_fold_hint_measures_it_and_shows_before_after_saving_and_difference() -> None:
+async def test_w_on_a_hint_measures_its_what_if_and_the_hint_then_shows_the_measured_saving() -> None:
     source = FakeSource([with_hints(1, (FOLD, THREADS))])
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("H")
-        screen = app.screen
-        assert isinstance(screen, HintsScreen)
-        assert what_if_panel(screen) == ""
-        assert "f: try it" in str(screen.query_one("#hints-list").render_line(0).text)
-        assert screen.check_action("try_it", ())
-        await pilot.press("f")
-        assert source.calls[-1] == "try_fusion"
-        assert "measuring" in what_if_panel(screen)
-        # A snapshot without the result yet keeps "measuring…".
-        source.push(with_hints(2, (FOLD, THREADS)))
+        hints = app.screen
+        assert isinstance(hints, HintsScreen)
+        assert "w: measure it (fold-bn)" in hint_line(hints)
+        assert "saves about 700 µs" in hint_line(hints)
+        assert hints.check_action("measure_hint", ())
+        await pilot.press("w")
+        assert source.calls[-1] == "what-if fold-bn"
+        assert isinstance(app.screen, WhatIfScreen)  # the what-ifs open on it
+        assert app.main.waiting == {"fold-bn"}
+        source.push(with_hints(2, (FOLD, THREADS), TRIED))
         await settle(app, pilot, 2)
-        assert "measuring" in what_if_panel(screen)
-        assert not screen.check_action("try_it", ())  # no second request while one runs
-        source.push(with_hints(3, (FOLD, THREADS), TRIED))
-        await settle(app, pilot, 3)
-        text = what_if_panel(screen)
-        assert "measuring" not in text
-        assert "12.0 ms → 10.5 ms" in text
-        assert "12.5% faster" in text
-        assert "3.2e-06" in text
-        assert screen.check_action("try_it", ())  # it may be measured again
+        assert app.main.waiting == frozenset()
+        await pilot.press("escape")
+        assert app.screen is hints
+        line = hint_line(hints)
+        assert "measured (what-if fold-bn): 12.0 ms → 10.5 ms, 12.5% faster" in line
+        assert "saves about" not in line and "w: measure it" not in line
+        assert "fold-bn 12.5% faster" in str(hints.query_one("#hints-what-if", Static).render())
+        await pilot.press("w")  # measured already: the what-ifs open without measuring again
+        assert source.calls.count("what-if fold-bn") == 1 and isinstance(app.screen, WhatIfScreen)
 
 
-async def test_a_second_try_waits_for_a_new_result_not_the_old_one() -> None:
-    source = FakeSource([with_hints(1, (FOLD,), TRIED)])
-    app = FxtuiApp(source)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await pilot.press("H")
-        screen = app.screen
-        assert isinstance(screen, HintsScreen)
-        assert "12.5% faster" in what_if_panel(screen)
-        await pilot.press("f")
-        source.push(with_hints(2, (FOLD,), TRIED))  # still the earlier measurement
-        await settle(app, pilot, 2)
-        assert "measuring" in what_if_panel(screen)
-        slower = dataclasses.replace(TRIED, after_s=0.0130)
-        source.push(with_hints(3, (FOLD,), slower))
-        await settle(app, pilot, 3)
-        assert "slower" in what_if_panel(screen)
-
-
-async def test_f_does_nothing_without_a_foldable_hint() -> None:
+async def test_w_does_nothing_on_a_hint_without_a_what_if() -> None:
     source = FakeSource([with_hints(1, (THREADS,))])
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await pilot.press("H", "f")
-        assert "try_fusion" not in source.calls
-        assert "f: try it" not in str(app.screen.query_one("#hints-list").render_line(0).text)
+        await pilot.press("H", "w")
+        assert not any(c.startswith("what-if") for c in source.calls)
+        assert isinstance(app.screen, HintsScreen)
+        assert not app.screen.check_action("measure_hint", ())
+        assert "w: measure it" not in hint_line(app.screen)
 
 
 def warned_snapshot() -> Snapshot:
@@ -155,19 +146,24 @@ async def test_no_warning_marker_without_warnings_and_T_is_in_help() -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert any(key == "T" and "Threads" in what for _, key, what in app.screen.rows)
-        assert any(key == "f" and "Try it" in what for _, key, what in app.screen.rows)
+        assert any(key == "w" and "What-ifs" in what for _, key, what in app.screen.rows)
+        assert any(key == "w" and "Measure it" in what for _, key, what in app.screen.rows)
 
 
-async def test_a_what_if_measured_after_the_hints_closed_shows_in_the_status_line_then_as_a_notice() -> None:
+async def test_a_what_if_measured_after_its_screen_closed_shows_in_the_status_line_then_as_a_notice() -> None:
     source = FakeSource([with_hints(1, (FOLD,))])
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await pilot.press("H", "f")
-        await pilot.press("escape")
+        await pilot.press("H", "w")
+        await pilot.press("escape", "escape")
         assert app.screen is app.main
-        assert "what-if measuring" in str(app.main.query_one(StatusBar).render())
-        source.push(with_hints(2, (FOLD,), TRIED))
+        assert "what-if queued: fold-bn" in str(app.main.query_one(StatusBar).render())
+        progress = dataclasses.replace(with_hints(2, (FOLD,)), what_if_progress="what-if fold-bn: pair 7 of 20")
+        source.push(progress)
         await settle(app, pilot, 2)
-        assert "what-if measuring" not in str(app.main.query_one(StatusBar).render())
-        assert any("12.5% faster" in n.message for n in app._notifications)
+        assert "what-if fold-bn: pair 7 of 20" in str(app.main.query_one(StatusBar).render())
+        source.push(with_hints(3, (FOLD,), TRIED))
+        await settle(app, pilot, 3)
+        assert "what-if" not in str(app.main.query_one(StatusBar).render()).splitlines()[1]
+        assert any("what-if fold-bn: 12.0 ms → 10.5 ms, 12.5% faster" in n.message for n in app._notifications)

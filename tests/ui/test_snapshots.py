@@ -63,5 +63,10 @@ def test_hints_with_a_measured_what_if_80x24(snap_compare) -> None:
     assert snap_compare(app, terminal_size=NARROW, run_before=_ready("H"))
 
 
+def test_what_ifs_with_results_80x24(snap_compare) -> None:
+    app = FxtuiApp(FakeSource([findings_snapshot()]))
+    assert snap_compare(app, terminal_size=NARROW, run_before=_ready("w"))
+
+
 def test_diff_app_100x30(snap_compare) -> None:
     assert snap_compare(DiffApp(resnet18_diff(), title="fxtui diff"), terminal_size=(100, 30))

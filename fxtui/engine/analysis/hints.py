@@ -101,9 +101,11 @@ class _Context:
     def share(self, seconds: float) -> float:
         return seconds / self.run_s if self.run_s > 0 else 0.0
 
-    def hint(self, rule: str, title: str, nodes: Sequence[str], evidence: str, saving_s: float | None) -> Hint:
+    def hint(
+        self, rule: str, title: str, nodes: Sequence[str], evidence: str, saving_s: float | None, what_if: str = ""
+    ) -> Hint:
         pct = None if saving_s is None else self.pct(saving_s)
-        return Hint(rule, title, tuple(nodes), evidence, saving_s, pct)
+        return Hint(rule, title, tuple(nodes), evidence, saving_s, pct, what_if)
 
 
 def _conv_bn(ctx: _Context) -> list[Hint]:
@@ -127,6 +129,7 @@ def _conv_bn(ctx: _Context) -> list[Hint]:
             " folded into the conv's weights (torch.nn.utils.fusion.fuse_conv_bn_eval); the saving is the"
             " BatchNorms' time.",
             saving,
+            "fold-bn",
         )
     ]
 
@@ -200,6 +203,7 @@ def _tiny_ops(ctx: _Context) -> list[Hint]:
             f" of a {format_seconds(ctx.run_s)} run. The fastest takes {format_seconds(floor)}, about the fixed"
             f" cost of one call; saving that per call ≈ {format_seconds(saving)}.",
             saving,
+            "compile",
         )
     ]
 
@@ -252,9 +256,10 @@ def _unsteady(ctx: _Context) -> list[Hint]:
             f"{shown}{'; …' if count > 5 else ''}. Each did the same work faster at least once, so the rest"
             " is memory (where the buffers landed, page faults) or the machine (another process, the"
             " hypervisor). It changes between sessions, and so does these nodes' rank. Small memory-bound"
-            " operators are the usual victims; --threads 1,2 shows whether they fare better on one thread."
+            " operators are the usual victims; the what-if threads=1 shows whether they fare better on one thread."
             f" Up to {format_seconds(total)} if every run were as fast as the fastest.",
             total,
+            "threads=1" if ctx.threads is not None and ctx.threads.intra_op > 1 else "",
         )
     ]
 
@@ -274,6 +279,7 @@ def _oversubscribed(ctx: _Context) -> list[Hint]:
             f" (of {t.cpu_count}). Threads beyond the core count take turns and wait on each other in every"
             f" parallel operator; try --threads {t.cores_available} or torch.set_num_threads({t.cores_available}).",
             None,
+            f"threads={t.cores_available}",
         )
     ]
 
@@ -330,6 +336,7 @@ def _channels_last(ctx: _Context) -> list[Hint]:
             f" the way in and out.{pooling} model.to(memory_format=torch.channels_last) and the same for the input"
             " often speed them up. Measure: the gain depends on the shapes.",
             None,
+            "channels-last",
         )
     ]
 

@@ -7,6 +7,7 @@ it exists for the UI tests, the benchmarks, the README's pictures
 
 * :mod:`~fxtui.ui.demo.source`: resnet18-shaped and synthetic graphs with fixed timings,
   and :class:`~fxtui.ui.demo.source.DemoSource`, a snapshot source that publishes them.
-* :mod:`~fxtui.ui.demo.findings`: fixed hints, a measured what-if, thread facts and a diff.
+* :mod:`~fxtui.ui.demo.findings`: fixed hints, thread facts and a diff;
+  :mod:`~fxtui.ui.demo.what_ifs`: measured-looking what-ifs.
 * :mod:`~fxtui.ui.demo.screenshots`: drives the app headless and saves SVG pictures.
 """

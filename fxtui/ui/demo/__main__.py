@@ -10,7 +10,7 @@ from fxtui.ui.demo.findings import resnet18_findings_source
 
 
 def main() -> None:
-    """Run the app on the resnet18 demo with its hints, what-if and thread facts."""
+    """Run the app on the resnet18 demo with its hints, what-ifs and thread facts."""
     FxtuiApp(resnet18_findings_source(), title="fxtui demo").run()
 
 

@@ -1,4 +1,4 @@
-"""Fixed findings for the demo: hints, a measured Conv-BN what-if, thread facts, and a second run to diff.
+"""Fixed findings for the demo: hints, measured what-ifs, thread facts, and a second run to diff.
 
 Like :mod:`fxtui.ui.demo.source`, nothing here is measured; the figures are chosen to look
 like a resnet18 on a small CPU so screenshots show every panel filled in.
@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 
 from fxtui.engine.diff import RunDiff, diff_reports
-from fxtui.engine.findings import Hint, MemorySummary, WhatIf
+from fxtui.engine.findings import Hint, MemorySummary
 from fxtui.engine.report import Report
 from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.demo.source import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
+from fxtui.ui.demo.what_ifs import demo_what_if_options, demo_what_ifs
 
 #: The (conv, bn) pairs of resnet18, in graph order.
 CONV_BN_PAIRS: tuple[tuple[str, str], ...] = (
@@ -31,7 +32,7 @@ THREAD_INFO: tuple[str, ...] = (
 
 
 def demo_hints() -> tuple[Hint, ...]:
-    """Two hints: the Conv-BN fold (tryable) and one about the run."""
+    """Three hints: the Conv-BN fold (measured), channels-last (measurable) and one about the run."""
     bns = tuple(bn for _, bn in CONV_BN_PAIRS)
     return (
         Hint(
@@ -41,6 +42,17 @@ def demo_hints() -> tuple[Hint, ...]:
             f"{len(bns)} BatchNorm2d directly after a Conv2d take 0.95 ms per run",
             9.5e-4,
             9.0,
+            "fold-bn",
+        ),
+        Hint(
+            "channels-last",
+            "Try channels-last memory format: convolutions and pooling take 82% of the run",
+            ("conv1", "maxpool"),
+            "20 Conv2d nodes and 1 pooling node take 8.2 ms of a 10.0 ms run and the input (1×3×224×224) is "
+            "NCHW-contiguous",
+            None,
+            None,
+            "channels-last",
         ),
         Hint(
             "python-glue",
@@ -51,11 +63,6 @@ def demo_hints() -> tuple[Hint, ...]:
             None,
         ),
     )
-
-
-def demo_what_if() -> WhatIf:
-    """The fold, measured: a little faster, outputs equal to float32 rounding."""
-    return WhatIf("fold BatchNorm2d into Conv2d", CONV_BN_PAIRS, before_s=9.98e-3, after_s=9.07e-3, max_abs_diff=2.4e-6)
 
 
 def with_memory(graph: GraphInfo) -> GraphInfo:
@@ -90,15 +97,21 @@ def _numel(shape: str) -> int:
 
 
 def findings_snapshot() -> Snapshot:
-    """The demo resnet18 snapshot with thread facts, hints, a what-if and memory figures."""
+    """The demo resnet18 snapshot with thread facts, hints, what-ifs and memory figures."""
     snapshot = make_snapshot(resnet18_graph(), resnet18_medians())
     assert snapshot.graph is not None
     graph = dataclasses.replace(with_memory(snapshot.graph), thread_info=THREAD_INFO)
-    return dataclasses.replace(snapshot, graph=graph, hints=demo_hints(), what_if=demo_what_if())
+    return dataclasses.replace(
+        snapshot,
+        graph=graph,
+        hints=demo_hints(),
+        what_ifs=demo_what_ifs(),
+        what_if_options=demo_what_if_options(),
+    )
 
 
 def resnet18_findings_source() -> DemoSource:
-    """A demo source whose snapshot carries hints, a what-if and thread facts."""
+    """A demo source whose snapshot carries hints, what-ifs and thread facts."""
     return DemoSource([findings_snapshot()])
 
 

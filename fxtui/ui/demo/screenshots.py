@@ -2,7 +2,7 @@
 
 The app is driven headless with Pilot through the overview, a path filter, a
 drill-down along the hottest path, the detail pane, the help screen, the hints
-with a measured what-if and the threads panel, at 80×24 and 160×48; then the diff
+with measured what-ifs, the what-if screen and the threads panel, at 80×24 and 160×48; then the diff
 app compares the demo run with its batch norms folded away. Files are named
 ``<view>-<width>x<height>.svg`` (``diff-80x24.svg`` …), the same on every run.
 The source comes from a factory, so the same script can picture a real session;
@@ -61,8 +61,13 @@ async def _help(pilot: Pilot[None]) -> None:
 
 
 async def _hints(pilot: Pilot[None]) -> None:
-    """The hints, the Conv-BN fold first, with its measured what-if under the list."""
+    """The hints, the Conv-BN fold first with its measured change, the what-ifs under the list."""
     await pilot.press("H")
+
+
+async def _what_ifs(pilot: Pilot[None]) -> None:
+    """The what-ifs: channels-last measured, its nodes by change, the max pool first."""
+    await pilot.press("w")
 
 
 async def _threads(pilot: Pilot[None]) -> None:
@@ -77,6 +82,7 @@ VIEWS: tuple[tuple[str, Callable[[Pilot[None]], Awaitable[None]]], ...] = (
     ("detail", _detail),
     ("help", _help),
     ("hints", _hints),
+    ("what-ifs", _what_ifs),
     ("threads", _threads),
 )
 

@@ -1,8 +1,9 @@
 """Suggestions from the engine's rules, largest estimated saving first; Enter jumps to the node.
 
-A hint the engine can try for real (folding Conv-BN pairs) offers ``f``: the session
-rewrites the graph, times the original and the rewritten graph interleaved, and the
-result (before → after, the saving, how far the outputs moved) appears under the list.
+A hint the engine can measure names its what-if (``fold-bn``, ``channels-last``,
+``threads=N``, ``compile``): ``w`` on it measures the change on a copy of the model
+against the original and opens the what-ifs to show it. Once measured, the hint shows
+the measured change instead of its estimate.
 """
 
 from __future__ import annotations
@@ -23,112 +24,103 @@ from textual.widgets.option_list import Option
 from fxtui.engine.findings import Hint, WhatIf
 from fxtui.engine.snapshot import Snapshot
 from fxtui.engine.units import format_pct, format_seconds
+from fxtui.engine.whatif.text import summary
 from fxtui.ui.actions import HINTS, bindings
 
-#: Rules whose suggestion the session can apply and measure (the ``TryFusion`` command).
-TRYABLE_RULES = frozenset({"conv-bn-fold"})
+
+def measured_for(hint: Hint, what_ifs: tuple[WhatIf, ...]) -> WhatIf | None:
+    """The measured what-if of ``hint``, if it has one and it was measured."""
+    return next((w for w in what_ifs if hint.what_if and w.name == hint.what_if and w.measured), None)
 
 
-def hint_prompt(hint: Hint) -> Text:
-    """One hint as the list shows it: what to do, the saving, the evidence."""
-    if hint.saving_s is not None:
-        saving = f"saves about {format_seconds(hint.saving_s)} ({format_pct(hint.saving_pct)} of the run)"
-    else:
-        saving = "saving: try it and measure"
+def hint_prompt(hint: Hint, measured: WhatIf | None = None) -> Text:
+    """One hint as the list shows it: what to do, the saving (measured when it was), the evidence."""
     text = Text()
     text.append(hint.title, style="bold")
     text.append(f"  [{hint.rule}]")
-    if hint.rule in TRYABLE_RULES:
-        text.append("  f: try it", style="bold reverse")
-    text.append(f"\n{hint.evidence}\n{saving}")
+    if hint.what_if and measured is None:
+        text.append(f"  w: measure it ({hint.what_if})", style="bold reverse")
+    text.append(f"\n{hint.evidence}\n")
+    if measured is not None:
+        text.append(f"measured (what-if {measured.name}): {summary(measured)}", style="bold")
+    elif hint.saving_s is not None:
+        text.append(f"saves about {format_seconds(hint.saving_s)} ({format_pct(hint.saving_pct)} of the run)")
+    else:
+        text.append("saving: try it and measure")
     if hint.nodes:
         text.append(f"\nnodes: {', '.join(hint.nodes[:6])}{' …' if len(hint.nodes) > 6 else ''}")
     return text
 
 
-def what_if_summary(what_if: WhatIf) -> str:
-    """``9.98 ms → 9.07 ms, 9.1% faster``."""
-    direction = "faster" if what_if.saving_pct >= 0 else "slower"
-    return (
-        f"{format_seconds(what_if.before_s)} → {format_seconds(what_if.after_s)}, "
-        f"{abs(what_if.saving_pct):.1f}% {direction}"
-    )
-
-
-def what_if_text(what_if: WhatIf | None, measuring: bool) -> Text:
-    """The measured what-if: before → after, the saving and the output difference (or that it is running)."""
+def what_ifs_line(what_ifs: tuple[WhatIf, ...], waiting: frozenset[str]) -> Text:
+    """Under the list: the what-ifs measured so far and those being measured, with where to see them."""
     text = Text()
-    if what_if is None:
-        if measuring:
-            text.append("what-if: ", style="bold")
-            text.append("measuring… (folding the pairs, then timing both graphs interleaved)")
+    measured = [w for w in what_ifs if w.measured]
+    if not measured and not waiting:
         return text
-    faster = what_if.saving_pct >= 0
-    text.append("what-if: ", style="bold")
-    text.append(f"{what_if.title} ({len(what_if.changed)} changed)\n")
-    text.append(f"uninstrumented median {format_seconds(what_if.before_s)} → {format_seconds(what_if.after_s)}  ")
-    saving = f"{abs(what_if.saving_pct):.1f}% {'faster' if faster else 'slower'}"
-    text.append(saving, style="bold" if faster else "bold reverse")
-    text.append(f"  · outputs differ by at most {what_if.max_abs_diff:.1e}")
+    text.append("what-ifs: ", style="bold")
+    parts = [f"{w.name} {summary(w).split(', ')[-1]}" for w in measured]
+    parts += [f"{name} measuring…" for name in sorted(waiting)]
+    text.append(" · ".join(parts))
+    text.append("  (w on the main screen lists them)")
     return text
 
 
 class HintsScreen(ModalScreen[str | None]):
     """The current hints; dismisses with the first node of the chosen hint, or None.
 
-    ``on_try`` asks the session to apply and measure the tryable hint. While the screen
-    is open the main screen keeps ``hints``, ``what_if`` and ``measuring`` up to date
-    from later snapshots; the list and the what-if panel follow them in watchers.
+    ``on_measure(name)`` asks the session to measure what-if ``name``. While the screen is
+    open the main screen keeps ``hints``, ``what_ifs`` and ``waiting`` up to date from later
+    snapshots; the list and the line under it follow them in watchers.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = bindings(HINTS)
 
     hints: var[tuple[Hint, ...] | None] = var(None, init=False, bindings=True)
     """The hints shown (None: still being worked out)."""
-    what_if: var[WhatIf | None] = var(None, init=False)
-    """The latest measured what-if."""
-    measuring: var[bool] = var(False, init=False, bindings=True)
-    """True from ``f`` until a new what-if arrives."""
+    what_ifs: var[tuple[WhatIf, ...]] = var((), init=False)
+    """The what-ifs measured so far."""
+    waiting: var[frozenset[str]] = var(frozenset(), init=False)
+    """What-ifs asked for whose result has not arrived yet."""
 
     def __init__(
         self,
         hints: tuple[Hint, ...] | None,
-        what_if: WhatIf | None = None,
-        on_try: Callable[[], None] | None = None,
-        *,
-        measuring: bool = False,
+        what_ifs: tuple[WhatIf, ...] = (),
+        on_measure: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
         # Set without watchers: there is nothing to draw on until the screen is mounted.
         self.set_reactive(HintsScreen.hints, hints)
-        self.set_reactive(HintsScreen.what_if, what_if)
-        self.set_reactive(HintsScreen.measuring, measuring)
-        self.on_try = on_try
+        self.set_reactive(HintsScreen.what_ifs, what_ifs)
+        self.on_measure = on_measure
 
-    def show_latest(self, snapshot: Snapshot, measuring: bool) -> None:
-        """Show ``snapshot``'s hints and what-if; ``measuring`` says a new what-if is being timed."""
-        self.hints, self.what_if, self.measuring = snapshot.hints, snapshot.what_if, measuring
+    def show_latest(self, snapshot: Snapshot, waiting: frozenset[str]) -> None:
+        """Show ``snapshot``'s hints and what-ifs; ``waiting`` are the what-ifs being measured."""
+        self.hints, self.what_ifs, self.waiting = snapshot.hints, snapshot.what_ifs, waiting
 
     def compose(self) -> ComposeResult:
         with Vertical(id="hints"):
-            yield Label("Hints  (enter goes to the node · f tries a fold · esc closes)", id="hints-title")
+            yield Label("Hints  (enter goes to the node · w measures it · esc closes)", id="hints-title")
             yield Label(id="hints-note")
             yield OptionList(id="hints-list")
             yield Static(id="hints-what-if")
 
     def on_mount(self) -> None:
         self._show_hints()
-        self._show_what_if()
+        self._show_what_ifs()
         self.query_one(OptionList).focus()
 
     def watch_hints(self) -> None:
         self._show_hints()
 
-    def watch_what_if(self) -> None:
-        self._show_what_if()
+    def watch_what_ifs(self, old: tuple[WhatIf, ...], new: tuple[WhatIf, ...]) -> None:
+        if {w.name for w in old if w.measured} != {w.name for w in new if w.measured}:
+            self._show_hints()  # a hint's saving changes from estimated to measured
+        self._show_what_ifs()
 
-    def watch_measuring(self) -> None:
-        self._show_what_if()
+    def watch_waiting(self) -> None:
+        self._show_what_ifs()
 
     def _show_hints(self) -> None:
         if not self.query("#hints-list"):  # not composed yet: on_mount draws what is current by then
@@ -144,35 +136,43 @@ class HintsScreen(ModalScreen[str | None]):
             note.update(f"{len(hints)} hint{'s' if len(hints) != 1 else ''}, largest saving first")
         highlighted = options.highlighted
         options.clear_options()
-        options.add_options([Option(hint_prompt(h), id=str(i)) for i, h in enumerate(hints or ())])
+        options.add_options(
+            [Option(hint_prompt(h, measured_for(h, self.what_ifs)), id=str(i)) for i, h in enumerate(hints or ())]
+        )
         if hints:
             options.highlighted = min(highlighted or 0, len(hints) - 1)
 
-    def _show_what_if(self) -> None:
+    def _show_what_ifs(self) -> None:
         if not self.query("#hints-what-if"):
             return
         panel = self.query_one("#hints-what-if", Static)
-        text = what_if_text(None if self.measuring else self.what_if, self.measuring)
+        text = what_ifs_line(self.what_ifs, self.waiting)
         panel.update(text)
         panel.display = bool(text)
 
     @property
-    def tryable(self) -> bool:
-        """True when some hint can be applied and measured."""
-        return self.on_try is not None and any(h.rule in TRYABLE_RULES for h in self.hints or ())
+    def highlighted_hint(self) -> Hint | None:
+        """The hint the list's cursor is on."""
+        hints = self.hints or ()
+        index = self.query_one(OptionList).highlighted if self.query("#hints-list") else None
+        return hints[index] if index is not None and index < len(hints) else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``f`` only when a hint can be tried and no measurement is running."""
-        if action == "try_it":
-            return self.tryable and not self.measuring
+        """``w`` only on a hint whose change the session can measure."""
+        if action == "measure_hint":
+            hint = self.highlighted_hint
+            return self.on_measure is not None and hint is not None and bool(hint.what_if)
         return True
 
-    def action_try_it(self) -> None:
-        """Ask the session to fold the pairs and time both graphs; the result shows when it arrives."""
-        if not self.tryable or self.measuring or self.on_try is None:
-            return
-        self.on_try()
-        self.measuring = True
+    def action_measure_hint(self) -> None:
+        """Measure the highlighted hint's change; the what-ifs open and show it."""
+        hint = self.highlighted_hint
+        if hint is not None and hint.what_if and self.on_measure is not None:
+            self.on_measure(hint.what_if)
+
+    @on(OptionList.OptionHighlighted)
+    def _moved(self) -> None:
+        self.refresh_bindings()  # w applies to some hints only
 
     @on(OptionList.OptionSelected)
     def _chosen(self, message: OptionList.OptionSelected) -> None:

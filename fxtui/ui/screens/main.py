@@ -1,7 +1,7 @@
 """The profiler's main view: status, module tree, timing table, detail pane, footer.
 
 The screen's state is reactives (``snapshot``, filter ``spec``, ``scope``, ``sort``,
-``selected``, ``paused``, ``measuring``, ``explaining``) and the widgets follow them: the
+``selected``, ``paused``, ``waiting``, ``explaining``) and the widgets follow them: the
 status line, the error banner and the detail pane are data-bound to the screen, and the
 watchers here update the tree and the table. Actions change the state or ask the session
 for more; :mod:`fxtui.ui.navigation` decides from the numbers where the keys go.
@@ -19,19 +19,20 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 
-from fxtui.engine.commands import Explain, Pause, RequestHints, Reset, Resume, TryFusion
-from fxtui.engine.findings import WhatIf
+from fxtui.engine.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume
 from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
+from fxtui.engine.whatif.text import summary
 from fxtui.ui import filtering
 from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.columns import Sort, clicked_sort, hotspots, next_sort, sort_label
 from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.navigation import filter_showing, hottest, step_hotspot
-from fxtui.ui.screens.hints import HintsScreen, what_if_summary
+from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.screens.threads import ThreadsScreen
+from fxtui.ui.screens.what_if import WhatIfScreen, answers, requests
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner
 from fxtui.ui.widgets.filter_input import FilterInput, FilterKind
@@ -65,8 +66,8 @@ class MainScreen(Screen[None]):
     """The node the table, the tree and the detail pane are on."""
     paused: var[bool] = var(False, init=False)
     """The reruns are paused (as asked; the session confirms in a later snapshot)."""
-    measuring: var[bool] = var(False, init=False)
-    """True from asking for the Conv-BN what-if until a new result arrives."""
+    waiting: var[frozenset[str]] = var(frozenset(), init=False)
+    """What-ifs asked for whose result has not arrived yet."""
     explaining: var[frozenset[str]] = var(frozenset(), init=False)
     """Nodes whose aten breakdown was asked for."""
     view: var[tuple[NodeInfo, ...]] = var((), init=False, always_update=True)
@@ -83,8 +84,8 @@ class MainScreen(Screen[None]):
         """Called when the session failed before there was anything to show."""
         self.applied = 0
         """How many snapshots were applied (tests wait on it)."""
-        self.what_if_before: WhatIf | None = None
-        """The what-if on screen when a new one was asked for: a result is new when it is another."""
+        self.asked_after: dict[str, int] = {}
+        """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
         self._filtered: list[NodeInfo] = []
         self._ancestry: list[tuple[str, list[str]]] = []
 
@@ -137,8 +138,14 @@ class MainScreen(Screen[None]):
             sort=sort_label(self.sort),
             filters=filtering.describe(self.spec),
             paused=self.paused,
-            measuring=self.measuring,
+            measuring=self._measuring_text(),
         )
+
+    def _measuring_text(self) -> str:
+        progress = self.snapshot.what_if_progress if self.snapshot is not None else ""
+        if progress:
+            return progress
+        return f"what-if queued: {', '.join(sorted(self.waiting))}" if self.waiting else ""
 
     # -- snapshots ----------------------------------------------------------
 
@@ -174,11 +181,9 @@ class MainScreen(Screen[None]):
             else:
                 self.table.set_stats(snapshot.nodes)
                 self._show_numbers()
-        if self.measuring and snapshot.what_if is not None and snapshot.what_if is not self.what_if_before:
-            self.measuring = False
-            if not isinstance(self.app.screen, HintsScreen):
-                self.notify(f"what-if measured: {what_if_summary(snapshot.what_if)} · H shows it", timeout=6)
-        self._follow_in_hints()
+        if self.waiting:
+            self._collect_what_ifs(snapshot)
+        self._follow_in_modals()
         if new_graph or old is None or old.error != snapshot.error:
             self.refresh_bindings()
 
@@ -187,9 +192,20 @@ class MainScreen(Screen[None]):
             totals, backward = filtering.tree_totals(snapshot, self.spec, self._ancestry)
             self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
 
-    def _follow_in_hints(self) -> None:
-        if isinstance(screen := self.app.screen, HintsScreen) and self.snapshot is not None:
-            screen.show_latest(self.snapshot, self.measuring)
+    def _collect_what_ifs(self, snapshot: Snapshot) -> None:
+        """Stop waiting for the what-ifs whose new result arrived; say so when their screen is not open."""
+        arrived = answers(snapshot, self.waiting, self.asked_after)
+        if arrived:
+            self.waiting = self.waiting - {w.name for w in arrived}
+            for w in arrived if not isinstance(self.app.screen, WhatIfScreen) else ():
+                self.notify(f"what-if {w.name}: {summary(w)} · w shows it", timeout=6)
+
+    def _follow_in_modals(self) -> None:
+        if (snapshot := self.snapshot) is None:
+            return
+        for screen in self.app.screen_stack:
+            if isinstance(screen, (HintsScreen, WhatIfScreen)):  # under another one too: it shows again later
+                screen.show_latest(snapshot, self.waiting)
 
     # -- state → widgets ----------------------------------------------------
 
@@ -202,8 +218,8 @@ class MainScreen(Screen[None]):
     def watch_sort(self, sort: Sort) -> None:
         self.table.sort_by(*sort)
 
-    def watch_measuring(self) -> None:
-        self._follow_in_hints()
+    def watch_waiting(self) -> None:
+        self._follow_in_modals()
 
     def watch_view(self, view: tuple[NodeInfo, ...]) -> None:
         table = self.table
@@ -404,16 +420,34 @@ class MainScreen(Screen[None]):
     def action_hints(self) -> None:
         """Ask for suggestions and list them; Enter on one selects its node."""
         self.source.send(RequestHints())
-        screen = HintsScreen(None, on_try=self.try_fusion)
+        screen = HintsScreen(None, on_measure=self.measure_hint)
         if self.snapshot is not None:
-            screen.show_latest(self.snapshot, self.measuring)
+            screen.show_latest(self.snapshot, self.waiting)
         self.app.push_screen(screen, self.show_node)
 
-    def try_fusion(self) -> None:
-        """Ask the session to fold Conv-BN pairs and time the result; the hints screen shows it."""
-        self.what_if_before = self.snapshot.what_if if self.snapshot is not None else None
-        self.measuring = True
-        self.source.send(TryFusion())
+    def action_what_ifs(self, focus: str | None = None) -> None:
+        """List the what-ifs and their results; Enter measures one."""
+        if isinstance(self.app.screen, WhatIfScreen):
+            return
+        screen = WhatIfScreen(self.measure_what_ifs, focus=focus)
+        if self.snapshot is not None:
+            screen.show_latest(self.snapshot, self.waiting)
+        self.app.push_screen(screen)
+
+    def measure_hint(self, name: str) -> None:
+        """From the hints: measure what-if ``name`` unless it was, and open the what-ifs on it."""
+        measured = self.snapshot is not None and any(w.name == name and w.measured for w in self.snapshot.what_ifs)
+        if not measured:
+            self.measure_what_ifs((name,))
+        self.action_what_ifs(focus=name)
+
+    def measure_what_ifs(self, names: tuple[str, ...]) -> None:
+        """Ask the session to measure ``names`` between runs; results arrive in later snapshots."""
+        asked = requests(self.snapshot, names, self.waiting)
+        if asked:
+            self.asked_after.update(asked)
+            self.waiting = self.waiting | set(asked)
+            self.source.send(MeasureWhatIfs(tuple(asked)))
 
     def action_threads(self) -> None:
         """Show threads, cores, build flags and library versions, warnings first."""

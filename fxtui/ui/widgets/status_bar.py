@@ -22,8 +22,8 @@ class ViewState:
     sort: str = "median ↓"
     filters: str = "none"
     paused: bool = False
-    measuring: bool = False
-    """A what-if (Conv-BN fold) is being measured."""
+    measuring: str = ""
+    """What the what-if being measured is doing (``what-if bf16: pair 3 of 20``); ``""`` when none is."""
 
 
 def state_text(snapshot: Snapshot | None, paused: bool) -> str:
@@ -87,7 +87,7 @@ def view_line(view: ViewState) -> Text:
     text.append(view.filters, style="bold" if view.filters != "none" else "")
     text.append(f" · sort {view.sort}")
     if view.measuring:
-        text.append(" · what-if measuring…", style="bold")
+        text.append(f" · {view.measuring}", style="bold")
     return text
 
 

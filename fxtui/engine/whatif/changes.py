@@ -1,0 +1,338 @@
+"""Each what-if as a change to a copy of the session's model: the variant to measure, or why it cannot apply.
+
+A variant is a :class:`~fxtui.engine.capture.program.Program` wherever the change keeps
+the model a graph, so both sides are timed node by node and matched by node name:
+
+* ``channels-last`` and ``int8-dynamic`` change a deep copy of the captured module and
+  capture it again with the session's capture mode (the same names come back: the copy
+  has the same module tree and code);
+* ``fold-bn`` rewrites a copy of the fx graph (the BatchNorm nodes are gone, the
+  convolutions keep their names);
+* ``threads=N`` and ``bf16`` keep the graphs and run them under a context (a thread count,
+  CPU autocast). TorchDynamo guards on the autocast state, so a TorchDynamo capture is
+  captured again under it.
+
+``compile`` is a plain callable: Inductor's code has no nodes to time, so it is measured
+whole. Nothing here changes the session's own model or inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import time
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+
+from fxtui.engine.capture.program import Program, graph_program
+from fxtui.engine.errors import FxtuiError
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.whatif import thread_count
+
+if TYPE_CHECKING:
+    from fxtui.engine.session import Session
+
+Context = Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+class CannotApply(Exception):
+    """The what-if does not apply to this model; the message is one sentence for the user."""
+
+
+@dataclasses.dataclass
+class Variant:
+    """The changed model, ready to be measured against the session's."""
+
+    title: str
+    """What was done, one line."""
+    inputs: Inputs
+    """The inputs the changed model takes (channels-last converts the image tensors)."""
+    program: Program | None = None
+    """The changed model as graphs, timed node by node; ``None`` for a whole-run-only variant."""
+    call: Callable[[Inputs], Any] | None = None
+    """The changed model as one call, when it is not a program (``compile``)."""
+    context: Context = contextlib.nullcontext
+    """Entered around every run of the changed model (a thread count, autocast)."""
+    setup_s: float = 0.0
+    """Seconds spent making it: the recapture, or ``torch.compile``'s first call."""
+
+
+def reason_not(name: str, session: Session) -> str:
+    """Why ``name`` cannot apply to ``session``'s model, one sentence; ``""`` when it can (cheap: nothing runs)."""
+    n = thread_count(name)
+    if n is not None:
+        return f"the session already runs {n} intra-op threads" if n == session.graph.threads else ""
+    if session.program.training:
+        return (
+            f"{name} is measured on inference runs; this session profiles a training step, where only threads=N applies"
+        )
+    check = _CHECKS.get(name)
+    return check(session) if check is not None else ""
+
+
+def make_variant(name: str, session: Session) -> Variant:
+    """The changed model for what-if ``name``; :class:`CannotApply` with one sentence when it does not apply."""
+    why = reason_not(name, session)
+    if why:
+        raise CannotApply(why)
+    n = thread_count(name)
+    if n is not None:
+        return _threads(session, n)
+    return _MAKERS[name](session)
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def _image_inputs(session: Session) -> list[torch.Tensor]:
+    return [t for t in session.inputs.tensors() if t.dim() == 4 and t.is_floating_point()]
+
+
+def _floating(session: Session) -> list[torch.Tensor]:
+    root = session.program.root
+    tensors = [*root.parameters(), *root.buffers(), *session.inputs.tensors()]
+    return [t for t in tensors if t.is_floating_point()]
+
+
+def _linears(module: nn.Module) -> list[nn.Linear]:
+    # Exactly nn.Linear: quantize_dynamic swaps by type, and subclasses (attention's output
+    # projection) are kept as they are.
+    return [m for m in module.modules() if type(m) is nn.Linear]
+
+
+def _check_channels_last(session: Session) -> str:
+    if not _image_inputs(session):
+        return "channels-last changes 4-D image tensors, and none of this model's inputs is one"
+    return ""
+
+
+def _check_bf16(session: Session) -> str:
+    floating = _floating(session)
+    if not floating:
+        return "bf16 changes floating-point arithmetic, and this model has no floating-point parameter or input"
+    if all(t.dtype in (torch.bfloat16, torch.float16) for t in floating):
+        return f"the model already computes in {str(floating[0].dtype).removeprefix('torch.')}"
+    return ""
+
+
+def _check_fold(session: Session) -> str:
+    from fxtui.engine.analysis.fusion import find_conv_bn
+
+    if session.program.capture != "fx":
+        return (
+            "fold-bn rewrites call_module nodes, which only the fx capture keeps; "
+            f"this session was captured with {session.program.capture}"
+        )
+    if not find_conv_bn(session.gm):
+        return "the model has no Conv→BatchNorm pair to fold (an eval-mode BatchNorm right after a convolution)"
+    return ""
+
+
+def _check_int8(session: Session) -> str:
+    linears = _linears(session.program.root)
+    if not linears:
+        return "int8-dynamic quantizes nn.Linear layers, and this model has none"
+    if any(m.weight.dtype != torch.float32 for m in linears):
+        return f"int8-dynamic quantizes float32 nn.Linear layers; this model's are {linears[0].weight.dtype}"
+    return ""
+
+
+_CHECKS: dict[str, Callable[[Session], str]] = {
+    "channels-last": _check_channels_last,
+    "bf16": _check_bf16,
+    "fold-bn": _check_fold,
+    "int8-dynamic": _check_int8,
+}
+
+
+# -- variants -------------------------------------------------------------------------------
+
+
+def _copy(session: Session) -> nn.Module:
+    try:
+        return copy.deepcopy(session.program.root)
+    except Exception as e:
+        raise CannotApply(f"the model cannot be copied to change it ({type(e).__name__}: {e})") from e
+
+
+def recapture(session: Session, module: nn.Module, inputs: Inputs) -> Program:
+    """Capture ``module`` (a changed copy of the session's) the way the session's model was captured."""
+    from fxtui.engine.capture.dynamo import capture_dynamo
+    from fxtui.engine.capture.fx import capture_fx
+
+    name = session.graph.model
+    try:
+        if session.program.capture == "fx":
+            return capture_fx(module, inputs, name=name)
+        return capture_dynamo(module, inputs, name=name, reason=session.program.reason)
+    except FxtuiError as e:
+        raise CannotApply(f"the changed model cannot be captured: {e}") from e
+
+
+def _same_graphs(session: Session) -> Program:
+    """The session's program as a second, independent handle: same graphs, no reference timing."""
+    return dataclasses.replace(session.program, reference=None)
+
+
+def _threads(session: Session, n: int) -> Variant:
+    from fxtui.engine.session import thread_limit
+
+    return Variant(
+        title=f"{n} intra-op thread{'s' if n != 1 else ''} instead of {session.graph.threads}",
+        inputs=session.inputs,
+        program=_same_graphs(session),
+        context=lambda: thread_limit(n),
+    )
+
+
+def _channels_last(session: Session) -> Variant:
+    started = time.perf_counter()
+    model = _copy(session).to(memory_format=torch.channels_last)
+
+    def nhwc(t: torch.Tensor) -> torch.Tensor:
+        return t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 and t.is_floating_point() else t
+
+    given = session.inputs
+    inputs = Inputs(
+        pytree.tree_map_only(torch.Tensor, nhwc, given.args),
+        pytree.tree_map_only(torch.Tensor, nhwc, dict(given.kwargs)),
+    )
+    program = recapture(session, model, inputs)
+    count = len(_image_inputs(session))
+    return Variant(
+        title=f"model and {count} 4-D input{'s' if count != 1 else ''} in torch.channels_last",
+        inputs=inputs,
+        program=program,
+        setup_s=time.perf_counter() - started,
+    )
+
+
+def _autocast() -> contextlib.AbstractContextManager[Any]:
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+# CPU autocast rather than converting weights and inputs to bfloat16: measured here (AMD EPYC,
+# AVX2 without AVX512-BF16 or AMX, torch 2.14, 2 threads), resnet18 5×3×224×224 took 229 ms in
+# float32, 10.6 s converted and 6.5 s under autocast; a 4-layer TransformerEncoder (d 256,
+# 4×128 tokens) 333 ms, 1.33 s converted and 335 ms under autocast, the output error alike
+# (0.39% and 0.39% of the largest output; 1.07% and 1.20%). Autocast keeps the reductions and
+# normalisations in float32 as PyTorch's mixed-precision lists say, leaves integer inputs alone,
+# and keeps the graph: every node is compared.
+def _bf16(session: Session) -> Variant:
+    started = time.perf_counter()
+    if session.program.capture == "fx":
+        program = _same_graphs(session)  # autocast acts below the graph, at dispatch
+    else:
+        with _autocast():  # TorchDynamo guards on the autocast state: capture under it
+            program = recapture(session, _copy(session), session.inputs)
+    return Variant(
+        title="bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): convolutions and matmuls in "
+        "bfloat16, weights and inputs unchanged",
+        inputs=session.inputs,
+        program=program,
+        context=_autocast,
+        setup_s=time.perf_counter() - started,
+    )
+
+
+def _fold_bn(session: Session) -> Variant:
+    from fxtui.engine.analysis.fusion import fuse_conv_bn
+    from fxtui.engine.capture.fx import positional_inputs
+
+    started = time.perf_counter()
+    original = session.program
+    fused, pairs = fuse_conv_bn(session.gm)
+    kept = {n.name for n in fused.graph.nodes}
+    program = graph_program(
+        fused,
+        module_paths={n: p for n, p in original.module_paths.items() if n in kept},
+        module_classes=dict(original.module_classes),
+        root=fused,
+        capture="fx",
+        leaf_modules=original.leaf_modules,
+    )
+    part, root, name = program.parts[0], original.root, session.graph.model
+    program.call = lambda given: part(*positional_inputs(root, given, name).args)
+    n = len(pairs)
+    layers = f"{n} BatchNorm layer{'s' if n != 1 else ''}"
+    return Variant(
+        title=f"fold {layers} into the convolution before {'each' if n != 1 else 'it'}",
+        inputs=session.inputs,
+        program=program,
+        setup_s=time.perf_counter() - started,
+    )
+
+
+def _int8_dynamic(session: Session) -> Variant:
+    started = time.perf_counter()
+    model = _copy(session)
+    count = len(_linears(model))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization announces its move to torchao on every call
+        try:
+            torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=True)
+        except Exception as e:
+            raise CannotApply(f"dynamic int8 quantization failed: {type(e).__name__}: {_first_line(e)}") from e
+        program = recapture(session, model, session.inputs)
+    return Variant(
+        title=f"dynamic int8 quantization of {count} nn.Linear layer{'s' if count != 1 else ''} "
+        "(torch.ao.quantization.quantize_dynamic: int8 weights, activations quantized per batch)",
+        inputs=session.inputs,
+        program=program,
+        setup_s=time.perf_counter() - started,
+    )
+
+
+def _compile(session: Session) -> Variant:
+    model = _copy(session)
+    inputs = session.inputs
+    try:
+        compiled = torch.compile(model)
+        started = time.perf_counter()
+        with session.program.running(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inputs.fresh().call(compiled)  # the first call compiles
+        setup = time.perf_counter() - started
+    except Exception as e:
+        raise CannotApply(compile_failure(e)) from e
+    return Variant(
+        title=f"torch.compile (Inductor), whole run: the first call compiled it in {setup:.1f} s",
+        inputs=inputs,
+        call=lambda given: given.call(compiled),
+        setup_s=setup,
+    )
+
+
+_MAKERS: dict[str, Callable[[Session], Variant]] = {
+    "channels-last": _channels_last,
+    "bf16": _bf16,
+    "fold-bn": _fold_bn,
+    "compile": _compile,
+    "int8-dynamic": _int8_dynamic,
+}
+
+
+def compile_failure(error: BaseException) -> str:
+    """One sentence for a failed ``torch.compile``: the missing C++ compiler, or the innermost error."""
+    chain = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = getattr(seen, "inner_exception", None) or seen.__cause__
+    if any(type(e).__name__ == "InvalidCxxCompiler" or "C++ compiler" in str(e) for e in chain):
+        return (
+            "torch.compile needs a working C++ compiler for CPU code, and Inductor found none (install g++ or set CXX)"
+        )
+    inner = chain[-1]
+    return f"torch.compile failed: {type(inner).__name__}: {_first_line(inner)}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return text if len(text) <= 200 else text[:199] + "…"

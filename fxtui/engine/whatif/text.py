@@ -1,0 +1,158 @@
+"""What-if results as text: one block per what-if for the terminal, and the sentences the app reuses.
+
+Torch-free, like the results themselves (:class:`~fxtui.engine.findings.WhatIf`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import tabulate
+
+from fxtui.engine.findings import ModuleChange, NodeChange, WhatIf
+from fxtui.engine.units import format_seconds
+
+#: How the relative output difference is defined, said once wherever it is shown.
+REL_DIFF_DEFINITION = "max|a−b| ÷ max|a| per floating output"
+
+
+def spread(low: float | None, high: float | None) -> str:
+    """``180–185 ms``: a p25–p75 range in one unit."""
+    if low is None or high is None:
+        return "–"
+    a, b = format_seconds(low).split(" "), format_seconds(high).split(" ")
+    return f"{a[0]}–{b[0]} {b[1]}" if a[1] == b[1] else f"{format_seconds(low)}–{format_seconds(high)}"
+
+
+def change_text(result: WhatIf) -> str:
+    """``22.5% faster``, ``3.1% slower``, ``12.1× slower`` or ``+1.2% run time (… no verdict)``."""
+    pct = result.saving_pct
+    if pct is None:
+        return "–"
+    if result.verdict == "slower" and result.before_s and (result.after_s or 0) >= 2 * result.before_s:
+        return f"{(result.after_s or 0) / result.before_s:.1f}× slower"  # "1109.9% slower" reads worse
+    if result.verdict:
+        return f"{abs(pct):.1f}% {result.verdict}"
+    return f"{-pct:+.1f}% run time (p25–p75 ranges overlap: no verdict)"
+
+
+def summary(result: WhatIf) -> str:
+    """One line: ``182 ms → 141 ms, 22.5% faster``, or why it could not be measured."""
+    if result.error:
+        return f"cannot apply: {result.error}"
+    return f"{format_seconds(result.before_s)} → {format_seconds(result.after_s)}, {change_text(result)}"
+
+
+def run_line(result: WhatIf) -> str:
+    """Before → after with each side's p25–p75 spread, the change and the pairs."""
+    pairs = f"{result.pairs} interleaved pair{'s' if result.pairs != 1 else ''}"
+    return (
+        f"{format_seconds(result.before_s)} (p25–p75 {spread(result.before_p25_s, result.before_p75_s)}) → "
+        f"{format_seconds(result.after_s)} ({spread(result.after_p25_s, result.after_p75_s)}): "
+        f"{change_text(result)}; uninstrumented medians, {pairs}"
+    )
+
+
+def diff_text(value: float | None) -> str:
+    """An output difference: ``2.4e-06``, ``0``, ``inf`` or ``–`` (not compared)."""
+    if value is None:
+        return "–"
+    if value == 0:
+        return "0"
+    return "inf" if value == float("inf") else f"{value:.1e}"
+
+
+def outputs_line(result: WhatIf) -> str:
+    """The output difference against the original, both measures."""
+    if result.max_abs_diff is None:
+        return "not compared"
+    return (
+        f"max abs diff {diff_text(result.max_abs_diff)} · max rel diff {diff_text(result.max_rel_diff)} "
+        f"({REL_DIFF_DEFINITION})"
+    )
+
+
+def setup_line(result: WhatIf) -> str:
+    """What making the changed model cost: the compile time, or the recapture."""
+    if result.name == "compile":
+        return f"compile time {format_seconds(result.setup_s)} (the first call)"
+    # Under a millisecond nothing was made (the same graphs under a context): not worth a line.
+    return f"{format_seconds(result.setup_s)} to make the changed model" if result.setup_s >= 1e-3 else ""
+
+
+def ratio(before: float | None, after: float | None) -> str:
+    """``×0.07``; ``gone`` / ``new`` for a node on one side only."""
+    if after is None:
+        return "gone"
+    if before is None:
+        return "new"
+    return f"×{after / before:.2f}" if before > 0 else "–"
+
+
+def signed(seconds: float) -> str:
+    """``+1.20 ms`` / ``−14.8 ms``."""
+    return ("−" if seconds < 0 else "+") + format_seconds(abs(seconds))
+
+
+def node_rows(changes: Iterable[NodeChange]) -> list[list[str]]:
+    """Table rows: node, module path, before, after, change, ratio."""
+    return [
+        [
+            c.name,
+            c.module_path or "(root)",
+            format_seconds(c.before_s),
+            format_seconds(c.after_s),
+            signed(c.change_s),
+            ratio(c.before_s, c.after_s),
+        ]
+        for c in changes
+    ]
+
+
+def module_rows(changes: Iterable[ModuleChange]) -> list[list[str]]:
+    """Table rows: module path, before, after, change, ratio."""
+    return [
+        [
+            c.path or "(root)",
+            format_seconds(c.before_s),
+            format_seconds(c.after_s),
+            signed(c.change_s),
+            ratio(c.before_s, c.after_s),
+        ]
+        for c in changes
+    ]
+
+
+def what_if_text(result: WhatIf, top: int | None = 10) -> str:
+    """One what-if: what was done, the run before → after, the outputs, then nodes and modules by change."""
+    lines = [f"what-if    {result.name}: {result.title}"]
+    if result.error:
+        lines.append(f"           cannot apply: {result.error}")
+        return "\n".join(lines)
+    lines.append(f"run        {run_line(result)}")
+    lines.append(f"outputs    {outputs_line(result)}")
+    if setup := setup_line(result):
+        lines.append(f"setup      {setup}")
+    if result.note:
+        lines.append(f"note       {result.note}")
+    if not result.nodes:
+        lines.append("nodes      none: measured as one whole run")
+        return "\n".join(lines)
+    shown = result.nodes[:top] if top else result.nodes
+    lines += ["", _table(node_rows(shown), ["node", "module path", "before", "after", "change", "after ÷ before"])]
+    if len(shown) < len(result.nodes):
+        lines.append(f"… {len(result.nodes) - len(shown)} more nodes (--top 0 or --json shows all)")
+    modules = result.modules[: max(top // 2, 1)] if top else result.modules
+    lines += ["", _table(module_rows(modules), ["module path", "before", "after", "change", "after ÷ before"])]
+    if len(modules) < len(result.modules):
+        lines.append(f"… {len(result.modules) - len(modules)} more modules")
+    return "\n".join(lines)
+
+
+def what_ifs_text(results: Iterable[WhatIf], top: int | None = 10) -> str:
+    """Every what-if, one block each."""
+    return "\n\n".join(what_if_text(r, top) for r in results)
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    return tabulate.tabulate(rows, headers=headers, disable_numparse=True)

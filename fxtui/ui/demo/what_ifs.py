@@ -1,0 +1,104 @@
+"""Fixed what-ifs for the demo resnet18: the options a session offers and a result for each.
+
+Nothing here is measured. The changes are shaped like what the what-ifs find on a small CPU
+(channels-last speeds the convolutions and the max pool most, bfloat16 without bfloat16
+instructions is slower, folding removes the BatchNorm nodes), so the what-if screen's
+pictures show every kind of row: faster, slower, gone, and a whole-run-only result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fxtui.engine.findings import ModuleChange, NodeChange, WhatIf, WhatIfOption
+from fxtui.engine.model import subtree_sums
+from fxtui.engine.whatif import describe
+from fxtui.ui.demo.source import resnet18_rows
+
+#: The what-ifs a resnet18 session on 2 cores offers, in the session's order.
+NAMES = ("channels-last", "bf16", "fold-bn", "threads=1", "compile", "int8-dynamic")
+
+
+def demo_what_if_options() -> tuple[WhatIfOption, ...]:
+    """Every what-if applies to resnet18."""
+    return tuple(WhatIfOption(name, describe(name)) for name in NAMES)
+
+
+def _result(
+    name: str, title: str, factor: Callable[[str, str], float | None], spread: float, **extra: object
+) -> WhatIf:
+    """A result whose node medians are the demo's times ``factor(name, type)`` (None: the node is gone)."""
+    rows = [r for r in resnet18_rows() if r[1] not in ("placeholder", "output")]
+    nodes = []
+    for node, _, _, type_name, path, _, us in rows:
+        f = factor(node, type_name)
+        nodes.append(NodeChange(node, path, us * 1e-6, None if f is None else us * f * 1e-6))
+    before = subtree_sums((c.module_path, c.before_s or 0.0) for c in nodes)
+    after = subtree_sums((c.module_path, c.after_s or 0.0) for c in nodes if c.after_s is not None)
+    modules = [ModuleChange(p, before.get(p), after.get(p)) for p in dict.fromkeys((*before, *after))]
+    run_before, run_after = before[""] * 1.01, after[""] * 1.01
+    return WhatIf(
+        name=name,
+        title=title,
+        before_s=run_before,
+        before_p25_s=run_before * (1 - spread),
+        before_p75_s=run_before * (1 + spread),
+        after_s=run_after,
+        after_p25_s=run_after * (1 - spread),
+        after_p75_s=run_after * (1 + spread),
+        pairs=20,
+        nodes=tuple(sorted(nodes, key=lambda c: -abs(c.change_s))),
+        modules=tuple(sorted(modules, key=lambda c: -abs(c.change_s))),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def demo_what_ifs() -> tuple[WhatIf, ...]:
+    """channels-last (faster, the max pool most), bf16 (slower), fold-bn and compile, measured."""
+    channels_last = _result(
+        "channels-last",
+        "model and 1 4-D input in torch.channels_last",
+        lambda node, kind: {"MaxPool2d": 0.12, "Conv2d": 0.84, "BatchNorm2d": 1.1}.get(kind, 1.0),
+        0.02,
+        max_abs_diff=2.4e-6,
+        max_rel_diff=4.0e-7,
+        setup_s=0.049,
+        serial=1,
+    )
+    bf16 = _result(
+        "bf16",
+        "bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): convolutions and matmuls in bfloat16, "
+        "weights and inputs unchanged",
+        lambda node, kind: {"Conv2d": 2.6, "Linear": 1.8}.get(kind, 1.05),
+        0.03,
+        max_abs_diff=2.1e-2,
+        max_rel_diff=3.9e-3,
+        note="stopped after 3 of 20 pairs: the 30 s budget of a what-if",
+        serial=2,
+    )
+    fold = _result(
+        "fold-bn",
+        "fold 20 BatchNorm layers into the convolution before each",
+        lambda node, kind: None if kind == "BatchNorm2d" else (1.03 if kind == "Conv2d" else 1.0),
+        0.02,
+        max_abs_diff=2.4e-6,
+        max_rel_diff=4.0e-7,
+        setup_s=0.44,
+        serial=3,
+    )
+    compiled = WhatIf(
+        "compile",
+        "torch.compile (Inductor), whole run: the first call compiled it in 41.3 s",
+        before_s=fold.before_s,
+        before_p25_s=fold.before_p25_s,
+        before_p75_s=fold.before_p75_s,
+        after_s=(fold.before_s or 0) * 0.81,
+        after_p25_s=(fold.before_s or 0) * 0.80,
+        after_p75_s=(fold.before_s or 0) * 0.83,
+        pairs=20,
+        max_abs_diff=1.9e-6,
+        max_rel_diff=3.1e-7,
+        setup_s=41.3,
+        serial=4,
+    )
+    return channels_last, bf16, fold, compiled

@@ -1,0 +1,113 @@
+"""What-if benchmark: what each what-if measures on resnet18 5×3×224×224 (and int8-dynamic on an MLP).
+
+Prints, per what-if, the uninstrumented run median before → after with each side's p25–p75,
+the verdict (only when the ranges do not overlap), the pairs it took, the setup or compile
+time and the output difference; for channels-last the stem max pool's before → after and its
+ratio, and the largest node changes. Figures are printed, never asserted: the machine is shared,
+and the load average is printed before and after so a noisy run shows as one.
+
+    python tests/benchmarks/bench_whatif.py [--pairs N] [--batch B] [--only NAME,…]
+
+resnet18 has a single Linear layer, so int8-dynamic runs on a three-layer MLP (1024 wide, batch 64)
+instead, where the Linear layers are the whole model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+from torch import nn
+
+from fxtui.engine.findings import WhatIf
+from fxtui.engine.pipeline import loaded_from_module, session_for_module, session_for_target
+from fxtui.engine.session import Session
+from fxtui.engine.target import Target
+from fxtui.engine.units import format_seconds
+from fxtui.engine.whatif.measure import BUDGET_S, MAX_PAIRS
+from fxtui.engine.whatif.run import run_what_ifs
+from fxtui.engine.whatif.text import change_text, diff_text, spread
+
+RESNET_WHAT_IFS = ("channels-last", "bf16", "fold-bn", "threads=1", "compile")
+
+
+def progress(message: str) -> None:
+    print(f"\r\x1b[K  {message}", end="", file=sys.stderr, flush=True)
+
+
+def show(result: WhatIf, seconds: float) -> None:
+    print(f"\n== {result.name}: {result.title}")
+    if result.error:
+        print(f"   cannot apply: {result.error}")
+        return
+    print(
+        f"   run   {format_seconds(result.before_s)} (p25–p75 {spread(result.before_p25_s, result.before_p75_s)}) → "
+        f"{format_seconds(result.after_s)} ({spread(result.after_p25_s, result.after_p75_s)}): {change_text(result)}"
+    )
+    ratio = result.after_s / result.before_s if result.before_s and result.after_s else float("nan")
+    print(f"   after ÷ before {ratio:.3f}; {result.pairs} interleaved pairs; the what-if took {seconds:.1f} s")
+    print(
+        f"   outputs max abs diff {diff_text(result.max_abs_diff)}, max rel diff {diff_text(result.max_rel_diff)}"
+        f"; setup {format_seconds(result.setup_s)}"
+    )
+    if result.note:
+        print(f"   note  {result.note}")
+    for change in result.nodes[:5]:
+        before, after = change.before_s, change.after_s
+        ratio_text = f"×{after / before:.2f}" if before and after else "gone" if after is None else "new"
+        print(f"   node  {change.name:<24} {format_seconds(before):>9} → {format_seconds(after):>9}  {ratio_text}")
+
+
+def maxpool_line(result: WhatIf) -> None:
+    pool = next((c for c in result.nodes if c.name == "maxpool"), None)
+    if pool is None or not pool.before_s or not pool.after_s:
+        return
+    print(
+        f"   stem max pool: {format_seconds(pool.before_s)} → {format_seconds(pool.after_s)}, "
+        f"{pool.before_s / pool.after_s:.1f}× faster ({100 * pool.before_s / (result.before_s or 1):.1f}% of the "
+        f"original uninstrumented run before)"
+    )
+
+
+def measure(session: Session, names: tuple[str, ...], pairs: int) -> None:
+    for name in names:
+        started = time.perf_counter()
+        (result,) = run_what_ifs(session, [name], pairs=pairs, progress=progress)
+        print("\r\x1b[K", end="", file=sys.stderr)
+        show(result, time.perf_counter() - started)
+        if name == "channels-last":
+            maxpool_line(result)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=MAX_PAIRS, help=f"at most this many pairs (default {MAX_PAIRS})")
+    parser.add_argument("--batch", type=int, default=5)
+    parser.add_argument("--only", help="what-ifs to run, comma separated (default: all)")
+    args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "
+        f"load average {os.getloadavg()[0]:.2f}; at most {args.pairs} pairs, {BUDGET_S:.0f} s budget per what-if"
+    )
+    shape = (args.batch, 3, 224, 224)
+    session = session_for_target(Target("resnet18", input_shapes=(shape,)), analyse=False)
+    session.warm_up(2)
+    print(f"\nresnet18 {'×'.join(map(str, shape))}, captured with {session.program.capture}")
+    measure(session, tuple(n for n in RESNET_WHAT_IFS if only is None or n in only), args.pairs)
+
+    if only is None or "int8-dynamic" in only:
+        torch.manual_seed(0)
+        mlp = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+        mlp_session = session_for_module(loaded_from_module(mlp.eval(), torch.randn(64, 1024), "mlp"), analyse=False)
+        mlp_session.warm_up(2)
+        print("\nMLP 1024-1024-1024-10, batch 64")
+        measure(mlp_session, ("int8-dynamic",), args.pairs)
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()
