@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.snapshot import NodeInfo, NodeStats
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
 
@@ -22,6 +23,10 @@ class Column:
     """Right-aligned, and sorted largest first when first chosen."""
     cell: Callable[[NodeInfo, NodeStats | None], str]
     sort: Callable[[NodeInfo, NodeStats | None], SortValue]
+    stat: str | None = None
+    """The NodeStats field the column sorts by, when it is one field (read from the column, not per node)."""
+    live: bool = False
+    """The order depends on the statistics, so it changes with every snapshot."""
 
 
 def _stat(attr: str) -> Callable[[NodeInfo, NodeStats | None], float]:
@@ -41,10 +46,10 @@ def _caution(stats: NodeStats | None) -> bool:
 # the descriptive columns follow and scroll into view on narrow screens.
 COLUMNS: tuple[Column, ...] = (
     Column("node", "node", 22, False, lambda i, _s: i.name, lambda i, _s: i.name),
-    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s")),
-    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s")),
-    Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct")),
-    Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count")),
+    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s"), "median_s", True),
+    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s"), "p90_s", True),
+    Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct"), "pct", True),
+    Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count"), "count", True),
     Column(
         "noisy",
         "~",
@@ -52,6 +57,7 @@ COLUMNS: tuple[Column, ...] = (
         False,
         lambda _i, s: "~" if _caution(s) else " ",
         lambda _i, s: 1.0 if _caution(s) else 0.0,
+        live=True,
     ),
     Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: i.phase),
     Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
@@ -101,16 +107,20 @@ BY_KEY: Mapping[str, Column] = {c.key: c for c in (*COLUMNS, *MEMORY_COLUMNS)}
 def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
     """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
     column = BY_KEY[key]
-    get = stats.get
-    sort = column.sort
-    decorated = [(sort(n, get(n.name)), n.index, n.name) for n in nodes]
-    if descending:
-        # Reverse on the value only, so equal values still read in graph order.
-        decorated.sort(key=lambda t: t[1])
-        decorated.sort(key=lambda t: t[0], reverse=True)
+    values: list[SortValue]
+    if column.stat is not None and isinstance(stats, ColumnTable):
+        # One field of every node, read from the column: no NodeStats is made for a sort.
+        field, index = stats.column(column.stat), stats.index
+        values = [field[i] if (i := index.get(n.name)) is not None else -1.0 for n in nodes]
     else:
-        decorated.sort(key=lambda t: (t[0], t[1]))
-    return [t[2] for t in decorated]
+        get, sort = stats.get, column.sort
+        values = [sort(n, get(n.name)) for n in nodes]
+    order: Sequence[int] = range(len(nodes))
+    graph_order = [n.index for n in nodes]
+    if graph_order != sorted(graph_order):
+        order = sorted(order, key=graph_order.__getitem__)
+    # A stable sort, reversed or not, keeps equal values in graph order.
+    return [nodes[i].name for i in sorted(order, key=values.__getitem__, reverse=descending)]
 
 
 def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from fxtui.engine.columnar import column_dict
 from fxtui.engine.filters import FilterSpec, matches
 from fxtui.engine.model import PHASES, module_ancestors
 from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo, Snapshot
@@ -91,21 +92,21 @@ def tree_totals(
     if snapshot.modules and unfiltered and shown_ops(spec) >= DEFAULT_FILTER.ops:
         # Only inputs and the output (no time to speak of) are hidden: the engine's inclusive
         # module times are the tree's numbers, and summing ten thousand medians again is waste.
-        modules = snapshot.modules.items()
-        return {p: m.inclusive_s for p, m in modules}, ({p: m.backward_s for p, m in modules} if training else {})
-    stats = snapshot.nodes
+        modules = snapshot.modules
+        return column_dict(modules, "inclusive_s"), (column_dict(modules, "backward_s") if training else {})
+    medians = column_dict(snapshot.nodes, "median_s")
     by_name = snapshot.graph.by_name if snapshot.graph is not None else {}
     totals: dict[str, float] = {}
     backward: dict[str, float] = {}
     for name, ancestors in ancestry:
-        node_stats = stats.get(name)
-        if node_stats is None:
+        median = medians.get(name)
+        if median is None:
             continue
         grad = training and by_name[name].phase == "backward"
         for path in ancestors:
-            totals[path] = totals.get(path, 0.0) + node_stats.median_s
+            totals[path] = totals.get(path, 0.0) + median
             if grad:
-                backward[path] = backward.get(path, 0.0) + node_stats.median_s
+                backward[path] = backward.get(path, 0.0) + median
     return totals, backward
 
 

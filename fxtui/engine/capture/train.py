@@ -139,9 +139,7 @@ def describe_optimizer(optimizer: torch.optim.Optimizer) -> str:
     return f"{type(optimizer).__name__}(lr={optimizer.defaults.get('lr')})"
 
 
-def capture_train(
-    module: torch.nn.Module, inputs: Inputs, *, name: str = "model", optimizer: str = "sgd"
-) -> Program:
+def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model", optimizer: str = "sgd") -> Program:
     """Capture one training step of ``module`` on ``inputs`` with ``optimizer`` (see :data:`OPTIMIZERS`).
 
     Puts the model in train mode, picks the loss from one eager forward run
@@ -193,9 +191,7 @@ def capture_train(
             breaks.append(found)
         # AOTAutograd's graphs take the captured graph's inputs (parameters, buffers, the model's
         # inputs) in order; they keep the names and modules TorchDynamo gave them.
-        inputs_named = [
-            (namer.module_of(n)[0], namer.label(gm, n)) for n in gm.graph.nodes if n.op == "placeholder"
-        ]
+        inputs_named = [(namer.module_of(n)[0], namer.label(gm, n)) for n in gm.graph.nodes if n.op == "placeholder"]
         forward_nodes: dict[str, torch.fx.Node] = {}
         forward_names: dict[torch.fx.Node, str] = {}
 

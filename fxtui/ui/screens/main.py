@@ -87,6 +87,8 @@ class MainScreen(Screen[None]):
         """The what-if on screen when a new one was asked for: a result is new when it is another."""
         self._filtered: list[NodeInfo] = []
         self._ancestry: list[tuple[str, list[str]]] = []
+        self._hotspots: tuple[object, object, list[str]] = ((), {}, [])
+        """The view and statistics the hotspot order was sorted for, and the order (n, N sort once per snapshot)."""
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status").data_bind(snapshot=MainScreen.snapshot, view=MainScreen.view_state)
@@ -351,7 +353,11 @@ class MainScreen(Screen[None]):
 
     def action_hotspot(self, step: int) -> None:
         """Select the next (1) or previous (-1) node by median in the current view."""
-        name = step_hotspot(hotspots(self.view, self._medians()), self.selected, step)
+        view, stats, order = self._hotspots
+        if view is not self.view or stats is not self._medians():
+            order = hotspots(self.view, self._medians())
+            self._hotspots = (self.view, self._medians(), order)
+        name = step_hotspot(order, self.selected, step)
         if name is not None:
             self.select_node(name)
 

@@ -132,9 +132,12 @@ class NodeTable(ScrollView, can_focus=True):
         self._resort()
 
     def set_stats(self, stats: Mapping[str, NodeStats]) -> None:
-        """New statistics for the same nodes."""
+        """New statistics for the same nodes (re-sorted when the order depends on them)."""
         self._stats = stats
-        self._resort()
+        if BY_KEY[self.sort_key].live:
+            self._resort()
+        else:
+            self.refresh()
 
     def sort_by(self, key: str, descending: bool | None = None) -> None:
         """Sort by column ``key``; numbers start largest first, text in order."""
