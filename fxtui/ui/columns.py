@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.snapshot import NodeInfo, NodeStats
@@ -104,23 +106,55 @@ def columns_for(training: bool, column_set: str = "time") -> tuple[Column, ...]:
 BY_KEY: Mapping[str, Column] = {c.key: c for c in (*COLUMNS, *MEMORY_COLUMNS)}
 
 
+class _View:
+    """What sorting a list of nodes needs beyond the values, kept while the same list is sorted again.
+
+    A live session re-sorts the same rows with every snapshot; at 50,000 nodes looking each
+    row up in the statistics' columns and putting the rows in graph order first took as long
+    as the sort itself.
+    """
+
+    def __init__(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
+        self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
+        self.names = [n.name for n in nodes]
+        graph_order = [n.index for n in nodes]
+        self.base: Sequence[int] = range(len(nodes))
+        if graph_order != sorted(graph_order):
+            self.base = sorted(self.base, key=graph_order.__getitem__)
+        self.gather: Callable[[Sequence[float]], Sequence[float]] | None = None
+        if isinstance(stats, ColumnTable) and len(nodes) > 1:
+            index = stats.index
+            positions = [index.get(name, -1) for name in self.names]
+            if -1 not in positions:  # every row has statistics: one C-level gather per column
+                self.gather = operator.itemgetter(*positions)
+
+    _kept: ClassVar[list[_View]] = []
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> _View:
+        names = stats.names if isinstance(stats, ColumnTable) else None
+        for view in cls._kept:
+            if view.nodes is nodes and view.stats_names is names:
+                return view
+        view = cls(nodes, stats)
+        cls._kept = [view, *cls._kept[:2]]
+        return view
+
+
 def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
     """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
     column = BY_KEY[key]
-    values: list[SortValue]
-    if column.stat is not None and isinstance(stats, ColumnTable):
+    view = _View.of(nodes, stats)
+    values: Sequence[SortValue]
+    if column.stat is not None and view.gather is not None and isinstance(stats, ColumnTable):
         # One field of every node, read from the column: no NodeStats is made for a sort.
-        field, index = stats.column(column.stat), stats.index
-        values = [field[i] if (i := index.get(n.name)) is not None else -1.0 for n in nodes]
+        values = view.gather(stats.column(column.stat))
     else:
         get, sort = stats.get, column.sort
         values = [sort(n, get(n.name)) for n in nodes]
-    order: Sequence[int] = range(len(nodes))
-    graph_order = [n.index for n in nodes]
-    if graph_order != sorted(graph_order):
-        order = sorted(order, key=graph_order.__getitem__)
     # A stable sort, reversed or not, keeps equal values in graph order.
-    return [nodes[i].name for i in sorted(order, key=values.__getitem__, reverse=descending)]
+    names = view.names
+    return [names[i] for i in sorted(view.base, key=values.__getitem__, reverse=descending)]
 
 
 def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:
