@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
+from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.snapshot import NodeInfo, NodeStats
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
 
@@ -22,6 +25,10 @@ class Column:
     """Right-aligned, and sorted largest first when first chosen."""
     cell: Callable[[NodeInfo, NodeStats | None], str]
     sort: Callable[[NodeInfo, NodeStats | None], SortValue]
+    stat: str | None = None
+    """The NodeStats field the column sorts by, when it is one field (read from the column, not per node)."""
+    live: bool = False
+    """The order depends on the statistics, so it changes with every snapshot."""
 
 
 def _stat(attr: str) -> Callable[[NodeInfo, NodeStats | None], float]:
@@ -41,10 +48,10 @@ def _caution(stats: NodeStats | None) -> bool:
 # the descriptive columns follow and scroll into view on narrow screens.
 COLUMNS: tuple[Column, ...] = (
     Column("node", "node", 22, False, lambda i, _s: i.name, lambda i, _s: i.name),
-    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s")),
-    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s")),
-    Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct")),
-    Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count")),
+    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s"), "median_s", True),
+    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s"), "p90_s", True),
+    Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct"), "pct", True),
+    Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count"), "count", True),
     Column(
         "noisy",
         "~",
@@ -52,6 +59,7 @@ COLUMNS: tuple[Column, ...] = (
         False,
         lambda _i, s: "~" if _caution(s) else " ",
         lambda _i, s: 1.0 if _caution(s) else 0.0,
+        live=True,
     ),
     Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: i.phase),
     Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
@@ -98,19 +106,55 @@ def columns_for(training: bool, column_set: str = "time") -> tuple[Column, ...]:
 BY_KEY: Mapping[str, Column] = {c.key: c for c in (*COLUMNS, *MEMORY_COLUMNS)}
 
 
+class _View:
+    """What sorting a list of nodes needs beyond the values, kept while the same list is sorted again.
+
+    A live session re-sorts the same rows with every snapshot; at 50,000 nodes looking each
+    row up in the statistics' columns and putting the rows in graph order first took as long
+    as the sort itself.
+    """
+
+    def __init__(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
+        self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
+        self.names = [n.name for n in nodes]
+        graph_order = [n.index for n in nodes]
+        self.base: Sequence[int] = range(len(nodes))
+        if graph_order != sorted(graph_order):
+            self.base = sorted(self.base, key=graph_order.__getitem__)
+        self.gather: Callable[[Sequence[float]], Sequence[float]] | None = None
+        if isinstance(stats, ColumnTable) and len(nodes) > 1:
+            index = stats.index
+            positions = [index.get(name, -1) for name in self.names]
+            if -1 not in positions:  # every row has statistics: one C-level gather per column
+                self.gather = operator.itemgetter(*positions)
+
+    _kept: ClassVar[list[_View]] = []
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> _View:
+        names = stats.names if isinstance(stats, ColumnTable) else None
+        for view in cls._kept:
+            if view.nodes is nodes and view.stats_names is names:
+                return view
+        view = cls(nodes, stats)
+        cls._kept = [view, *cls._kept[:2]]
+        return view
+
+
 def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
     """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
     column = BY_KEY[key]
-    get = stats.get
-    sort = column.sort
-    decorated = [(sort(n, get(n.name)), n.index, n.name) for n in nodes]
-    if descending:
-        # Reverse on the value only, so equal values still read in graph order.
-        decorated.sort(key=lambda t: t[1])
-        decorated.sort(key=lambda t: t[0], reverse=True)
+    view = _View.of(nodes, stats)
+    values: Sequence[SortValue]
+    if column.stat is not None and view.gather is not None and isinstance(stats, ColumnTable):
+        # One field of every node, read from the column: no NodeStats is made for a sort.
+        values = view.gather(stats.column(column.stat))
     else:
-        decorated.sort(key=lambda t: (t[0], t[1]))
-    return [t[2] for t in decorated]
+        get, sort = stats.get, column.sort
+        values = [sort(n, get(n.name)) for n in nodes]
+    # A stable sort, reversed or not, keeps equal values in graph order.
+    names = view.names
+    return [names[i] for i in sorted(view.base, key=values.__getitem__, reverse=descending)]
 
 
 def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:

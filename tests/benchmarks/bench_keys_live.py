@@ -1,93 +1,255 @@
-"""Key latency while a real model reruns: the issue's condition, resnet18 at 5×3×224×224.
+"""Key latency and refresh cost while a real model reruns in the engine's child process.
 
-    python tests/benchmarks/bench_keys_live.py [MODEL] [SHAPE]     # default resnet18 5,3,224,224
+    python tests/benchmarks/bench_keys_live.py                       # resnet18 5×3×224×224
+    python tests/benchmarks/bench_keys_live.py MODEL [SHAPE]         # any TARGET the command takes
+    python tests/benchmarks/bench_keys_live.py --sequential 10000    # the issue's case: nn.Sequential of N ReLUs
+    python tests/benchmarks/bench_keys_live.py --deep 50000          # bench_scale.py's residual stack
+    ... [--presses 20] [--profile keys.prof]
 
-Drives the real app (headless driver, 160×48) over the real child-process engine,
-waits until it is running, then presses keys and measures key event → the repaint
-showing the effect has finished (wall clock), with ``PaintMeter`` from
-bench_ui.py. Also prints the refresh cost (handler + paint, event-loop CPU) of
-the live snapshots that arrived meanwhile.
+Drives the real app (headless driver, 160×48) over the real child-process engine and prints:
+
+* start → first timings painted: from starting the child until the first repaint that
+  shows a snapshot with per-node statistics (the app's own start-up is not included);
+* key press → effect painted (wall clock), p50 / p95 / worst per key type: table cursor
+  (down, PgDn), next hotspot (n), sort (s), the detail pane (d), the tree's cursor,
+  Enter on a module (when there is one), the path filter (/ opens it, a character,
+  Enter applies it, Esc clears it), h / Backspace. The effect is "painted" when the
+  first repaint starting after the last handler the key ran has finished
+  (``PaintMeter``, bench_ui.py);
+* refresh cost per snapshot while no key is pressed: the app process's CPU (all
+  threads: receiving and unpickling in the worker, applying, repainting) divided by the
+  snapshots applied, and the parts: receive + unpickle (worker thread), apply (handler),
+  and snapshots per second.
+
+With ``--profile FILE`` the event-loop thread is profiled with cProfile while the keys
+are pressed (open with ``python -m pstats FILE``).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import cProfile
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui import PaintMeter, ms, p95
+from textual import events
 
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.engine.snapshot import State
-from fxtui.engine.target import Target
+from fxtui.engine.target import Target, parse_shape
 from fxtui.ui.app import FxtuiApp
+from fxtui.ui.widgets.module_tree import Entry
 
-PRESSES = 40
+FACTORIES = {
+    "sequential": """
+import torch
+from torch import nn
 
 
-async def bench(model: str, shape: tuple[int, ...]) -> None:
-    source = ProcessSource(ChildOptions(Target(model, input_shapes=(shape,))))
+def make():
+    return nn.Sequential(*(nn.ReLU() for _ in range({nodes}))).eval(), (torch.randn(1, 8),)
+""",
+    "deep": """
+import sys
+sys.path.insert(0, {here!r})
+import torch
+from bench_scale import WIDTH, deep_model
+
+
+def make():
+    return deep_model({nodes}), torch.randn(1, WIDTH)
+""",
+}
+
+
+class ReceiveMeter:
+    """Wraps the pipe the worker thread reads snapshots from: thread CPU spent receiving and unpickling."""
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+        self.cpu: list[float] = []
+
+    def recv(self) -> Any:
+        c0 = time.thread_time()
+        try:
+            return self._connection.recv()
+        finally:
+            self.cpu.append(time.thread_time() - c0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+class KeyMeter(PaintMeter):
+    """PaintMeter whose press waits for the repaint after the *last* handler a key caused (messages chain)."""
+
+    async def press(self, app: FxtuiApp, key: str, char: str | None) -> float | None:
+        self.marks.clear()
+        t0 = time.perf_counter()
+        app.post_message(events.Key(key, char))
+        while not self.marks and time.perf_counter() - t0 < 3:
+            await asyncio.sleep(0.001)
+        if not self.marks:
+            return None
+        while True:
+            last = self.marks[-1]
+            start, end, _cpu = await self.paint_after(last, timeout=5.0)
+            await asyncio.sleep(0.003)  # a message the key chained may still be queued
+            if self.marks[-1] <= start:
+                return end - t0
+
+
+def percentiles(values: list[float]) -> str:
+    return f"p50 {ms(statistics.median(values)):>9}  p95 {ms(p95(values)):>9}  worst {ms(max(values)):>9}"
+
+
+async def bench(target: Target, presses: int, profile: str | None, quiet_s: float) -> None:
+    t_start = time.perf_counter()
+    source = ProcessSource(ChildOptions(target))
     source.start()
+    receive = ReceiveMeter(source._receive)
+    source._receive = receive  # type: ignore[assignment]
     app = FxtuiApp(source)
     async with app.run_test(size=(160, 48)) as pilot:
         main = app.main
-        started = time.monotonic()
+        meter = KeyMeter(main)
+        first_timings: float | None = None
+        graph_shown: float | None = None
         while True:
             snap = main.snapshot
-            if snap is not None and snap.state is State.RUNNING and snap.runs >= 3:
+            if graph_shown is None and snap is not None and snap.graph is not None:
+                graph_shown = time.perf_counter() - t_start
+            if first_timings is None and snap is not None and snap.nodes and snap.graph is not None:
+                t_applied = time.perf_counter()
+                _s, end, _c = await meter.paint_after(t_applied, timeout=30)
+                first_timings = end - t_start
+            if snap is not None and snap.state is State.RUNNING and snap.runs >= 3 and first_timings is not None:
                 break
-            if time.monotonic() - started > 300:
+            if snap is not None and snap.state is State.ERROR:
+                raise RuntimeError(snap.message)
+            if time.perf_counter() - t_start > 600:
                 raise TimeoutError("the session did not start running")
-            await pilot.pause(0.2)
+            await asyncio.sleep(0.05)
+        graph = main.graph
+        assert graph is not None and snap is not None
         print(
-            f"{model} {'×'.join(map(str, shape))}: running after {time.monotonic() - started:.1f} s "
-            f"(run median {snap.run_median_s * 1e3:.1f} ms)"
+            f"{target.target} ({len(graph.nodes)} nodes, {len(graph.modules)} modules): graph shown after"
+            f" {graph_shown:.1f} s, first timings painted after {first_timings:.1f} s;"
+            f" run median {(snap.run_median_s or 0) * 1e3:.1f} ms"
         )
-        meter = PaintMeter(main)
-        main.select_node = meter.mark(main.select_node)  # type: ignore[method-assign]
-        main.set_scope = meter.mark(main.set_scope)  # type: ignore[method-assign]
+        await pilot.pause(1.0)
+
+        # Refresh cost with no key pressed: everything the app process spends per snapshot.
         applied = main.apply_snapshot
-        refresh_cpu: list[float] = []
+        handler_cpu: list[float] = []
 
         def timed_apply(snapshot):  # type: ignore[no-untyped-def]
             c0 = time.thread_time()
             try:
                 return applied(snapshot)
             finally:
-                refresh_cpu.append(time.thread_time() - c0)
+                handler_cpu.append(time.thread_time() - c0)
 
         main.apply_snapshot = timed_apply  # type: ignore[method-assign]
-        latencies: dict[str, list[float]] = {"down": [], "n": [], "h/backspace": []}
-        for i in range(PRESSES):
-            for label, key, char in (
-                ("down", "down", None),
-                ("n", "n", "n"),
-                ("h/backspace", "h" if i % 2 == 0 else "backspace", None),
-            ):
-                await asyncio.sleep(0.05)
-                latency = await meter.press(app, key, char or ("h" if key == "h" else None))
-                if latency is not None:
-                    latencies[label].append(latency)
+        n0, r0, c0, w0 = main.applied, len(receive.cpu), time.process_time(), time.perf_counter()
+        await asyncio.sleep(quiet_s)
+        n1, r1, c1, w1 = main.applied, len(receive.cpu), time.process_time(), time.perf_counter()
+        snapshots = max(n1 - n0, 1)
+        print(
+            f"  refresh, {n1 - n0} snapshots in {w1 - w0:.1f} s with no key pressed:"
+            f" app process CPU {ms((c1 - c0) / snapshots)} per snapshot ({100 * (c1 - c0) / (w1 - w0):.0f}% of a core);"
+            f" receive+unpickle median {ms(statistics.median(receive.cpu[r0:r1] or [0.0]))},"
+            f" apply median {ms(statistics.median(handler_cpu or [0.0]))}"
+            f" p95 {ms(p95(handler_cpu or [0.0]))}"
+        )
+
+        # Keys. Mark the handlers whose return means the key's effect exists.
+        for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter"):
+            setattr(main, name, meter.mark(getattr(main, name)))
+        table, tree, prompt = main.table, main.module_tree, main.filter_input
+        table.sort_by = meter.mark(table.sort_by)  # type: ignore[method-assign]
+        for name in ("action_cursor_down", "action_cursor_up", "action_select_cursor"):
+            setattr(tree, name, meter.mark(getattr(tree, name)))
+        prompt.insert_text_at_cursor = meter.mark(prompt.insert_text_at_cursor)  # type: ignore[method-assign]
+        prompt.open = meter.mark(prompt.open)  # type: ignore[method-assign]
+
+        module = next((p for p, m in graph.modules.items() if p and tree.folded_node(p) is None), None)
+        latencies: dict[str, list[float]] = {}
+
+        async def press(label: str, key: str, char: str | None = None) -> None:
+            await asyncio.sleep(0.05)
+            latency = await meter.press(app, key, char)
+            if latency is not None:
+                latencies.setdefault(label, []).append(latency)
+
+        profiler = cProfile.Profile() if profile else None
+        if profiler:
+            profiler.enable()
+        for i in range(presses):
+            table.focus()
+            await press("down", "down")
+            await press("pagedown", "pagedown")
+            await press("n", "n", "n")
+            await press("s (sort)", "s", "s")
+            await press("d (detail)", "d", "d")
+            await press("h/backspace", "h" if i % 2 == 0 else "backspace", "h" if i % 2 == 0 else None)
+            tree.focus()
+            await pilot.pause()
+            await press("tree down", "down")
+            await press("tree up", "up")
+            if module is not None and i % 4 == 0:
+                tree.reveal(Entry("module", module))
+                await pilot.pause()
+                await press("tree enter (module)", "enter")
+            table.focus()
+            await pilot.pause()
+            if i % 2 == 0:
+                await press("/ (open filter)", "slash", "/")
+                await press("filter: type a char", "1", "1")
+                await press("filter: enter", "enter")
+                await press("esc (clear filter)", "escape")
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(profile)
+            print(f"  profile of the key phase written to {profile}")
         runs = main.snapshot.runs if main.snapshot else 0
-        print(f"  key press → effect painted, {PRESSES} presses per key, {runs} runs done meanwhile:")
+        print(f"  key press → effect painted, {runs} runs done by now:")
         everything = [v for values in latencies.values() for v in values]
         for key, values in latencies.items():
-            if values:
-                print(f"    {key:<12} median {ms(statistics.median(values)):>9}  p95 {ms(p95(values)):>9}")
-        print(f"    {'all keys':<12} median {ms(statistics.median(everything)):>9}  p95 {ms(p95(everything)):>9}")
-        if refresh_cpu:
-            print(
-                f"  live refreshes: {len(refresh_cpu)}, handler CPU median {ms(statistics.median(refresh_cpu))}"
-                f" p95 {ms(p95(refresh_cpu))}"
-            )
+            print(f"    {key:<22} {percentiles(values)}  (n={len(values)})")
+        print(f"    {'all keys':<22} {percentiles(everything)}  (n={len(everything)})")
         await pilot.press("q")
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("target", nargs="?", default="resnet18")
+    parser.add_argument("shape", nargs="?", default=None)
+    parser.add_argument("--sequential", type=int, metavar="N", help="an nn.Sequential of N ReLUs (N + 2 nodes)")
+    parser.add_argument("--deep", type=int, metavar="N", help="bench_scale.py's residual stack of about N nodes")
+    parser.add_argument("--presses", type=int, default=20, help="rounds of key presses (default 20)")
+    parser.add_argument("--quiet", type=float, default=10.0, help="seconds of refreshes measured without keys")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the event loop while keys are pressed")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="fxtui-keys-") as tmp:
+        if args.sequential or args.deep:
+            kind, nodes = ("sequential", args.sequential) if args.sequential else ("deep", args.deep)
+            path = Path(tmp) / f"{kind}{nodes}.py"
+            path.write_text(FACTORIES[kind].format(nodes=nodes, here=str(Path(__file__).parent)))
+            target = Target(f"{path}:make")
+        else:
+            shape = args.shape or ("5,3,224,224" if args.target == "resnet18" else None)
+            target = Target(args.target, input_shapes=(parse_shape(shape),) if shape else None)
+        asyncio.run(bench(target, args.presses, args.profile, args.quiet))
+
+
 if __name__ == "__main__":
-    model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
-    shape = tuple(int(d) for d in (sys.argv[2] if len(sys.argv) > 2 else "5,3,224,224").split(","))
-    asyncio.run(bench(model, shape))
+    main()

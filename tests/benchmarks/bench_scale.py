@@ -14,8 +14,10 @@ process so that one size's memory does not count against the other's. Printed:
 * analysis: ``annotate`` (FLOPs and bytes per node, source lines, machine peaks);
 * per run: one ``Session.step`` (a profiled and an uninstrumented run), and the
   profiler's overhead per node (profiled minus uninstrumented, over the node count);
-* snapshot: freezing the statistics (``Session.snapshot``), and pickling one for the
-  live app's pipe (without the graph, as the child sends it) and the graph once;
+* snapshot: freezing the statistics (``Session.snapshot``), and what one costs on the
+  live app's pipe: turned into columns and pickled in the child, unpickled in the app
+  (without the graph, as the child sends it; also as objects, as it was sent before),
+  and the graph once;
 * report: the headless table (top 20 and all rows) and the JSON export;
 * memory: resident set size after each stage, and its peak;
 * command: ``fxtui FILE:make --once --runs 3`` end to end on the same model, in a
@@ -46,6 +48,7 @@ from torch import nn
 from fxtui.engine.capture.fx import trace_model
 from fxtui.engine.explain import annotate
 from fxtui.engine.pipeline import make_report
+from fxtui.engine.remote import _as_columns
 from fxtui.engine.session import Session
 
 SIZES = (1_000, 10_000)
@@ -132,9 +135,12 @@ def bench(nodes: int) -> None:
     snapshot_s, snap = timed(session.snapshot, 5)
     profiled = snap.run_median_s or 0.0
     eager = snap.eager_median_s or 0.0
-    wire = dataclasses.replace(snap, graph=None)  # as the live app's child sends it
-    pickle_s, blob = timed(lambda: pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL), 5)
+    wire = dataclasses.replace(snap, graph=None)
+    columns_s, columns = timed(lambda: _as_columns(wire), 5)  # as the live app's child sends it
+    pickle_s, blob = timed(lambda: pickle.dumps(columns, protocol=pickle.HIGHEST_PROTOCOL), 5)
     unpickle_s, _ = timed(lambda: pickle.loads(blob), 5)
+    objects_s, objects = timed(lambda: pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL))
+    unobjects_s, _ = timed(lambda: pickle.loads(objects))
     graph_pickle_s, graph_blob = timed(lambda: pickle.dumps(session.graph, protocol=pickle.HIGHEST_PROTOCOL))
 
     report_s, report = timed(lambda: make_report(session, timeline=False))
@@ -153,7 +159,11 @@ def bench(nodes: int) -> None:
     per_node_ns = (profiled - eager) / count * 1e9
     line("profiler overhead", f"{per_node_ns:.0f} ns per node   (profiled / uninstrumented {profiled / eager:.2f})")
     line("snapshot", ms(snapshot_s))
-    line("snapshot on the pipe", f"{ms(pickle_s)} pickle, {ms(unpickle_s)} unpickle, {len(blob) / 1e6:.2f} MB")
+    line(
+        "snapshot on the pipe",
+        f"{ms(columns_s)} to columns, {ms(pickle_s)} pickle, {ms(unpickle_s)} unpickle (in the app), "
+        f"{len(blob) / 1e6:.2f} MB;  as objects {ms(objects_s)} pickle, {ms(unobjects_s)} unpickle",
+    )
     line("graph on the pipe", f"{ms(graph_pickle_s)} pickle (once per session), {len(graph_blob) / 1e6:.2f} MB")
     line("report", f"{ms(report_s)} make_report, table {ms(table_s)} (top 20), {ms(table_all_s)} (all rows)")
     line("JSON export", f"{ms(json_s)}   {len(text) / 1e6:.1f} MB")

@@ -137,15 +137,9 @@ def stats_of(app: FxtuiApp) -> Mapping[str, NodeStats]:
 
 def tree_entries(tree: ModuleTree) -> list[str]:
     """The keys of the entries the tree lists now (expanded branches only), top to bottom."""
-    out = []
-    for line in range(tree.last_line + 1):
-        node = tree.get_node_at_line(line)
-        if node is not None and node.data is not None:
-            out.append(node.data.key)
-    return out
+    return [entry.key for line in range(tree.last_line + 1) if (entry := tree.entry_at(line)) is not None]
 
 
 def tree_cursor(tree: ModuleTree) -> Entry | None:
     """What the tree's cursor is on."""
-    node = tree.cursor_node
-    return node.data if node is not None else None
+    return tree.cursor_entry

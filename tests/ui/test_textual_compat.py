@@ -1,8 +1,7 @@
 """The Textual internals fxtui.ui.textual_compat relies on are still there, in the shape it uses.
 
-A Textual upgrade that renames one of them would otherwise fail quietly: the module tree
-would stop redrawing its numbers, or a click on ▼ would close a branch the unsafe way, or
-the footer would leak again. Each check names what disappeared.
+A Textual upgrade that renames one of them would otherwise fail quietly: the footer would
+leak again. Each check names what disappeared.
 """
 
 from __future__ import annotations
@@ -14,44 +13,17 @@ from pathlib import Path
 
 import pytest
 import textual
-from rich.style import Style
-from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Tree
-from textual.widgets.tree import TreeNode
 
-from fxtui.ui.textual_compat import PRIVATE_NAMES, CompatTree
+from fxtui.ui.textual_compat import PRIVATE_NAMES
 
 UPGRADE = f"Textual {textual.__version__}: see fxtui/ui/textual_compat.py"
 
 
 def _parameters(function: Callable[..., object]) -> list[str]:
     return list(inspect.signature(function).parameters)
-
-
-def check_line_cache() -> None:
-    cache = getattr(Tree("t"), "_line_cache", None)
-    assert cache is not None and callable(getattr(cache, "clear", None)), f"Tree._line_cache is gone ({UPGRADE})"
-
-
-def check_updates() -> None:
-    assert isinstance(getattr(Tree("t"), "_updates", None), int), f"Tree._updates is gone ({UPGRADE})"
-
-
-def check_render_line() -> None:
-    method = getattr(Tree, "_render_line", None)
-    assert method is not None, f"Tree._render_line is gone ({UPGRADE})"
-    assert _parameters(method)[1:] == ["y", "x1", "x2", "base_style"], f"Tree._render_line changed ({UPGRADE})"
-
-
-def check_toggle_node() -> None:
-    method = getattr(Tree, "_toggle_node", None)
-    assert method is not None, f"Tree._toggle_node is gone ({UPGRADE})"
-    assert _parameters(method)[1:] == ["node"], f"Tree._toggle_node changed ({UPGRADE})"
-    # The override only matters while Tree's click handler goes through it.
-    assert "self._toggle_node(" in inspect.getsource(Tree), f"Tree no longer toggles through _toggle_node ({UPGRADE})"
 
 
 class _Counter(Widget):
@@ -80,10 +52,6 @@ async def check_watchers() -> None:
 
 
 CHECKS: dict[str, Callable[[], Awaitable[None] | None]] = {
-    "_line_cache": check_line_cache,
-    "_updates": check_updates,
-    "_render_line": check_render_line,
-    "_toggle_node": check_toggle_node,
     "__watchers": check_watchers,
 }
 
@@ -94,35 +62,6 @@ async def test_every_private_name_textual_compat_uses_still_exists(owner: str, n
     result = CHECKS[name]()
     if result is not None:
         await result
-
-
-class _NumberTree(CompatTree[str]):
-    """Labels read a number at render time, as the module tree's do."""
-
-    number = 1
-
-    def render_label(self, node: TreeNode[str], base_style: Style, style: Style) -> Text:
-        return Text(f"{node.label} {self.number}")
-
-
-class _TreeApp(App[None]):
-    def compose(self) -> ComposeResult:
-        tree = _NumberTree("root")
-        tree.root.expand()
-        tree.root.add_leaf("leaf")
-        yield tree
-
-
-async def test_invalidated_lines_redraw_with_new_numbers() -> None:
-    app = _TreeApp()
-    async with app.run_test(size=(40, 5)) as pilot:
-        await pilot.pause()
-        tree = app.query_one(_NumberTree)
-        assert "leaf 1" in tree.render_line(1).text
-        tree.number = 2
-        assert "leaf 1" in tree.render_line(1).text  # cached: the reason invalidate_lines exists
-        tree.invalidate_lines()
-        assert "leaf 2" in tree.render_line(1).text
 
 
 def test_the_installed_textual_is_in_the_range_pyproject_allows() -> None:

@@ -117,13 +117,13 @@ async def test_clicking_an_open_branch_icon_closes_it_and_the_cursor_inside_move
         tree = app.main.module_tree
         app.main.select_node("layer1_0_conv2")
         await pilot.pause()
-        layer1 = tree._module_nodes["layer1"]
-        assert layer1.is_expanded
-        await pilot.click("#tree", offset=(3, layer1.line))  # on "▼"
+        line = tree.line_of(Entry("module", "layer1"))
+        assert line is not None and tree.is_expanded("layer1")
+        await pilot.click("#tree", offset=(3, line))  # on "▼"
         await pilot.pause()
-        assert not layer1.is_expanded
+        assert not tree.is_expanded("layer1")
         assert tree_cursor(tree) == Entry("module", "layer1")
         assert app.main.scope == "" and app.main.selected == "layer1_0_conv2"
-        await pilot.click("#tree", offset=(3, layer1.line))  # "▶" opens it again
+        await pilot.click("#tree", offset=(3, line))  # "▶" opens it again
         await pilot.pause()
-        assert layer1.is_expanded
+        assert tree.is_expanded("layer1")

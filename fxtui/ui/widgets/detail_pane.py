@@ -138,6 +138,18 @@ def aten_table(ops: tuple[AtenOp, ...], limit: int = 12) -> Table:
     return table
 
 
+def _put(widget: Static, content: Table | Text) -> None:
+    """Show ``content`` in ``widget``, laying the screen out again only when the widget's height changes.
+
+    A layout is of the whole screen: at 160×48 it cost ~50 ms, which every cursor key paid
+    when the pane changed nodes; numbers refreshing a few times a second paid it too.
+    """
+    widget.update(content, layout=False)
+    size = widget.size
+    if not size.width or widget.get_content_height(size, size, size.width) != size.height:
+        widget.refresh(layout=True)
+
+
 class DetailPane(VerticalScroll):
     """The selected node in full; the sparkline shows its recent samples, oldest left."""
 
@@ -244,8 +256,6 @@ class DetailPane(VerticalScroll):
             self.fields = []
             self._shown_name = None
             return
-        # Re-layout only when a part can change height: numbers refreshing a few times a second
-        # would otherwise lay out the whole screen each time.
         if self._shown_name != info.name:
             title.update(Text(info.name), layout=False)
         show_error = error is not None and error.node == info.name
@@ -258,26 +268,25 @@ class DetailPane(VerticalScroll):
         fields = _fields(info, stats, peaks, others, memory)
         for label, value in fields:
             table.add_row(label, Text(value))
-        same_shape = [f[0] for f in fields] == [f[0] for f in self.fields] and self._shown_name == info.name
         self.fields = fields
-        fields_widget.update(table, layout=not same_shape)
+        _put(fields_widget, table)
         samples = list(stats.recent) if stats is not None else []
         sparkline.data = samples
         sparkline.display = bool(samples)
         aten_state = (info.name, aten is not None, explaining)
         if aten is not None and (aten_state != self._aten_shown or aten is not self.aten):
             self.aten_note = "" if aten else "aten: no operator (pure Python or a view)"
-            aten_widget.update(aten_table(aten) if aten else Text(self.aten_note))
+            _put(aten_widget, aten_table(aten) if aten else Text(self.aten_note))
         elif aten is None and aten_state != self._aten_shown:
             self.aten_note = "aten: working it out…" if explaining else "x: break this node down into aten operators"
-            aten_widget.update(Text(self.aten_note))
+            _put(aten_widget, Text(self.aten_note))
         self._aten_shown, self.aten = aten_state, aten
         if self._shown_name is None:
             # The first node can arrive while the pane is still being mounted, and its parts then
             # keep the height of their empty start; measure them again once they are on screen.
             self.call_after_refresh(self._measure_again)
         if self._shown_name != info.name:
-            node_text.update(Text(info.node_text))
-            module_repr.update(Text(info.module_repr))
+            _put(node_text, Text(info.node_text))
+            _put(module_repr, Text(info.module_repr))
             module_repr.display = bool(info.module_repr)
         self._shown_name = info.name

@@ -1,8 +1,10 @@
 """The module tree: root → layer1 → layer1.0 → its FX nodes, each with its time and share.
 
-Branches are populated only when first expanded, so a graph of ten thousand nodes
-costs only the rows a user has opened. Labels are drawn from the current totals
-when a line is rendered, so a refresh changes numbers without touching tree nodes.
+It looks and answers the keys like Textual's ``Tree``, but keeps its lines as plain
+data (:class:`~fxtui.ui.widgets.tree_lines.Outline`) and draws only those on screen:
+a branch of 10,000 entries costs nothing until it is scrolled to. Labels are drawn
+from the current totals when a line is rendered, so a refresh changes numbers
+without touching the structure.
 """
 
 from __future__ import annotations
@@ -14,32 +16,41 @@ from typing import ClassVar
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual import events, on
+from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import var
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Tree
-from textual.widgets.tree import TreeNode
 
 from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeStats
-from fxtui.ui.textual_compat import CompatTree
 from fxtui.ui.widgets.tree_labels import TIME_FROM, Entry, bar, fit_label, op_label, short_node_name
+from fxtui.ui.widgets.tree_lines import Outline
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 
-#: Marks the expand icon: Tree toggles the branch when a click lands on text with this meta.
+#: Marks the expand icon: a click on text with this meta toggles the branch.
 TOGGLE_STYLE = Style.from_meta({"toggle": True})
+#: Guide characters (space, vertical, end, cross) as Textual's Tree draws them, by the guides' style.
+_GUIDES = {"default": ("  ", "│ ", "└─", "├─"), "bold": ("  ", "┃ ", "┗━", "┣━"), "double": ("  ", "║ ", "╚═", "╠═")}
+_STYLES = ("tree--label", "tree--highlight", "tree--highlight-line", "tree--guides", "tree--guides-hover")
 
 
-class ModuleTree(CompatTree[Entry]):
+class ModuleTree(ScrollView, can_focus=True):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves.
 
     Posts :class:`NodeChosen` when the cursor lands on a node and :class:`ModuleChosen` on Enter on a module.
     """
 
+    ICON_NODE = "▶ "
+    ICON_NODE_EXPANDED = "▼ "
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *_STYLES,
+        "tree--cursor",
+        "tree--guides-selected",
         "module-tree--time",
         "module-tree--bar",
         "module-tree--dim",
@@ -47,7 +58,36 @@ class ModuleTree(CompatTree[Entry]):
         "module-tree--error",
     }
 
+    # Textual's Tree styles, so the tree reads as before; then the labels' own.
     DEFAULT_CSS = """
+    ModuleTree {
+        background: $surface;
+        color: $foreground;
+        & > .tree--guides { color: $surface-lighten-2; }
+        & > .tree--guides-hover { color: $surface-lighten-2; }
+        & > .tree--guides-selected { color: $block-cursor-blurred-background; }
+        & > .tree--cursor {
+            text-style: $block-cursor-blurred-text-style;
+            background: $block-cursor-blurred-background;
+        }
+        & > .tree--highlight-line { background: $block-hover-background; }
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .tree--cursor {
+                color: $block-cursor-foreground;
+                background: $block-cursor-background;
+                text-style: $block-cursor-text-style;
+            }
+            & > .tree--guides { color: $surface-lighten-3; }
+            & > .tree--guides-hover { color: $surface-lighten-3; }
+            & > .tree--guides-selected { color: $block-cursor-background; }
+        }
+        &:light {
+            & > .tree--guides { color: $surface-darken-1; }
+            & > .tree--guides-hover { color: $block-cursor-background; }
+            & > .tree--guides-selected { color: $block-cursor-background; }
+        }
+    }
     ModuleTree > .module-tree--time { color: $text-muted; }
     ModuleTree > .module-tree--bar { color: $primary; }
     ModuleTree > .module-tree--dim { color: $text-muted; }
@@ -56,10 +96,18 @@ class ModuleTree(CompatTree[Entry]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # Space pauses the session everywhere; the tree's own toggle moves to the arrow keys.
-        Binding("space", "screen.toggle_pause", "Pause/resume", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "First line", show=False),
+        Binding("end", "edge(1)", "Last line", show=False),
+        Binding("enter", "select_cursor", "Select", show=False),
         Binding("right", "expand_cursor", "Expand", show=False),
         Binding("left", "collapse_cursor", "Collapse", show=False),
+        Binding("shift+left", "cursor_parent", "Cursor to parent", show=False),
+        # Space pauses the session everywhere.
+        Binding("space", "screen.toggle_pause", "Pause/resume", show=False),
     ]
 
     @dataclass
@@ -74,19 +122,16 @@ class ModuleTree(CompatTree[Entry]):
 
         path: str
 
+    guide_depth: var[int] = var(3)
+    """Cells a level indents (two on a narrow tree)."""
+    hover_line: var[int] = var(-1)
+    """The line under the mouse (-1: none)."""
+
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("model", data=Entry("module", ""), id=id)
-        self.auto_expand = False
-        self.guide_depth = 3
-        self._graph: GraphInfo | None = None
-        self._visible_modules: set[str] = {""}
-        self._visible_nodes: set[str] = set()
-        self._module_nodes: dict[str, TreeNode[Entry]] = {}
-        self._leaf_nodes: dict[str, TreeNode[Entry]] = {}
-        self._populated: set[str] = set()
-        self._children: dict[str, list[Entry]] = {}
-        self._folded: dict[str, str | None] = {}
-        self._first_index: dict[str, int] = {}
+        super().__init__(id=id)
+        self.outline = Outline()
+        self.cursor_line = 0
+        """The cursor's line (it starts on the root, as Textual's Tree's does)."""
         self._auto_expanded: set[str] = set()
         """Branches opened by reveal() rather than by the user."""
         self.totals: Mapping[str, float] = {}
@@ -95,169 +140,179 @@ class ModuleTree(CompatTree[Entry]):
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
         self.error_node: str | None = None
-        self._line_style: Style | None = None
-        self._label_styles: dict[str, Style] | None = None
+        self._drawn: dict[tuple[object, ...], Strip] = {}
+        """Lines drawn since the numbers, the structure or the styles last changed, by what they show."""
+        self._styles: dict[str, Style] | None = None
+        self._painting: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
 
     # -- structure ----------------------------------------------------------
 
     def show(self, graph: GraphInfo, visible_modules: set[str], visible_nodes: set[str]) -> None:
         """(Re)build the tree for ``graph`` keeping only visible branches; expanded entries stay expanded."""
-        expanded = {path for path, node in self._module_nodes.items() if node.is_expanded} or {""}
-        auto_expanded = self._auto_expanded & expanded
-        cursor = self.cursor_node.data if self.cursor_node is not None else None
-        self._graph = graph
-        self._visible_modules = visible_modules
-        self._visible_nodes = visible_nodes
-        self._children = {}
-        self._folded = {}
-        self._first_index = {}
-        for node_info in graph.nodes:
-            if node_info.name in visible_nodes:
-                for path in module_ancestors(node_info.module_path):
-                    self._first_index.setdefault(path, node_info.index)
-        self.clear()
-        self.root.data = Entry("module", "")
-        self.root.set_label(graph.model)
-        self._module_nodes = {"": self.root}
-        self._leaf_nodes = {}
-        self._populated = set()
-        self._auto_expanded = set()
-        self._populate(self.root)
-        self.root.expand()
-        for path in sorted(expanded, key=lambda p: p.count(".") if p else -1):
-            node = self._module_nodes.get(path)
-            if node is not None:
-                self._populate(node)
-                node.expand()
-        self._auto_expanded = auto_expanded & set(self._module_nodes)
-        if cursor is not None:
-            self.reveal(cursor)
+        cursor = self.cursor_entry
+        expanded = self.outline.expanded
+        self.outline = Outline(graph, visible_modules, visible_nodes)
+        self.outline.open_all(expanded)
+        self._auto_expanded &= self.outline.expanded
+        self._lines_changed()
+        if cursor is not None and not self.reveal(cursor):
+            self.cursor_line = min(self.cursor_line, self.last_line)
 
     def folded_node(self, path: str) -> str | None:
-        """The node a module is shown as, when it holds just one visible node and no submodules.
-
-        Tracing gives every called submodule (``layer1.0.conv1``) a module entry holding
-        one ``call_module`` node; listing the module and then its only node would nest
-        every leaf twice, so such a module is shown as its node.
-        """
-        if path in self._folded:
-            return self._folded[path]
-        folded = None
-        if path and self._graph is not None:
-            info = self._graph.modules[path]
-            if not any(c in self._visible_modules for c in info.children):
-                names = [n for n in info.nodes if n in self._visible_nodes]
-                folded = names[0] if len(names) == 1 else None
-        self._folded[path] = folded
-        return folded
+        """The node module ``path`` is shown as (see :meth:`Outline.folded_node`)."""
+        return self.outline.folded_node(path)
 
     def display_parent(self, name: str) -> str:
         """The module whose branch lists node ``name``."""
-        assert self._graph is not None
-        path = self._graph.node(name).module_path
-        return path.rpartition(".")[0] if self.folded_node(path) == name else path
+        return self.outline.display_parent(name)
 
     def children_of(self, path: str) -> list[Entry]:
         """What the tree lists under module ``path``, in graph order (folded modules as their node)."""
-        cached = self._children.get(path)
-        if cached is not None:
-            return cached
-        assert self._graph is not None
-        info = self._graph.modules[path]
-        items: list[tuple[int, Entry]] = []
-        for child in info.children:
-            if child not in self._visible_modules:
-                continue
-            folded = self.folded_node(child)
-            if folded is not None:
-                items.append((self._graph.node(folded).index, Entry("node", folded)))
-            else:
-                items.append((self._first_index.get(child, 0), Entry("module", child)))
-        items += [(self._graph.node(n).index, Entry("node", n)) for n in info.nodes if n in self._visible_nodes]
-        items.sort(key=lambda item: item[0])
-        entries = [entry for _, entry in items]
-        self._children[path] = entries
-        return entries
+        return self.outline.children(path)
 
-    def _populate(self, node: TreeNode[Entry]) -> None:
-        assert self._graph is not None and node.data is not None
-        path = node.data.key
-        if path in self._populated:
-            return
-        self._populated.add(path)
-        for entry in self.children_of(path):
-            if entry.kind == "module":
-                self._module_nodes[entry.key] = node.add(entry.key.rpartition(".")[2], data=entry)
-            else:
-                self._leaf_nodes[entry.key] = node.add_leaf(entry.key, data=entry)
+    @property
+    def last_line(self) -> int:
+        """The number of the last line."""
+        return len(self.outline.lines) - 1
+
+    def entry_at(self, line: int) -> Entry | None:
+        """What line ``line`` shows."""
+        return self.outline.lines[line][0] if 0 <= line < len(self.outline.lines) else None
+
+    @property
+    def cursor_entry(self) -> Entry | None:
+        """What the cursor is on."""
+        return self.entry_at(self.cursor_line)
+
+    def line_of(self, entry: Entry) -> int | None:
+        """The line showing ``entry`` (None when its branch is closed or the filter hides it)."""
+        return self.outline.line_of(entry)
+
+    def is_expanded(self, path: str) -> bool:
+        """True when module ``path``'s branch is open."""
+        return self.outline.is_expanded(path)
+
+    def _lines_changed(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.outline.lines))
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Draw every line again (the numbers, the structure or the styles changed)."""
+        self._drawn.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._drawn.clear()
+
+    def _expand(self, path: str) -> None:
+        at, added = self.outline.expand(path)
+        if added and self.cursor_line > at:
+            self.cursor_line += added
+        self._lines_changed()
+
+    def _collapse(self, path: str) -> None:
+        at, removed = self.outline.collapse(path)
+        if removed and self.cursor_line > at:
+            # A cursor inside the closed branch lands on the branch.
+            self.cursor_line = at if self.cursor_line <= at + removed else self.cursor_line - removed
+        self._lines_changed()
+
+    def open(self, path: str) -> None:
+        """Expand module ``path`` for the user: it stays open when the cursor moves on."""
+        self._auto_expanded.discard(path)
+        self._expand(path)
 
     def on_resize(self, event: events.Resize) -> None:
         """On a narrow tree the guides take two cells a level instead of three, leaving room for names."""
         self.guide_depth = 2 if event.size.width < TIME_FROM else 3
+        self._lines_changed()
 
-    def on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
-        """Fill a branch the first time it opens."""
-        self._populate(event.node)
+    def watch_guide_depth(self) -> None:
+        self.redraw()
 
-    @on(Tree.NodeHighlighted)
-    def _highlighted(self, message: Tree.NodeHighlighted[Entry]) -> None:
-        entry = message.node.data
-        if entry is not None and entry.kind == "node":
+    def watch_hover_line(self) -> None:
+        self.refresh()
+
+    # -- cursor -------------------------------------------------------------
+
+    def move_cursor(self, line: int) -> None:
+        """Put the cursor on ``line`` (clamped) and scroll it into view; landing on another node posts NodeChosen."""
+        line = max(0, min(self.last_line, line))
+        before, self.cursor_line = self.cursor_line, line
+        self.refresh()  # the guides under the cursor's branch change too
+        self.scroll_to_region(Region(0, line, 1, 1), animate=False, force=True, origin_visible=False, x_axis=False)
+        entry = self.entry_at(line)
+        if line != before and entry is not None and entry.kind == "node":
             self.post_message(self.NodeChosen(entry.key))
 
-    @on(Tree.NodeSelected)
-    def _selected(self, message: Tree.NodeSelected[Entry]) -> None:
-        entry = message.node.data
+    def action_cursor_up(self) -> None:
+        """Move the cursor up a line."""
+        self.move_cursor(self.last_line if self.cursor_line < 0 else self.cursor_line - 1)
+
+    def action_cursor_down(self) -> None:
+        """Move the cursor down a line."""
+        self.move_cursor(self.cursor_line + 1)
+
+    def action_page(self, direction: int) -> None:
+        """Move the cursor a screenful."""
+        page = self.scrollable_content_region.height - 1
+        self.move_cursor(max(self.cursor_line, 0) + direction * page)
+
+    def action_edge(self, end: int) -> None:
+        """Move the cursor to the first (0) or last (1) line."""
+        self.move_cursor(self.last_line if end else 0)
+
+    def action_cursor_parent(self) -> None:
+        """Move the cursor to the branch that lists it."""
+        parent = self.outline.parent_line(self.cursor_line) if self.cursor_line > 0 else None
+        if parent is not None:
+            self.move_cursor(parent)
+
+    def action_select_cursor(self) -> None:
+        """Enter: a module's branch opens and the table shows it; a node is selected."""
+        entry = self.cursor_entry
         if entry is not None and entry.kind == "module":
-            self.open(message.node)
+            self.open(entry.key)
             self.post_message(self.ModuleChosen(entry.key))
         elif entry is not None:
             self.post_message(self.NodeChosen(entry.key))
 
-    def open(self, node: TreeNode[Entry]) -> None:
-        """Expand ``node`` for the user: it stays open when the cursor moves on."""
-        self._populate(node)
-        if node.data is not None:
-            self._auto_expanded.discard(node.data.key)
-        if not node.is_expanded:
-            node.expand()
-
-    def collapse_branch(self, node: TreeNode[Entry]) -> None:
-        """Close ``node``; a cursor inside it moves onto it first.
-
-        Left inside, the cursor would sit on a hidden line: the tree re-lays out keeping
-        that line's old number, and the cursor lands on whatever line now has it.
-        """
-        cursor = self.cursor_node
-        parent = cursor.parent if cursor is not None else None
-        while parent is not None and parent is not node:
-            parent = parent.parent
-        if cursor is not None and parent is node:
-            self.move_cursor(node)
-        node.collapse()
-
-    def toggle_clicked(self, node: TreeNode[Entry]) -> None:
-        """A click on a branch's ▼ closes it the safe way (see :meth:`collapse_branch`)."""
-        if node.allow_expand and node.is_expanded:
-            self.collapse_branch(node)
-        else:
-            super().toggle_clicked(node)
-
     def action_expand_cursor(self) -> None:
         """Open the module under the cursor."""
-        node = self.cursor_node
-        if node is not None and node.allow_expand:
-            self.open(node)
+        entry = self.cursor_entry
+        if entry is not None and entry.kind == "module":
+            self.open(entry.key)
 
     def action_collapse_cursor(self) -> None:
         """Close the module under the cursor, or go to its parent."""
-        node = self.cursor_node
-        if node is None:
+        entry = self.cursor_entry
+        if entry is not None and entry.kind == "module" and entry.key and self.is_expanded(entry.key):
+            self._collapse(entry.key)
+        else:
+            self.action_cursor_parent()
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on ▶/▼ opens or closes that branch (a cursor inside moves onto it); on a line, selects it."""
+        meta = event.style.meta
+        line = meta.get("line")
+        if not isinstance(line, int) or (entry := self.entry_at(line)) is None:
             return
-        if node.allow_expand and node.is_expanded:
-            node.collapse()
-        elif node.parent is not None:
-            self.move_cursor(node.parent)
+        if meta.get("toggle") and entry.kind == "module":
+            if self.is_expanded(entry.key) and entry.key:
+                self._collapse(entry.key)
+            else:
+                self.open(entry.key)
+            return
+        self.move_cursor(line)
+        self.action_select_cursor()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        line = event.style.meta.get("line") if event.style.meta else None
+        self.hover_line = line if isinstance(line, int) else -1
+
+    def on_leave(self, _: events.Leave) -> None:
+        self.hover_line = -1
 
     def reveal(self, entry: Entry) -> bool:
         """Open the branches down to ``entry`` and put the cursor on it; False when it is filtered out.
@@ -265,38 +320,30 @@ class ModuleTree(CompatTree[Entry]):
         Branches opened only to reveal an earlier entry close again, so following the
         table's cursor through a large graph does not leave the whole tree open.
         """
-        if self._graph is None:
+        outline = self.outline
+        if outline.graph is None:
             return False
-        if entry.kind == "module" and self.folded_node(entry.key) is not None:
-            entry = Entry("node", self.folded_node(entry.key) or "")
+        if entry.kind == "module" and (folded := outline.folded_node(entry.key)) is not None:
+            entry = Entry("node", folded)
         if entry.kind == "module":
             chain = module_ancestors(entry.key)[:-1]
+        elif entry.key in outline.nodes:
+            chain = module_ancestors(outline.display_parent(entry.key))
         else:
-            chain = module_ancestors(self.display_parent(entry.key))
-        stale = sorted(self._auto_expanded - set(chain), key=lambda p: -p.count("."))
-        for ancestor in chain:
-            node = self._module_nodes.get(ancestor)
-            if node is None:
-                return False
-            self._populate(node)
-            if not node.is_expanded:  # expand() re-lays out the whole tree even when already open
-                self._auto_expanded.add(ancestor)
-                node.expand()
-        target = self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key)
-        if target is None:
             return False
-        if self.cursor_node is not target:
-            _ = self.last_line  # lay out the lines just expanded, so the target knows its line
-            self.move_cursor(target)
-        # Close the branches opened for an earlier entry only now that the cursor has left them.
-        # Closed first, they hid the cursor's node: the tree re-laid out with the cursor at that
-        # node's old line number, past the shorter tree's end, so it landed on the last line
-        # (fc), highlighted it, and the screen followed it to the root.
-        for path in stale:
-            node = self._module_nodes.get(path)
-            if node is not None and node.is_expanded:
-                node.collapse()
-        self._auto_expanded -= set(stale)
+        if any(path not in outline.modules for path in chain):
+            return False
+        for path in chain:
+            if not self.is_expanded(path):
+                self._auto_expanded.add(path)
+                self._expand(path)
+        for path in sorted(self._auto_expanded - set(chain), key=lambda p: -p.count(".")):
+            self._collapse(path)
+        self._auto_expanded &= set(chain)
+        line = self.line_of(entry)
+        if line is None:
+            return False
+        self.move_cursor(line)
         return True
 
     # -- numbers ------------------------------------------------------------
@@ -308,7 +355,7 @@ class ModuleTree(CompatTree[Entry]):
         run_s: float,
         backward: Mapping[str, float] | None = None,
     ) -> None:
-        """New inclusive module times and node statistics; labels redraw, structure stays.
+        """New inclusive module times and node statistics; the lines on screen redraw, structure stays.
 
         ``backward`` (a training step's) is each module's inclusive backward time, part of its total.
         """
@@ -316,36 +363,21 @@ class ModuleTree(CompatTree[Entry]):
         self.backward = backward or {}
         self.stats = stats
         self.run_s = run_s
-        # Labels are computed in render_label; invalidating the lines makes each render once,
-        # instead of calling set_label (a callback each) per node. The lines of earlier numbers
-        # are dropped, not kept: they filled the cache's 1,024 entries with dead lines, each
-        # holding crop and style caches of its own, and the app grew by about 6 MB a minute.
-        self.invalidate_lines()
-        self.refresh()
+        self.redraw()
 
     def label_text(self, entry: Entry) -> str:
         """The plain text of an entry's label (what a user reads)."""
-        node = self._module_nodes.get(entry.key) if entry.kind == "module" else self._leaf_nodes.get(entry.key)
-        return "".join(text for text, _ in self._parts(entry, node))
+        line = self.line_of(entry)
+        depth = len(self.outline.lines[line][1]) if line is not None else 0
+        return "".join(text for text, _ in self._parts(entry, depth))
 
-    def _depth_cells(self, node: TreeNode[Entry] | None) -> int:
-        """Cells taken left of the label: guides and the expand icon."""
-        if node is None:
-            return 0
-        depth = 0
-        parent = node.parent
-        while parent is not None:
-            depth += 1
-            parent = parent.parent
-        return depth * self.guide_depth + (cell_len(self.ICON_NODE) if node.allow_expand else 0)
-
-    def _parts(self, entry: Entry, node: TreeNode[Entry] | None) -> list[tuple[str, str]]:
+    def _parts(self, entry: Entry, depth: int) -> list[tuple[str, str]]:
         """The label as (text, component class) pieces, fitted to the tree's width.
 
         Numbers sit at the right edge so they line up at every depth; on a narrow
         tree the class name and then the bar give way before the time and share do.
         """
-        graph = self._graph
+        graph = self.outline.graph
         if graph is None:
             return [("model", "")]
         if entry.kind == "module":
@@ -358,7 +390,7 @@ class ModuleTree(CompatTree[Entry]):
         else:
             node_info = graph.node(entry.key)
             module = node_info.module_path
-            folded = bool(module) and self.folded_node(module) == entry.key
+            folded = bool(module) and self.outline.folded_node(module) == entry.key
             name = module.rpartition(".")[2] if folded else short_node_name(entry.key, module)
             stats = self.stats.get(entry.key)
             seconds = stats.median_s if stats is not None else None
@@ -374,51 +406,106 @@ class ModuleTree(CompatTree[Entry]):
         # Modules of a training step say how much of their time is backward; nodes have a phase column.
         split = entry.kind == "module" and graph.training
         width = self.scrollable_content_region.width or 80
-        return fit_label(
-            name, kind, flag, seconds, share, width, self._depth_cells(node), backward_share if split else None
-        )
+        indent = depth * self.guide_depth + (cell_len(self.ICON_NODE) if entry.kind == "module" else 0)
+        return fit_label(name, kind, flag, seconds, share, width, indent, backward_share if split else None)
 
-    def _label_for(self, entry: Entry, node: TreeNode[Entry] | None = None) -> Text:
-        text = Text()
-        for piece, component in self._parts(entry, node):
-            text.append(piece, style=self._part_style(component) if component else "")
-        return text
+    # -- drawing ------------------------------------------------------------
+
+    def _paint_styles(self) -> dict[str, Style]:
+        # Textual's Tree takes these parts of the styles, partial or whole; rich_style walks every
+        # ancestor's CSS, and per line it was most of a repaint's cost.
+        styles = {name: self.get_component_rich_style(name, partial=True) for name in self.COMPONENT_CLASSES}
+        styles["highlight-line"] = self.get_component_rich_style("tree--highlight-line")
+        styles["cursor"] = self.get_component_rich_style("tree--cursor")
+        styles["base"] = self.rich_style
+        return styles
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """Draw the lines in ``crop``, working out the widget and label styles once, not per line."""
-        # Tree.render_line asks for rich_style (a walk over every ancestor's CSS) on every line;
-        # with numbers redrawn a few times a second that was most of a repaint's cost.
-        self._line_style = self.rich_style
-        self._label_styles = {
-            name: self.get_component_rich_style(name, partial=True) for name in self.COMPONENT_CLASSES
-        }
+        """Draw the lines in ``crop``, working out the styles and the cursor's and mouse's branches once."""
+        self._styles = self._paint_styles()
+        bottom = round(self.scroll_y) + crop.bottom
+        self._painting = (self._branch(self.hover_line, bottom), self._branch(self.cursor_line, bottom))
         try:
             return super().render_lines(crop)
         finally:
-            self._line_style = None
-            self._label_styles = None
+            self._styles = self._painting = None
+
+    def _branch(self, line: int, stop: int) -> tuple[int, int, int]:
+        """First and last line of the branch on ``line`` (looked for as far as ``stop``), and its depth."""
+        if not 0 <= line <= self.last_line:
+            return (-1, -2, -1)
+        return line, self.outline.subtree_end(line, stop), len(self.outline.lines[line][1])
 
     def render_line(self, y: int) -> Strip:
-        """One line of the tree, with the style computed once per repaint."""
-        style = self._line_style if self._line_style is not None else self.rich_style
+        """One line of the tree, drawn as Textual's Tree draws it: guides, then the label with its icon."""
         scroll_x, scroll_y = self.scroll_offset
-        return self.render_tree_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
+        width = self.size.width
+        line_no = y + scroll_y
+        styles = self._styles or self._paint_styles()
+        if line_no > self.last_line:
+            return Strip.blank(width, styles["base"])
+        entry, lasts = self.outline.lines[line_no]
+        hover, cursor = self._painting or (
+            self._branch(self.hover_line, line_no),
+            self._branch(self.cursor_line, line_no),
+        )
+        hovered = hover[0] <= line_no <= hover[1]
+        selected = self.has_focus and cursor[0] <= line_no <= cursor[1]
+        # A line is drawn again only when what it shows changed: a key that moves the cursor redraws two.
+        key: tuple[object, ...] = (line_no, entry, width, self.has_focus, line_no == self.cursor_line)
+        key += (line_no == self.hover_line, hovered and hover[2], selected and cursor[2])
+        strip = self._drawn.get(key)
+        if strip is None:
+            if len(self._drawn) > 8 * max(self.size.height, 1):
+                self._drawn.clear()
+            strip = self._drawn[key] = self._draw(line_no, entry, lasts, hover, cursor, hovered, selected, styles)
+        return strip.crop(scroll_x, scroll_x + width)
 
-    def _part_style(self, name: str) -> Style:
-        styles = self._label_styles
-        return styles[name] if styles is not None else self.get_component_rich_style(name, partial=True)
+    def _draw(
+        self,
+        line_no: int,
+        entry: Entry,
+        lasts: tuple[bool, ...],
+        hover: tuple[int, int, int],
+        cursor: tuple[int, int, int],
+        hovered: bool,
+        selected: bool,
+        styles: dict[str, Style],
+    ) -> Strip:
+        line_style = (styles["highlight-line"] if hovered else styles["base"]) + Style(meta={"line": line_no})
+        guides = Text(style=line_style)
+        for level, last in enumerate(lasts, start=1):
+            # A guide below the cursor's line takes the selected style, below the mouse's the hover style.
+            style = styles["tree--guides"]
+            if selected and cursor[2] < level:
+                style += styles["tree--guides-selected"]
+            elif hovered and hover[2] < level:
+                style += styles["tree--guides-hover"]
+            space, vertical, end, cross = self._guides(style)
+            if level < len(lasts):
+                guides.append(space if last else vertical, style=style)
+            else:
+                guides.append(end if last else cross, style=style)
+        label_style = styles["tree--label"]
+        if self.hover_line == line_no:
+            label_style += styles["tree--highlight"]
+        if self.cursor_line == line_no:
+            label_style += styles["cursor"]
+        guides.append(self._label(entry, len(lasts), line_style, label_style, styles))
+        return Strip(list(guides.render(self.app.console))).extend_cell_length(self.size.width, line_style)
 
-    def get_label_width(self, node: TreeNode[Entry]) -> int:
-        """Cells a label takes, without drawing it (the tree asks for every line on each layout)."""
-        if node.data is None or self._graph is None:
-            return super().get_label_width(node)
-        icon = cell_len(self.ICON_NODE) if node.allow_expand else 0
-        return icon + sum(cell_len(text) for text, _ in self._parts(node.data, node))
+    def _guides(self, style: Style) -> tuple[str, ...]:
+        chars = _GUIDES["bold" if style.bold else "double" if style.underline2 else "default"]
+        pad = max(0, self.guide_depth - 2)
+        return tuple(f"{c[0]}{c[1] * pad} " for c in chars)
 
-    def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
-        """The label with current numbers, behind the expand/collapse icon."""
-        label = self._label_for(node.data, node) if node.data is not None else Text(str(node.label))
-        label.stylize(style)
-        prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else ""
+    def _label(self, entry: Entry, depth: int, line_style: Style, label_style: Style, styles: dict[str, Style]) -> Text:
+        text = Text()
+        for piece, component in self._parts(entry, depth):
+            text.append(piece, style=styles[component] if component else "")
+        text.stylize(label_style)
+        if entry.kind != "module":
+            return text
+        icon = self.ICON_NODE_EXPANDED if self.is_expanded(entry.key) else self.ICON_NODE
         # The icon carries the toggle marker, so a click on ▶/▼ opens or closes the branch.
-        return Text.assemble((prefix, base_style + TOGGLE_STYLE), label)
+        return Text.assemble((icon, line_style + TOGGLE_STYLE), text)

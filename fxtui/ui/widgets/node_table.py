@@ -132,9 +132,12 @@ class NodeTable(ScrollView, can_focus=True):
         self._resort()
 
     def set_stats(self, stats: Mapping[str, NodeStats]) -> None:
-        """New statistics for the same nodes."""
+        """New statistics for the same nodes (re-sorted when the order depends on them)."""
         self._stats = stats
-        self._resort()
+        if BY_KEY[self.sort_key].live:
+            self._resort()
+        else:
+            self.refresh()
 
     def sort_by(self, key: str, descending: bool | None = None) -> None:
         """Sort by column ``key``; numbers start largest first, text in order."""
@@ -146,7 +149,7 @@ class NodeTable(ScrollView, can_focus=True):
         keys = sort_names(self._shown, self._stats, self.sort_key, self.sort_descending)
         if keys != self._keys:
             self._keys = keys
-            self._index = {k: i for i, k in enumerate(keys)}
+            self._index = dict(zip(keys, range(len(keys)), strict=True))
         if self.cursor_name not in self._index:
             self.cursor_name = keys[0] if keys else None
         width = sum(self._widths[c.key] for c in self.columns) + len(self.columns)
@@ -159,10 +162,15 @@ class NodeTable(ScrollView, can_focus=True):
         """Put the cursor on node ``name`` (if shown) and scroll it into view."""
         if name is None or name not in self._index:
             return
-        self.cursor_name = name
+        before, self.cursor_name = self.cursor_row, name
+        top = round(self.scroll_y)
         if scroll:
             self._scroll_to_cursor()
-        self.refresh()
+        if round(self.scroll_y) != top:
+            self.refresh()
+        else:  # only the two rows the cursor left and reached change
+            for row in (before, self.cursor_row):
+                self.refresh(Region(0, row - top + 1, self.size.width, 1))
 
     def _visible_rows(self) -> int:
         # The content region excludes the horizontal scrollbar; the header takes one line of it.

@@ -8,7 +8,8 @@ from rich.text import Text
 from textual.reactive import var
 from textual.widgets import Static
 
-from fxtui.engine.snapshot import Snapshot, State
+from fxtui.engine.columnar import column_total
+from fxtui.engine.snapshot import RunFigures, Snapshot, State
 from fxtui.engine.units import format_ratio, format_seconds
 
 
@@ -40,6 +41,12 @@ def state_text(snapshot: Snapshot | None, paused: bool) -> str:
 def capture_text(capture: str) -> str:
     """How the status line names a capture mode."""
     return {"dynamo": "TorchDynamo", "fx": "torch.fx"}.get(capture, capture)
+
+
+def fidelity(snapshot: Snapshot) -> float | None:
+    """The snapshot's fidelity, summing the node medians from their column (no per-node record is made)."""
+    attributed = column_total(snapshot.nodes, "median_s") if snapshot.nodes else None
+    return RunFigures.of(attributed, snapshot.run_median_s, snapshot.eager_median_s).fidelity
 
 
 def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
@@ -74,7 +81,7 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
             text.append(f" · {capture_text(graph.capture)} {graph.graphs} graph{'s' if graph.graphs != 1 else ''}")
             text.append(f"/{breaks} break{'s' if breaks != 1 else ''}")
         text.append(f" │ {snapshot.runs} runs · run {format_seconds(snapshot.run_median_s)}")
-        text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(snapshot.fidelity)}")
+        text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(fidelity(snapshot))}")
     return text
 
 

@@ -7,7 +7,7 @@ and tested on their own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fxtui.engine.units import format_pct, format_seconds
 
@@ -23,9 +23,12 @@ BACKWARD_BLOCK = "▒"
 Part = tuple[str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """What a tree line stands for: a module path or a node name."""
+class Entry(NamedTuple):
+    """What a tree line stands for: a module path or a node name.
+
+    A named tuple rather than a dataclass: the tree lists up to one per node after every
+    filter change, and a frozen dataclass took ~4 µs to make.
+    """
 
     kind: str
     """``"module"`` or ``"node"``."""

@@ -1,0 +1,142 @@
+"""Records of one kind (``NodeStats``, ``ModuleStats``) held as columns, a record made only when read.
+
+A snapshot maps every node name to a :class:`~fxtui.engine.model.NodeStats`. As objects,
+a 50,000-node snapshot is 50,000 frozen dataclasses (and as many tuples of recent
+samples): pickling them in the engine's child and unpickling them in the app took
+about a second a snapshot, and unpickling holds the GIL the whole time, so the app
+stopped answering keys for as long. As columns (one array per field) the same
+snapshot pickles as a handful of byte buffers.
+
+:class:`ColumnTable` is a read-only ``Mapping`` from name to record: code that reads a
+few records (the rows on screen, the selected node) reads them as before, and
+code that needs one field of every record (a sort, a sum) reads the column
+(:func:`column_dict`, :meth:`ColumnTable.column`) without making any record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import operator
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+R = TypeVar("R")
+
+#: How one field is stored: ``("d", array)`` floats, ``("q", array)`` ints,
+#: ``("t", flat float array, offsets)`` tuples of numbers (read back as floats), ``("o", list)`` anything else.
+Stored = tuple[Any, ...]
+
+
+def _encode(values: Sequence[Any]) -> Stored:
+    first = type(values[0]) if values else float
+    try:
+        if first is float:
+            return ("d", array("d", values))
+        if first is int:
+            return ("q", array("q", values))
+        if first is tuple:
+            offsets = array("q", itertools.accumulate(map(len, values), initial=0))
+            return ("t", array("d", itertools.chain.from_iterable(values)), offsets)
+    except (TypeError, OverflowError):  # not all numbers: kept as they are
+        pass
+    return ("o", list(values))
+
+
+def _getter(stored: Stored) -> Callable[[int], Any]:
+    if stored[0] == "t":
+        flat, offsets = stored[1], stored[2]
+        return lambda i: tuple(flat[offsets[i] : offsets[i + 1]])
+    return stored[1].__getitem__
+
+
+class ColumnTable(Mapping[str, R], Generic[R]):
+    """A read-only mapping from name to a frozen dataclass record, stored one column per field.
+
+    Records are made on first access and kept; :meth:`column` gives one field of every
+    record, in :attr:`names` order, without making any.
+    """
+
+    __slots__ = ("_getters", "_index", "_made", "columns", "kind", "names")
+
+    def __init__(
+        self,
+        kind: type[R],
+        names: tuple[str, ...],
+        columns: Mapping[str, Stored],
+        index: Mapping[str, int] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.names = names
+        """The keys, in the order of the columns."""
+        self.columns = dict(columns)
+        self._index = index if index is not None else {name: i for i, name in enumerate(names)}
+        self._getters = [_getter(self.columns[f.name]) for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
+        self._made: dict[str, R] = {}
+
+    @classmethod
+    def of(cls, kind: type[R], records: Mapping[str, R]) -> ColumnTable[R]:
+        """The columns of ``records`` (every value a ``kind``), in the mapping's order."""
+        if isinstance(records, ColumnTable) and records.kind is kind:
+            return records
+        names = [f.name for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
+        if not records:
+            return cls(kind, (), {name: ("o", []) for name in names})
+        rows = map(operator.attrgetter(*names), records.values())
+        # One attrgetter call per record and a transpose in C: a getattr per field and record was slower.
+        transposed = zip(*rows, strict=True) if len(names) > 1 else ([row for row in rows],)
+        return cls(kind, tuple(records), dict(zip(names, map(_encode, transposed), strict=True)))
+
+    def with_names(self, names: tuple[str, ...], index: Mapping[str, int]) -> ColumnTable[R]:
+        """The same table over an equal ``names`` tuple and its ``index``: later tables can share one."""
+        return ColumnTable(self.kind, names, self.columns, index)
+
+    @property
+    def index(self) -> Mapping[str, int]:
+        """Each name's position in :attr:`names` and in every column."""
+        return self._index
+
+    def column(self, field: str) -> Sequence[Any]:
+        """Field ``field`` of every record, in :attr:`names` order."""
+        stored = self.columns[field]
+        if stored[0] == "t":
+            get = _getter(stored)
+            return [get(i) for i in range(len(self.names))]
+        return stored[1]
+
+    def __getitem__(self, name: str) -> R:
+        made = self._made.get(name)
+        if made is None:
+            i = self._index[name]
+            made = self._made[name] = self.kind(*[get(i) for get in self._getters])
+        return made
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return f"ColumnTable({self.kind.__name__}, {len(self.names)} records)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ColumnTable, (self.kind, self.names, self.columns))
+
+
+def column_dict(records: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """``{name: record.field}`` for every record: from the column when ``records`` is a :class:`ColumnTable`."""
+    if isinstance(records, ColumnTable):
+        return dict(zip(records.names, records.column(field), strict=True))
+    return {name: getattr(record, field) for name, record in records.items()}
+
+
+def column_total(records: Mapping[str, Any], field: str) -> float:
+    """The sum of ``field`` over every record (from the column when ``records`` is a :class:`ColumnTable`)."""
+    if isinstance(records, ColumnTable):
+        return float(sum(records.column(field)))
+    return float(sum(getattr(record, field) for record in records.values()))

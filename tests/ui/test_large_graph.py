@@ -1,0 +1,141 @@
+"""A graph of 10,000 nodes through the app, as a live session sends it (statistics as columns).
+
+The case of the scale issue: an ``nn.Sequential`` of 10,000 layers puts 10,000 entries under
+the tree's root. These tests check behaviour, not time (bench_keys_live.py and bench_ui.py
+print the figures).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+from fakes import FakeSource, settle, tree_cursor
+from textual.pilot import Pilot
+
+from fxtui.engine.columnar import ColumnTable
+from fxtui.engine.remote import _as_columns
+from fxtui.engine.snapshot import GraphInfo, Snapshot
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.demo.source import build_graph, make_snapshot
+from fxtui.ui.filtering import FilterSpec
+from fxtui.ui.widgets.module_tree import Entry
+
+LAYERS = 10_000
+SIZE = (160, 48)
+
+
+def sequential_graph(layers: int = LAYERS) -> tuple[GraphInfo, list[float]]:
+    """``nn.Sequential(*[nn.ReLU()] * layers)`` as torch.fx traces it: one module and one node per layer."""
+    rows = [("input_1", "placeholder", "input", "input", "", "1×8", 0.4)]
+    rows += [(f"_{i}", "call_module", "ReLU", "ReLU", str(i), "1×8", 5.0 + (i * 37) % 17) for i in range(layers)]
+    rows.append(("output", "output", "output", "output", "", "1×8", 0.3))
+    return build_graph(rows, model="sequential", inputs=("1×8",)), [row[6] for row in rows]
+
+
+def as_sent(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` as the app receives it from the engine's child process."""
+    wire = pickle.loads(pickle.dumps(_as_columns(dataclasses.replace(snapshot, graph=None))))
+    return dataclasses.replace(wire, graph=snapshot.graph)
+
+
+async def _started(pilot: Pilot, applied: int = 1) -> FxtuiApp:
+    app = pilot.app
+    assert isinstance(app, FxtuiApp)
+    await settle(app, pilot, applied)
+    return app
+
+
+async def test_ten_thousand_layers_fill_the_table_and_the_tree_in_order() -> None:
+    graph, medians = sequential_graph()
+    app = FxtuiApp(FakeSource([as_sent(make_snapshot(graph, medians))]))
+    async with app.run_test(size=SIZE) as pilot:
+        app = await _started(pilot)
+        main = app.main
+        assert isinstance(main.snapshot and main.snapshot.nodes, ColumnTable)
+        table, tree = main.table, main.module_tree
+        assert len(table.row_names) == LAYERS
+        stats = main.snapshot.nodes if main.snapshot else {}
+        medians_shown = [stats[name].median_s for name in table.row_names]
+        assert medians_shown == sorted(medians_shown, reverse=True)
+        assert tree.last_line == LAYERS  # the root and one line per layer, each layer shown as its node
+        assert tree.entry_at(1) == Entry("node", "_0") and tree.entry_at(LAYERS) == Entry("node", f"_{LAYERS - 1}")
+        assert f"{LAYERS}/{LAYERS + 2} nodes" in str(main.query_one("#status").render())
+
+
+async def test_the_cursor_and_the_scroll_survive_refreshes_that_reorder_every_row() -> None:
+    graph, medians = sequential_graph()
+    source = FakeSource([as_sent(make_snapshot(graph, medians))])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        app = await _started(pilot)
+        main, table = app.main, app.main.table
+        for _ in range(3):
+            await pilot.press("pagedown")
+        await pilot.press("down")
+        chosen = table.cursor_name
+        assert chosen is not None and main.selected == chosen
+        for i in range(3):
+            # Every median changes, differently per node: the order changes, the cursor stays on its node.
+            shuffled = [m * (1.0 + 0.3 * (((k * 7 + i) % 11) / 11)) for k, m in enumerate(medians)]
+            source.push(as_sent(make_snapshot(graph, shuffled, seq=i + 2)))
+            await settle(app, pilot, i + 2)
+            assert table.cursor_name == chosen and main.selected == chosen
+            stats = main.snapshot.nodes if main.snapshot else {}
+            assert stats[chosen].median_s == shuffled[graph.node(chosen).index] * 1e-6
+            assert tree_cursor(main.module_tree) == Entry("node", chosen)
+
+
+async def test_a_path_filter_and_its_clearing_on_ten_thousand_layers() -> None:
+    graph, medians = sequential_graph()
+    app = FxtuiApp(FakeSource([as_sent(make_snapshot(graph, medians))]))
+    async with app.run_test(size=SIZE) as pilot:
+        app = await _started(pilot)
+        main = app.main
+        await pilot.press("slash", *"999", "enter")
+        await pilot.pause()
+        expected = {f"_{i}" for i in range(LAYERS) if "999" in str(i)}
+        assert set(main.table.row_names) == expected
+        tree = main.module_tree
+        assert {tree.entry_at(line).key for line in range(1, tree.last_line + 1)} == expected  # type: ignore[union-attr]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert main.spec == FilterSpec(ops=main.spec.ops)
+        assert len(main.table.row_names) == LAYERS and main.module_tree.last_line == LAYERS
+
+
+async def test_sorting_by_a_text_column_and_stepping_through_hotspots() -> None:
+    graph, medians = sequential_graph()
+    app = FxtuiApp(FakeSource([as_sent(make_snapshot(graph, medians))]))
+    async with app.run_test(size=SIZE) as pilot:
+        app = await _started(pilot)
+        main = app.main
+        stats = main.snapshot.nodes if main.snapshot else {}
+        slowest = sorted(stats, key=lambda name: (-stats[name].median_s, graph.node(name).index))
+        assert main.selected == slowest[0]  # the first row of the default sort
+        main.sort = ("module", False)
+        await pilot.pause()
+        assert main.table.row_names[:3] == ["_0", "_1", "_10"]  # module paths as text
+        assert main.selected == slowest[0]
+        await pilot.press("n", "n")
+        assert main.selected == slowest[2]
+
+
+async def test_a_refresh_draws_only_the_tree_lines_in_view_of_ten_thousand() -> None:
+    graph, medians = sequential_graph()
+    source = FakeSource([as_sent(make_snapshot(graph, medians))])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        app = await _started(pilot)
+        tree = app.main.module_tree
+        drawn: list[Entry] = []
+        parts = tree._parts
+
+        def counted(entry: Entry, depth: int) -> list[tuple[str, str]]:
+            drawn.append(entry)
+            return parts(entry, depth)
+
+        tree._parts = counted  # type: ignore[method-assign]
+        source.push(as_sent(make_snapshot(graph, medians, seq=2, scale=1.1)))
+        await settle(app, pilot, 2)
+        assert 0 < len(drawn) <= 2 * tree.size.height
