@@ -88,6 +88,12 @@ class ColumnTable(Mapping[str, R], Generic[R]):
         transposed = zip(*rows, strict=True) if len(names) > 1 else ([row for row in rows],)
         return cls(kind, tuple(records), dict(zip(names, map(_encode, transposed), strict=True)))
 
+    @classmethod
+    def from_columns(cls, kind: type[R], names: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> ColumnTable[R]:
+        """A table made straight from one sequence per field of ``kind`` (no record is made)."""
+        fields = [f.name for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
+        return cls(kind, tuple(names), {name: _encode(columns[name]) for name in fields})
+
     def with_names(self, names: tuple[str, ...], index: Mapping[str, int]) -> ColumnTable[R]:
         """The same table over an equal ``names`` tuple and its ``index``: later tables can share one."""
         return ColumnTable(self.kind, names, self.columns, index)

@@ -12,9 +12,11 @@ Nothing here imports torch, so the UI process and ``fxtui diff`` can use all of 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
+
+from fxtui.engine.columnar import ColumnTable, column_dict
 
 #: A node is flagged noisy when its IQR exceeds this fraction of its median
 #: (the threshold torch.utils.benchmark uses).
@@ -209,72 +211,6 @@ class Spread:
         return self.q25 <= other.q75 and other.q25 <= self.q75
 
 
-_STAT_COLUMNS = ("median_s", "mean_s", "p90_s", "min_s", "max_s", "q25_s", "q75_s", "pct")
-
-
-class NodeStatsTable(Mapping[str, NodeStats]):
-    """Every node's statistics, kept by column; a :class:`NodeStats` is made only when one is read.
-
-    A snapshot of a 10,000-node graph would otherwise build 10,000 objects every few hundred
-    milliseconds, most of which nobody reads (a table shows a screenful), and pickle them all
-    to the app. Bulk readers (sorting, module roll-ups) use :meth:`column` instead.
-    """
-
-    __slots__ = ("_columns", "_count", "_index", "_names", "_recent")
-
-    def __init__(
-        self,
-        names: Sequence[str],
-        count: int,
-        columns: Mapping[str, Sequence[float]],
-        recent: Sequence[Sequence[float]] = (),
-    ) -> None:
-        self._names = tuple(names)
-        self._index = {name: i for i, name in enumerate(self._names)}
-        self._count = count
-        self._columns = {key: columns[key] for key in _STAT_COLUMNS}
-        self._recent = recent
-        """The latest runs, oldest first, one value per node each."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (NodeStatsTable, (self._names, self._count, self._columns, self._recent))
-
-    def column(self, key: str) -> Sequence[float]:
-        """One statistic of every node, in :meth:`names` order: ``median_s``, ``p90_s``, ``pct`` …"""
-        return self._columns[key]
-
-    def names(self) -> tuple[str, ...]:
-        """The node names, in column order (graph order)."""
-        return self._names
-
-    def __getitem__(self, name: str) -> NodeStats:
-        i = self._index[name]
-        c = self._columns
-        q25, q75 = c["q25_s"][i], c["q75_s"][i]
-        return NodeStats(
-            count=self._count,
-            median_s=c["median_s"][i],
-            mean_s=c["mean_s"][i],
-            p90_s=c["p90_s"][i],
-            min_s=c["min_s"][i],
-            max_s=c["max_s"][i],
-            iqr_s=q75 - q25,
-            pct=c["pct"][i],
-            recent=tuple(run[i] for run in self._recent),
-            q25_s=q25,
-            q75_s=q75,
-        )
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-
 @dataclass(frozen=True, slots=True)
 class ModuleStats:
     """Time attributed to one module path."""
@@ -295,10 +231,8 @@ class ModuleStats:
 
 
 def node_medians(stats: Mapping[str, NodeStats]) -> dict[str, float]:
-    """Each node's median, read by column from a :class:`NodeStatsTable` (no per-node objects)."""
-    if isinstance(stats, NodeStatsTable):
-        return dict(zip(stats.names(), stats.column("median_s"), strict=True))
-    return {name: s.median_s for name, s in stats.items()}
+    """Each node's median, read by column from a :class:`~fxtui.engine.columnar.ColumnTable` (no per-node objects)."""
+    return column_dict(stats, "median_s")
 
 
 class ModulePlan:
@@ -331,7 +265,7 @@ def module_stats(
     stats: Mapping[str, NodeStats],
     run_s: float,
     plan: ModulePlan | None = None,
-) -> dict[str, ModuleStats]:
+) -> Mapping[str, ModuleStats]:
     """Inclusive and self time of every module path in ``modules``, from the node medians in ``stats``.
 
     ``plan`` (made from the same ``nodes`` and ``modules``) saves the walk up the tree.
@@ -349,18 +283,18 @@ def module_stats(
             by_phase = forward if phase == 1 else backward
             for a in ancestors:
                 by_phase[a] += t
-    return {
-        p: ModuleStats(
-            path=p,
-            inclusive_s=inclusive[i],
-            self_s=own[i],
-            pct=100.0 * inclusive[i] / run_s,
-            nodes=plan.counts[i],
-            forward_s=forward[i],
-            backward_s=backward[i],
-        )
-        for i, p in enumerate(plan.paths)
+    # As columns: a 10,000-node graph has thousands of modules, and a record each per snapshot
+    # was most of the roll-up's cost.
+    columns: dict[str, Sequence[Any]] = {
+        "path": plan.paths,
+        "inclusive_s": inclusive,
+        "self_s": own,
+        "pct": [100.0 * t / run_s for t in inclusive],
+        "nodes": plan.counts,
+        "forward_s": forward,
+        "backward_s": backward,
     }
+    return ColumnTable.from_columns(ModuleStats, plan.paths, columns)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,12 +23,13 @@ import torch.fx
 
 from fxtui.engine import allocator
 from fxtui.engine.capture.program import Program, graph_program
+from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
-from fxtui.engine.model import NodeStatsTable, module_stats
+from fxtui.engine.model import NodeStats, module_stats
 from fxtui.engine.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
@@ -328,20 +329,23 @@ class Session:
                 **self._findings(summary),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
-        nodes = NodeStatsTable(
+        # As columns (fxtui.engine.columnar): a record per node is made only when one is read.
+        nodes = ColumnTable.from_columns(
+            NodeStats,
             self.timer.names,
-            summary.count,
             {
+                "count": [summary.count] * len(summary.median),
                 "median_s": summary.median,
                 "mean_s": summary.mean,
                 "p90_s": summary.p90,
                 "min_s": summary.min,
                 "max_s": summary.max,
+                "iqr_s": [b - a for a, b in zip(summary.q25, summary.q75, strict=True)],
+                "pct": [100.0 * m / run for m in summary.median],
+                "recent": list(zip(*summary.recent, strict=True)) if summary.recent else [()] * len(summary.median),
                 "q25_s": summary.q25,
                 "q75_s": summary.q75,
-                "pct": [100.0 * m / run for m in summary.median],
             },
-            summary.recent,
         )
         return Snapshot(
             graph=self.graph,
