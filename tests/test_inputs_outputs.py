@@ -69,7 +69,8 @@ def test_a_factory_with_two_inputs_and_a_dict_output_through_the_cli(
     assert (rows["tokens"]["op"], rows["tokens"]["dtype"]) == ("placeholder", "int64")
     assert rows["output"]["shape"] == "{score: 3, parts: (3×4, 3×4)}"
     assert {"image", "text", "mean", "mul"} <= set(rows)
-    assert all(r["count"] == 3 for r in rows.values())
+    assert len({r["count"] for r in rows.values()}) == 1  # 3 runs, up to 3 more in place of disturbed ones
+    assert all(3 <= r["count"] <= 6 for r in rows.values())
 
 
 def test_new_input_shapes_keep_integer_inputs_integers_in_their_range(
@@ -91,7 +92,7 @@ def test_two_inputs_and_a_tuple_and_dict_output_through_the_python_api() -> None
     torch.manual_seed(0)
     report = fxtui.profile(Pair(), (torch.randn(4, 6), torch.randn(4, 5)), runs=3, warmup=1)
     assert report.inputs == ("4×6", "4×5")
-    assert report.runs == 3 and report.failures == 0
+    assert 3 <= report.runs <= 6 and report.failures == 0
     rows = {r.name: r for r in report.rows}
     assert [r.name for r in report.rows if r.info.op == "placeholder"] == ["x", "y"]
     assert rows["output"].info.shape == "(4×2, {left: 4×2, right: 4×2})"

@@ -48,7 +48,8 @@ class CostlyBackward(nn.Module):
 
 def trained(module: nn.Module, inputs: Inputs, runs: int = 4, optimizer: str = "sgd"):  # type: ignore[no-untyped-def]
     loaded = LoadedModel(module=module, inputs=inputs, name=type(module).__name__, dtype="float32")
-    session = session_for_module(loaded, analyse=False, train=True, optimizer=optimizer)
+    # every step recorded as it comes (on a busy machine the default would add steps to replace disturbed ones)
+    session = session_for_module(loaded, analyse=False, train=True, optimizer=optimizer, keep_disturbed=True)
     run_profile(session, runs, 1)
     return session, make_report(session, timeline=True)
 

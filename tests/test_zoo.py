@@ -29,7 +29,8 @@ def profiled_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: st
     assert code == 0, err
     data = json.loads(out_json.read_text())
     assert data["rows"], "a profiled model has nodes"
-    assert all(r["count"] == 1 for r in data["rows"])
+    # one run, and one more in its place when other work disturbed it
+    assert all(1 <= r["count"] <= 2 for r in data["rows"])
     return out, data
 
 
