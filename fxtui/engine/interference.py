@@ -25,9 +25,10 @@ import time
 from dataclasses import dataclass
 
 #: A run that other work took more than this share from (:attr:`RunLoad.lost_share`) is disturbed.
-#: Measured with `bench_engine.py interference` on a 2-core machine:
-#: resnet18 runs at 2 threads waited 0–1% of their time on a quiet machine, 10–60% while two
-#: other processes kept the cores busy in bursts.
+#: Measured with `bench_interference.py` (resnet18 1×3×64×64, 2 threads, on a 2-core machine that
+#: other sessions were also using): the quietest tenth of the steps lost 0.2–0.3%, steps while two
+#: processes kept the cores busy in bursts lost 67% (median), and a thread sharing its core with one
+#: busy process loses about half. 5% sits far from both; it is not yet calibrated on a machine kept quiet.
 DISTURBED_SHARE = 0.05
 
 _TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
