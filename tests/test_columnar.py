@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from fxtui.engine.columnar import ColumnTable, column_dict, column_total
+from fxtui.engine.columnar import ColumnTable, column_map, column_total
 from fxtui.engine.model import ModuleStats, NodeStats
 from fxtui.engine.remote import _as_columns, _SharedNames
 from fxtui.engine.snapshot import Snapshot, State
@@ -34,9 +34,10 @@ def test_a_table_reads_back_every_record_as_it_was() -> None:
     assert table["n3"] is table["n3"]  # made once
     assert "n3" in table and "nope" not in table and table.get("nope") is None
     assert list(table.column("median_s")) == [r.median_s for r in records.values()]
-    assert column_dict(table, "count") == {k: r.count for k, r in records.items()}
+    assert dict(column_map(table, "count")) == {k: r.count for k, r in records.items()}
+    assert column_map(table, "count").get("n2") == 12 and column_map(table, "count").get("nope", -1) == -1
     assert column_total(table, "median_s") == sum(r.median_s for r in records.values())
-    assert column_dict(records, "count") == column_dict(table, "count")  # a plain dict reads the same
+    assert column_map(records, "count") == dict(column_map(table, "count"))  # a plain dict reads the same
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

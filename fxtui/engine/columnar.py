@@ -10,7 +10,7 @@ snapshot pickles as a handful of byte buffers.
 :class:`ColumnTable` is a read-only ``Mapping`` from name to record: code that reads a
 few records (the rows on screen, the selected node) reads them as before, and
 code that needs one field of every record (a sort, a sum) reads the column
-(:func:`column_dict`, :meth:`ColumnTable.column`) without making any record.
+(:func:`column_map`, :meth:`ColumnTable.column`) without making any record.
 """
 
 from __future__ import annotations
@@ -134,10 +134,37 @@ class ColumnTable(Mapping[str, R], Generic[R]):
         return (ColumnTable, (self.kind, self.names, self.columns))
 
 
-def column_dict(records: Mapping[str, Any], field: str) -> dict[str, Any]:
-    """``{name: record.field}`` for every record: from the column when ``records`` is a :class:`ColumnTable`."""
+class FieldView(Mapping[str, Any]):
+    """One field of a :class:`ColumnTable`'s records, by name, read from its column: nothing is copied."""
+
+    __slots__ = ("_column", "_index", "_names")
+
+    def __init__(self, table: ColumnTable[Any], field: str) -> None:
+        self._column = table.column(field)
+        self._index = table.index
+        self._names = table.names
+
+    def __getitem__(self, name: str) -> Any:
+        return self._column[self._index[name]]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        i = self._index.get(name)
+        return default if i is None else self._column[i]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def column_map(records: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    """``{name: record.field}`` for every record: a view of the column when ``records`` is a :class:`ColumnTable`."""
     if isinstance(records, ColumnTable):
-        return dict(zip(records.names, records.column(field), strict=True))
+        return FieldView(records, field)
     return {name: getattr(record, field) for name, record in records.items()}
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fxtui.engine.columnar import ColumnTable
+from fxtui.engine.model import NOISY_IQR_RATIO, is_unsteady
 from fxtui.engine.snapshot import NodeInfo, NodeStats
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
 
@@ -25,8 +26,8 @@ class Column:
     """Right-aligned, and sorted largest first when first chosen."""
     cell: Callable[[NodeInfo, NodeStats | None], str]
     sort: Callable[[NodeInfo, NodeStats | None], SortValue]
-    stat: str | None = None
-    """The NodeStats field the column sorts by, when it is one field (read from the column, not per node)."""
+    by_columns: Callable[[Callable[[str], Sequence[float]]], Sequence[SortValue]] | None = None
+    """The sort values of every node from the statistics' columns (given a field, its column), no NodeStats made."""
     live: bool = False
     """The order depends on the statistics, so it changes with every snapshot."""
 
@@ -44,14 +45,46 @@ def _caution(stats: NodeStats | None) -> bool:
     return stats is not None and stats.count > 0 and (stats.noisy or stats.unsteady)
 
 
+def _field(name: str) -> Callable[[Callable[[str], Sequence[float]]], Sequence[float]]:
+    return lambda column: column(name)
+
+
+def _caution_by_columns(column: Callable[[str], Sequence[float]]) -> list[float]:
+    """:func:`_caution` of every node from the columns (NodeStats.noisy and .unsteady, on plain figures)."""
+    return [
+        1.0 if count > 0 and ((median > 0 and iqr / median > NOISY_IQR_RATIO) or is_unsteady(median, fastest)) else 0.0
+        for count, median, iqr, fastest in zip(
+            column("count"), column("median_s"), column("iqr_s"), column("min_s"), strict=True
+        )
+    ]
+
+
 # Numbers come right after the node name so they stay on screen in an 80-column terminal;
 # the descriptive columns follow and scroll into view on narrow screens.
 COLUMNS: tuple[Column, ...] = (
     Column("node", "node", 22, False, lambda i, _s: i.name, lambda i, _s: i.name),
-    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s"), "median_s", True),
-    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s"), "p90_s", True),
-    Column("pct", "% run", 6, True, lambda _i, s: "–" if s is None else format_pct(s.pct), _stat("pct"), "pct", True),
-    Column("calls", "calls", 6, True, lambda _i, s: "–" if s is None else str(s.count), _stat("count"), "count", True),
+    Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s"), _field("median_s"), True),
+    Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s"), _field("p90_s"), True),
+    Column(
+        "pct",
+        "% run",
+        6,
+        True,
+        lambda _i, s: "–" if s is None else format_pct(s.pct),
+        _stat("pct"),
+        _field("pct"),
+        True,
+    ),
+    Column(
+        "calls",
+        "calls",
+        6,
+        True,
+        lambda _i, s: "–" if s is None else str(s.count),
+        _stat("count"),
+        _field("count"),
+        True,
+    ),
     Column(
         "noisy",
         "~",
@@ -59,6 +92,7 @@ COLUMNS: tuple[Column, ...] = (
         False,
         lambda _i, s: "~" if _caution(s) else " ",
         lambda _i, s: 1.0 if _caution(s) else 0.0,
+        _caution_by_columns,
         live=True,
     ),
     Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: i.phase),
@@ -121,7 +155,7 @@ class _View:
         self.base: Sequence[int] = range(len(nodes))
         if graph_order != sorted(graph_order):
             self.base = sorted(self.base, key=graph_order.__getitem__)
-        self.gather: Callable[[Sequence[float]], Sequence[float]] | None = None
+        self.gather: Callable[[Sequence[SortValue]], Sequence[SortValue]] | None = None
         if isinstance(stats, ColumnTable) and len(nodes) > 1:
             index = stats.index
             positions = [index.get(name, -1) for name in self.names]
@@ -146,15 +180,15 @@ def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: s
     column = BY_KEY[key]
     view = _View.of(nodes, stats)
     values: Sequence[SortValue]
-    if column.stat is not None and view.gather is not None and isinstance(stats, ColumnTable):
-        # One field of every node, read from the column: no NodeStats is made for a sort.
-        values = view.gather(stats.column(column.stat))
+    if column.by_columns is not None and view.gather is not None and isinstance(stats, ColumnTable):
+        # Read from the statistics' columns: no NodeStats is made for a sort.
+        values = view.gather(column.by_columns(stats.column))
     else:
         get, sort = stats.get, column.sort
         values = [sort(n, get(n.name)) for n in nodes]
     # A stable sort, reversed or not, keeps equal values in graph order.
-    names = view.names
-    return [names[i] for i in sorted(view.base, key=values.__getitem__, reverse=descending)]
+    order = sorted(view.base, key=values.__getitem__, reverse=descending)
+    return list(operator.itemgetter(*order)(view.names)) if len(order) > 1 else [view.names[i] for i in order]
 
 
 def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:

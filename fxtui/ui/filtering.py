@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from fxtui.engine.columnar import column_dict
+from fxtui.engine.columnar import column_map
 from fxtui.engine.filters import FilterSpec, matches
 from fxtui.engine.model import PHASES, module_ancestors
 from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo, Snapshot
@@ -25,6 +25,7 @@ __all__ = [
     "in_scope",
     "matches",
     "next_phase",
+    "shown_nodes",
     "shown_ops",
     "tree_totals",
     "visible_modules",
@@ -91,16 +92,25 @@ class Ancestors:
         return last.of
 
 
+def shown_nodes(graph: GraphInfo, spec: FilterSpec) -> list[NodeInfo]:
+    """The nodes of ``graph`` that ``spec`` lets through, in graph order."""
+    if not (spec.path or spec.types or spec.phases):
+        # Op types only (the default): the test of matches(), inline, as it runs once per node.
+        ops = spec.ops
+        return [n for n in graph.nodes if n.op in ops] if ops else list(graph.nodes)
+    return [n for n in graph.nodes if matches(n, spec)]
+
+
 def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
     """Module paths holding at least one of ``nodes`` in their subtree (the branches the tree keeps)."""
     seen: set[str] = set()
     ancestors = Ancestors.of_graph(graph)
-    for node in nodes:
-        for path in reversed(ancestors[node.module_path]):
+    for module in {node.module_path for node in nodes}:
+        for path in reversed(ancestors[module]):
             if path in seen:
                 break
             seen.add(path)
-    return seen & set(graph.modules) | {""}
+    return seen & graph.modules.keys() | {""}
 
 
 def tree_totals(
@@ -118,10 +128,10 @@ def tree_totals(
         # Only inputs and the output (no time to speak of) are hidden: the engine's inclusive
         # module times are the tree's numbers, and summing ten thousand medians again is waste.
         modules = snapshot.modules
-        return column_dict(modules, "inclusive_s"), (column_dict(modules, "backward_s") if training else {})
+        return column_map(modules, "inclusive_s"), (column_map(modules, "backward_s") if training else {})
     if graph is None:
         return {}, {}
-    medians = column_dict(snapshot.nodes, "median_s")
+    medians = column_map(snapshot.nodes, "median_s")
     ancestors = Ancestors.of_graph(graph)
     totals: dict[str, float] = {}
     backward: dict[str, float] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from fxtui.engine.columnar import column_map
 from fxtui.engine.snapshot import NodeInfo, NodeStats
 from fxtui.ui.filtering import FilterSpec, matches, shown_ops, with_ops
 from fxtui.ui.widgets.tree_labels import Entry
@@ -18,12 +19,9 @@ def hottest(entries: Sequence[Entry], totals: Mapping[str, float], stats: Mappin
     """The slowest of ``entries``: a module by its inclusive total, a node by its median (the first on a tie)."""
     best: Entry | None = None
     best_s = 0.0
+    medians = column_map(stats, "median_s")  # from the column: a branch may list 50,000 nodes
     for entry in entries:
-        if entry.kind == "module":
-            seconds = totals.get(entry.key, 0.0)
-        else:
-            node = stats.get(entry.key)
-            seconds = node.median_s if node is not None else 0.0
+        seconds = (totals if entry.kind == "module" else medians).get(entry.key, 0.0)
         if best is None or seconds > best_s:
             best, best_s = entry, seconds
     return best

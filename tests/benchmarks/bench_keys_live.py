@@ -39,14 +39,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_ui import PaintMeter, ms, p95
-from textual import events
+from bench_ui import PaintMeter, ms, p95, press_keys, print_latencies
 
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.engine.snapshot import State
 from fxtui.engine.target import Target, parse_shape
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.widgets.module_tree import Entry
 
 FACTORIES = {
     "sequential": """
@@ -88,29 +86,6 @@ class ReceiveMeter:
         return getattr(self._connection, name)
 
 
-class KeyMeter(PaintMeter):
-    """PaintMeter whose press waits for the repaint after the *last* handler a key caused (messages chain)."""
-
-    async def press(self, app: FxtuiApp, key: str, char: str | None) -> float | None:
-        self.marks.clear()
-        t0 = time.perf_counter()
-        app.post_message(events.Key(key, char))
-        while not self.marks and time.perf_counter() - t0 < 3:
-            await asyncio.sleep(0.001)
-        if not self.marks:
-            return None
-        while True:
-            last = self.marks[-1]
-            start, end, _cpu = await self.paint_after(last, timeout=5.0)
-            await asyncio.sleep(0.003)  # a message the key chained may still be queued
-            if self.marks[-1] <= start:
-                return end - t0
-
-
-def percentiles(values: list[float]) -> str:
-    return f"p50 {ms(statistics.median(values)):>9}  p95 {ms(p95(values)):>9}  worst {ms(max(values)):>9}"
-
-
 async def bench(target: Target, presses: int, profile: str | None, quiet_s: float) -> None:
     t_start = time.perf_counter()
     source = ProcessSource(ChildOptions(target))
@@ -120,7 +95,7 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
     app = FxtuiApp(source)
     async with app.run_test(size=(160, 48)) as pilot:
         main = app.main
-        meter = KeyMeter(main)
+        meter = PaintMeter(main)
         first_timings: float | None = None
         graph_shown: float | None = None
         while True:
@@ -161,6 +136,8 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
         main.apply_snapshot = timed_apply  # type: ignore[method-assign]
         n0, r0, c0, w0 = main.applied, len(receive.cpu), time.process_time(), time.perf_counter()
         await asyncio.sleep(quiet_s)
+        while main.applied - n0 < 3 and time.perf_counter() - w0 < 180:  # large graphs publish seldom
+            await asyncio.sleep(0.1)
         n1, r1, c1, w1 = main.applied, len(receive.cpu), time.process_time(), time.perf_counter()
         snapshots = max(n1 - n0, 1)
         print(
@@ -171,61 +148,19 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
             f" p95 {ms(p95(handler_cpu or [0.0]))}"
         )
 
-        # Keys. Mark the handlers whose return means the key's effect exists.
-        for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter"):
-            setattr(main, name, meter.mark(getattr(main, name)))
-        table, tree, prompt = main.table, main.module_tree, main.filter_input
-        table.sort_by = meter.mark(table.sort_by)  # type: ignore[method-assign]
-        for name in ("action_cursor_down", "action_cursor_up", "action_select_cursor"):
-            setattr(tree, name, meter.mark(getattr(tree, name)))
-        prompt.insert_text_at_cursor = meter.mark(prompt.insert_text_at_cursor)  # type: ignore[method-assign]
-        prompt.open = meter.mark(prompt.open)  # type: ignore[method-assign]
-
-        module = next((p for p, m in graph.modules.items() if p and tree.folded_node(p) is None), None)
-        latencies: dict[str, list[float]] = {}
-
-        async def press(label: str, key: str, char: str | None = None) -> None:
-            await asyncio.sleep(0.05)
-            latency = await meter.press(app, key, char)
-            if latency is not None:
-                latencies.setdefault(label, []).append(latency)
-
         profiler = cProfile.Profile() if profile else None
         if profiler:
             profiler.enable()
-        for i in range(presses):
-            table.focus()
-            await press("down", "down")
-            await press("pagedown", "pagedown")
-            await press("n", "n", "n")
-            await press("s (sort)", "s", "s")
-            await press("d (detail)", "d", "d")
-            await press("h/backspace", "h" if i % 2 == 0 else "backspace", "h" if i % 2 == 0 else None)
-            tree.focus()
-            await pilot.pause()
-            await press("tree down", "down")
-            await press("tree up", "up")
-            if module is not None and i % 4 == 0:
-                tree.reveal(Entry("module", module))
-                await pilot.pause()
-                await press("tree enter (module)", "enter")
-            table.focus()
-            await pilot.pause()
-            if i % 2 == 0:
-                await press("/ (open filter)", "slash", "/")
-                await press("filter: type a char", "1", "1")
-                await press("filter: enter", "enter")
-                await press("esc (clear filter)", "escape")
+        latencies = await press_keys(app, meter, presses)
         if profiler:
             profiler.disable()
             profiler.dump_stats(profile)
             print(f"  profile of the key phase written to {profile}")
         runs = main.snapshot.runs if main.snapshot else 0
-        print(f"  key press → effect painted, {runs} runs done by now:")
-        everything = [v for values in latencies.values() for v in values]
-        for key, values in latencies.items():
-            print(f"    {key:<22} {percentiles(values)}  (n={len(values)})")
-        print(f"    {'all keys':<22} {percentiles(everything)}  (n={len(everything)})")
+        print(
+            f"  key press → effect painted, {main.applied - n1} snapshots applied meanwhile, {runs} runs done by now:"
+        )
+        print_latencies(latencies)
         await pilot.press("q")
 
 

@@ -1,43 +1,52 @@
-"""UI benchmark: prints what one refresh costs the event loop, and how fast keys take effect.
+"""UI benchmark: what one refresh costs the event loop, and how fast keys take effect, with no engine.
 
-    python tests/benchmarks/bench_ui.py              # 1,000 and 10,000 nodes (about a minute)
-    python tests/benchmarks/bench_ui.py 1000         # one size
+    python tests/benchmarks/bench_ui.py                        # deep and sequential graphs, 10,000 and 50,000 nodes
+    python tests/benchmarks/bench_ui.py deep:10000 sequential:50000 [--presses 10] [--profile ui.prof]
 
-For each graph size it drives the real app headless (160×48) with a synthetic deep
-graph and reports, over a series of refreshes whose medians all change:
+Drives the real app headless (160×48) with a fake source whose snapshots are sent as a
+live session's child sends them (statistics as columns, pickled and unpickled), for two
+graph shapes: ``deep`` (stages of blocks of eight nodes, a tree four levels deep) and
+``sequential`` (an ``nn.Sequential`` of N layers: N entries under the root, the issue's
+case). For each it prints:
 
-* handler: the synchronous part of applying a snapshot (sorting, tree totals, status,
-  detail) — the time the event loop is blocked by the message handler;
-* handler+paint: the same plus the layout and compositor work of the repaint it causes;
+* refresh cost, event-loop CPU: the handler (applying a snapshot: sort, tree totals,
+  status, detail) and handler + the repaint it causes, over refreshes whose medians all
+  change; at the root with the tree collapsed, with the table scrolled, with a path filter;
+* key press → effect painted (wall clock) while a thread publishes a snapshot every
+  250 ms, p50 / p95 / worst per key type (the keys of bench_keys_live.py, which runs the
+  same presses against the real engine).
 
-in three views: the root with the tree collapsed, with a branch of the tree
-expanded and the table scrolled, and with a path filter. Then it measures key
-latency (key event posted → the repaint showing its effect has finished) while a thread
-publishes snapshots every 250 ms, as a live session does. Targets: refresh ≤ 50 ms
-at 1,000 nodes and ≤ 250 ms at 10,000; keys ≤ 100 ms at p95.
+The machine's other load inflates wall-clock figures: compare runs made back to back.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import cProfile
+import dataclasses
+import pickle
 import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
 
-from fakes import FakeSource, synthetic_snapshot
+from fakes import FakeSource
 from textual import events
 
-from fxtui.engine.snapshot import Snapshot
+from fxtui.engine.remote import _as_columns, _SharedNames
+from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
+from fxtui.ui.demo.source import build_graph, make_snapshot, synthetic_graph
 from fxtui.ui.filtering import FilterSpec
+from fxtui.ui.widgets.module_tree import Entry
 
-REFRESHES = 15
-KEYS = 30
+REFRESHES = 10
 
 
 def p95(values: list[float]) -> float:
@@ -49,16 +58,19 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
 
+def percentiles(values: list[float]) -> str:
+    return f"p50 {ms(statistics.median(values)):>9}  p95 {ms(p95(values)):>9}  worst {ms(max(values)):>9}"
+
+
 class PaintMeter:
     """Times the screen's repaints: layout and compositor refreshes, as the update timer runs them.
 
     Pilot's own waits sleep in 20 ms steps until the process looks idle, so timing
     ``pilot.press`` would measure the harness; this records when paints really start
-    and end (wall clock), and the CPU time the event-loop thread spent in them, which
-    is what a busy shared machine does not inflate.
+    and end (wall clock), and the CPU time the event-loop thread spent in them.
     """
 
-    def __init__(self, screen) -> None:
+    def __init__(self, screen: Any) -> None:
         self.paints: list[tuple[float, float, float]] = []
         """(wall start, wall end, thread CPU seconds) of each outermost repaint."""
         self.marks: list[float] = []
@@ -66,8 +78,8 @@ class PaintMeter:
         for name in ("_refresh_layout", "_compositor_refresh"):
             setattr(screen, name, self._timed(getattr(screen, name)))
 
-    def _timed(self, method):
-        def wrapper(*args, **kwargs):
+    def _timed(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             self._depth += 1
             t0, c0 = time.perf_counter(), time.thread_time()
             try:
@@ -79,10 +91,10 @@ class PaintMeter:
 
         return wrapper
 
-    def mark(self, method):
+    def mark(self, method: Callable[..., Any]) -> Callable[..., Any]:
         """Wrap a handler so its return time is recorded (the moment the effect exists)."""
 
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return method(*args, **kwargs)
             finally:
@@ -90,7 +102,7 @@ class PaintMeter:
 
         return wrapper
 
-    async def paint_after(self, t: float, timeout: float = 2.0) -> tuple[float, float, float]:
+    async def paint_after(self, t: float, timeout: float = 5.0) -> tuple[float, float, float]:
         """Wait for the first repaint that starts after ``t``."""
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
@@ -101,16 +113,91 @@ class PaintMeter:
         raise TimeoutError("no repaint")
 
     async def press(self, app: FxtuiApp, key: str, char: str | None) -> float | None:
-        """Post a key and return the seconds until the repaint after its handler; None if nothing handled it."""
+        """Post a key; seconds until the repaint after the last handler it caused ended (None: nothing handled it)."""
         self.marks.clear()
         t0 = time.perf_counter()
         app.post_message(events.Key(key, char))
-        while not self.marks and time.perf_counter() - t0 < 2:
+        while not self.marks and time.perf_counter() - t0 < 3:
             await asyncio.sleep(0.001)
         if not self.marks:
             return None
-        _start, end, _cpu = await self.paint_after(self.marks[-1])
-        return end - t0
+        while True:  # a key's handler may post messages whose handlers run later: wait for the last
+            start, end, _cpu = await self.paint_after(self.marks[-1])
+            await asyncio.sleep(0.003)
+            if self.marks[-1] <= start:
+                return end - t0
+
+
+async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str, list[float]]:
+    """Press each kind of key ``presses`` times (filter keys half as often); the latencies per kind."""
+    main = app.main
+    for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter"):
+        setattr(main, name, meter.mark(getattr(main, name)))
+    table, tree, prompt = main.table, main.module_tree, main.filter_input
+    table.sort_by = meter.mark(table.sort_by)  # type: ignore[method-assign]
+    for name in ("action_cursor_down", "action_cursor_up", "action_select_cursor"):
+        setattr(tree, name, meter.mark(getattr(tree, name)))
+    prompt.insert_text_at_cursor = meter.mark(prompt.insert_text_at_cursor)  # type: ignore[method-assign]
+    prompt.open = meter.mark(prompt.open)  # type: ignore[method-assign]
+    graph = main.graph
+    assert graph is not None
+    module = next((p for p in graph.modules if p and tree.folded_node(p) is None), None)
+    latencies: dict[str, list[float]] = {}
+
+    async def press(label: str, key: str, char: str | None = None) -> None:
+        await asyncio.sleep(0.05)
+        latency = await meter.press(app, key, char)
+        if latency is not None:
+            latencies.setdefault(label, []).append(latency)
+
+    for i in range(presses):
+        table.focus()
+        await press("down", "down")
+        await press("pagedown", "pagedown")
+        await press("n", "n", "n")
+        await press("s (sort)", "s", "s")
+        await press("d (detail)", "d", "d")
+        await press("h/backspace", "h" if i % 2 == 0 else "backspace", "h" if i % 2 == 0 else None)
+        tree.focus()
+        await asyncio.sleep(0.05)
+        await press("tree down", "down")
+        await press("tree up", "up")
+        if module is not None and i % 4 == 0:
+            tree.reveal(Entry("module", module))
+            await asyncio.sleep(0.05)
+            await press("tree enter (module)", "enter")
+        table.focus()
+        await asyncio.sleep(0.05)
+        if i % 2 == 0:
+            await press("/ (open filter)", "slash", "/")
+            await press("filter: type a char", "1", "1")
+            await press("filter: enter", "enter")
+            await press("esc (clear filter)", "escape")
+    return latencies
+
+
+def print_latencies(latencies: dict[str, list[float]]) -> None:
+    everything = [v for values in latencies.values() for v in values]
+    for key, values in latencies.items():
+        print(f"    {key:<22} {percentiles(values)}  (n={len(values)})")
+    print(f"    {'all keys':<22} {percentiles(everything)}  (n={len(everything)})")
+
+
+def sequential_graph(layers: int) -> tuple[GraphInfo, list[float]]:
+    """``nn.Sequential`` of ``layers`` ReLUs as torch.fx traces it: one module and one node per layer."""
+    rows = [("input_1", "placeholder", "input", "input", "", "1×8", 0.4)]
+    rows += [(f"_{i}", "call_module", "ReLU", "ReLU", str(i), "1×8", 5.0 + (i * 37) % 17) for i in range(layers)]
+    rows.append(("output", "output", "output", "output", "", "1×8", 0.3))
+    return build_graph(rows, model=f"sequential{layers}", inputs=("1×8",)), [row[6] for row in rows]
+
+
+_SHARED = _SharedNames()
+
+
+def as_sent(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` as the app receives it from the engine's child process (ProcessSource.run)."""
+    wire = pickle.loads(pickle.dumps(_as_columns(dataclasses.replace(snapshot, graph=None)), protocol=5))
+    return dataclasses.replace(_SHARED.applied(wire), graph=snapshot.graph)
 
 
 async def refreshes(
@@ -131,14 +218,14 @@ async def refreshes(
     return handler_s, total_s
 
 
-async def bench(n_nodes: int) -> None:
-    first = synthetic_snapshot(n_nodes)
-    graph = first.graph
-    assert graph is not None
+async def bench(shape: str, n_nodes: int, presses: int, profile: str | None) -> None:
+    graph, medians = sequential_graph(n_nodes - 2) if shape == "sequential" else synthetic_graph(n_nodes)
+    first = as_sent(make_snapshot(graph, medians))
 
     def snapshot(i: int) -> Snapshot:
-        # Every median changes each time, so the sort order and every visible number change.
-        return synthetic_snapshot(n_nodes, seq=i + 2, scale=1.0 + 0.01 * ((i * 7) % 13), graph=graph)
+        # Every median changes each time, differently per node, so the order and every number change.
+        changed = [m * (1.0 + 0.3 * (((k * 7 + i) % 11) / 11)) for k, m in enumerate(medians)]
+        return as_sent(make_snapshot(graph, changed, seq=i + 2))
 
     source = FakeSource([first])
     app = FxtuiApp(source)
@@ -148,7 +235,7 @@ async def bench(n_nodes: int) -> None:
         await pilot.pause()
         main = app.main
         meter = PaintMeter(main)
-        print(f"\n{n_nodes} nodes ({len(graph.modules)} modules), 160×48")
+        print(f"\n{shape} {len(graph.nodes)} nodes ({len(graph.modules)} modules), 160×48")
         print("  refresh cost, event-loop CPU time:")
         print(f"  {'view':<34}{'handler median':>16}{'p95':>10}{'handler+paint median':>22}{'p95':>10}")
 
@@ -161,26 +248,22 @@ async def bench(n_nodes: int) -> None:
 
         line("root, tree collapsed", await refreshes(app, meter, snapshot))
         main.module_tree.focus()
-        await pilot.press("down", "right", "down", "right")  # open stage0 and its first block
+        await pilot.press("down", "right", "down", "right")  # open the first branches
         main.table.focus()
         await pilot.press("pagedown", "pagedown")
-        line("branch expanded, table scrolled", await refreshes(app, meter, snapshot))
-        main.spec = FilterSpec(ops=main.spec.ops, path="stage[02]*")
+        line("branches open, table scrolled", await refreshes(app, meter, snapshot))
+        main.spec = FilterSpec(ops=main.spec.ops, path="*1*")
         await pilot.pause()
-        line("path filter stage[02]*", await refreshes(app, meter, snapshot))
+        line("path filter *1*", await refreshes(app, meter, snapshot))
         c0 = time.thread_time()
         main.spec = FilterSpec(ops=main.spec.ops)
-        print(f"  clearing the filter (rebuilds the tree and the view): handler {ms(time.thread_time() - c0)}")
+        print(f"  clearing the filter (the tree and the view anew): handler {ms(time.thread_time() - c0)}")
         await pilot.pause()
 
-        # Key latency under load: a thread publishes a snapshot every 250 ms meanwhile.
-        main.select_node = meter.mark(main.select_node)  # type: ignore[method-assign]
-        main.set_scope = meter.mark(main.set_scope)  # type: ignore[method-assign]
+        # Key latency under load: a thread publishes a snapshot every 250 ms meanwhile. The snapshots
+        # are made beforehand: making one in Python here would hold the GIL and measure this script.
+        live = [snapshot(100 + i) for i in range(6)]
         stop = threading.Event()
-
-        # Built beforehand: building a 10,000-node snapshot in Python would hold the GIL and
-        # measure this script rather than the app. (A live session's thread competes for the GIL too.)
-        live = [snapshot(100 + i) for i in range(8)]
 
         def publisher() -> None:
             i = 0
@@ -190,31 +273,32 @@ async def bench(n_nodes: int) -> None:
 
         thread = threading.Thread(target=publisher, daemon=True)
         thread.start()
-        keys = {"down": ("down", None), "n": ("n", "n"), "h": ("h", "h"), "backspace": ("backspace", None)}
-        latencies: dict[str, list[float]] = {k: [] for k in keys}
+        profiler = cProfile.Profile() if profile else None
         try:
-            for i in range(KEYS):
-                for label in ("down", "n", "h" if i % 2 == 0 else "backspace"):
-                    key, char = keys[label]
-                    await asyncio.sleep(0.03)
-                    latency = await meter.press(app, key, char)
-                    if latency is not None:
-                        latencies[label].append(latency)
+            if profiler:
+                profiler.enable()
+            latencies = await press_keys(app, meter, presses)
         finally:
+            if profiler:
+                profiler.disable()
+                profiler.dump_stats(profile)
             stop.set()
             thread.join()
         print("  key press → effect painted (wall clock), while snapshots arrive every 250 ms:")
-        for key, values in latencies.items():
-            if values:
-                median, high = ms(statistics.median(values)), ms(p95(values))
-                print(f"    {key:<10} median {median:>9}  p95 {high:>9}  (n={len(values)})")
+        print_latencies(latencies)
         await pilot.press("q")
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]
-    for n in sizes:
-        asyncio.run(bench(n))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("cases", nargs="*", help="SHAPE:NODES, SHAPE deep or sequential")
+    parser.add_argument("--presses", type=int, default=10, help="rounds of key presses (default 10)")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the event loop while keys are pressed")
+    args = parser.parse_args()
+    cases = args.cases or ["deep:10000", "sequential:10000", "deep:50000", "sequential:50000"]
+    for case in cases:
+        shape, _, nodes = case.partition(":")
+        asyncio.run(bench(shape, int(nodes), args.presses, args.profile))
 
 
 if __name__ == "__main__":

@@ -192,9 +192,9 @@ class MainScreen(Screen[None]):
             error_node = snapshot.error.node if snapshot.error is not None else None
             self.table.error_node = self.module_tree.error_node = error_node
             if new_graph:
-                _exempt_from_gc()
                 self.table.set_graph(snapshot.graph)
                 self._refilter()
+                _exempt_from_gc()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
                 self._show_numbers()
@@ -250,7 +250,7 @@ class MainScreen(Screen[None]):
         if graph is None:
             return
         spec = self.spec
-        self._filtered = [n for n in graph.nodes if filtering.matches(n, spec)]
+        self._filtered = filtering.shown_nodes(graph, spec)
         modules = filtering.visible_modules(graph, self._filtered)
         with self.app.batch_update():
             self.module_tree.show(graph, modules, {n.name for n in self._filtered})

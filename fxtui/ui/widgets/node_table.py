@@ -83,7 +83,9 @@ class NodeTable(ScrollView, can_focus=True):
         self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}
         self._keys: list[str] = []
-        self._index: dict[str, int] = {}
+        self._shown_names: frozenset[str] = frozenset()
+        self._cursor_row: int | None = None
+        """The cursor's row, found when first asked for after a re-sort."""
         self.sort_key = "median"
         self.sort_descending = True
         self.cursor_name: str | None = None
@@ -100,7 +102,11 @@ class NodeTable(ScrollView, can_focus=True):
     @property
     def cursor_row(self) -> int:
         """Index of the cursor's row, or -1 when the table is empty."""
-        return self._index.get(self.cursor_name, -1) if self.cursor_name is not None else -1
+        if self._cursor_row is None:
+            # Looked up when asked (a key, a scroll) rather than indexing 50,000 rows on every re-sort.
+            name = self.cursor_name
+            self._cursor_row = self._keys.index(name) if name is not None and name in self._shown_names else -1
+        return self._cursor_row
 
     def cell_text(self, name: str, column: str) -> str:
         """What the table shows for node ``name`` in column ``column``."""
@@ -128,6 +134,7 @@ class NodeTable(ScrollView, can_focus=True):
     def set_nodes(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown."""
         self._shown = nodes
+        self._shown_names = frozenset(n.name for n in nodes)
         self._stats = stats
         self._resort()
 
@@ -147,10 +154,9 @@ class NodeTable(ScrollView, can_focus=True):
 
     def _resort(self) -> None:
         keys = sort_names(self._shown, self._stats, self.sort_key, self.sort_descending)
-        if keys != self._keys:
-            self._keys = keys
-            self._index = dict(zip(keys, range(len(keys)), strict=True))
-        if self.cursor_name not in self._index:
+        self._keys = keys
+        self._cursor_row = None
+        if self.cursor_name not in self._shown_names:
             self.cursor_name = keys[0] if keys else None
         width = sum(self._widths[c.key] for c in self.columns) + len(self.columns)
         self.virtual_size = Size(width, len(keys) + 1)
@@ -160,9 +166,9 @@ class NodeTable(ScrollView, can_focus=True):
 
     def move_to(self, name: str | None, *, scroll: bool = True) -> None:
         """Put the cursor on node ``name`` (if shown) and scroll it into view."""
-        if name is None or name not in self._index:
+        if name is None or name not in self._shown_names:
             return
-        before, self.cursor_name = self.cursor_row, name
+        before, self.cursor_name, self._cursor_row = self.cursor_row, name, None
         top = round(self.scroll_y)
         if scroll:
             self._scroll_to_cursor()

@@ -32,9 +32,9 @@ class Outline:
         self, graph: GraphInfo | None = None, modules: Iterable[str] = ("",), nodes: Iterable[str] = ()
     ) -> None:
         self.graph = graph
-        self.modules = set(modules) | {""}
+        self.modules = modules if isinstance(modules, set) and "" in modules else set(modules) | {""}
         """Module paths holding a visible node in their subtree."""
-        self.nodes = set(nodes)
+        self.nodes = nodes if isinstance(nodes, set) else set(nodes)
         """Names of the visible nodes."""
         self.expanded: set[str] = set()
         """Module paths whose branch is open (the root's always is)."""
