@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from fxtui.engine.columnar import ColumnTable, column_dict
+from fxtui.engine.columnar import ColumnTable, column_map
 
 #: A node is flagged noisy when its IQR exceeds this fraction of its median
 #: (the threshold torch.utils.benchmark uses).
@@ -230,9 +230,9 @@ class ModuleStats:
     """In a training step: inclusive time of the backward nodes charged to the subtree."""
 
 
-def node_medians(stats: Mapping[str, NodeStats]) -> dict[str, float]:
+def node_medians(stats: Mapping[str, NodeStats]) -> Mapping[str, float]:
     """Each node's median, read by column from a :class:`~fxtui.engine.columnar.ColumnTable` (no per-node objects)."""
-    return column_dict(stats, "median_s")
+    return column_map(stats, "median_s")
 
 
 class ModulePlan:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from fxtui.engine.columnar import column_total
 from fxtui.engine.commands import Command
 from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
@@ -253,7 +254,7 @@ class Snapshot(RunFiguresMixin):
     @property
     def attributed_s(self) -> float:
         """Sum of all node medians."""
-        return sum(node_medians(self.nodes).values())
+        return column_total(self.nodes, "median_s")
 
     @property
     def phases(self) -> dict[str, float]:
