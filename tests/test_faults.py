@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -170,7 +171,8 @@ def test_every_run_gets_a_fresh_input(faulty: Path, capsys: pytest.CaptureFixtur
     code, out, err = run_cli(capsys, f"{faulty}:in_place", "--runs", "5", "--warmup", "2", "--chrome-trace", str(saved))
     assert code == 0, err
     assert not header_lines(out, "failures"), out
-    assert "runs       5 profiled" in out
+    # 5 runs, and up to 5 more in place of steps other work disturbed
+    assert re.search(r"runs       ([5-9]|10) profiled", out)
 
 
 def test_an_impossible_allocation_is_one_sentence_and_exit_2(faulty: Path, capsys: pytest.CaptureFixture[str]) -> None:
