@@ -296,7 +296,7 @@ class MainScreen(Screen[None]):
     def _tree_node(self, message: ModuleTree.NodeChosen) -> None:
         if message.name == self.selected:
             return
-        if message.name not in {n.name for n in self.view}:
+        if not self.table.shows(message.name):
             # A node outside the current scope: widen the scope to its module so the table can show it.
             self.set_scope(self.module_tree.display_parent(message.name), reveal=False)
         self.select_node(message.name, origin="tree")

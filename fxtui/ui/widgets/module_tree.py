@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
@@ -204,6 +204,7 @@ class ModuleTree(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._drawn.clear()
+        self._styles = None
 
     def _expand(self, path: str) -> None:
         at, added = self.outline.expand(path)
@@ -240,11 +241,20 @@ class ModuleTree(ScrollView, can_focus=True):
         """Put the cursor on ``line`` (clamped) and scroll it into view; landing on another node posts NodeChosen."""
         line = max(0, min(self.last_line, line))
         before, self.cursor_line = self.cursor_line, line
-        self.refresh()  # the guides under the cursor's branch change too
+        top = round(self.scroll_y)
         self.scroll_to_region(Region(0, line, 1, 1), animate=False, force=True, origin_visible=False, x_axis=False)
+        if round(self.scroll_y) != top or self._open_branch(before) or self._open_branch(line):
+            self.refresh()  # scrolled, or the guides under an open branch change style with the cursor
+        else:
+            for y in (before, line):
+                self.refresh(Region(0, y - top, self.size.width, 1))
         entry = self.entry_at(line)
         if line != before and entry is not None and entry.kind == "node":
             self.post_message(self.NodeChosen(entry.key))
+
+    def _open_branch(self, line: int) -> bool:
+        entry = self.entry_at(line)
+        return entry is not None and entry.kind == "module" and self.is_expanded(entry.key)
 
     def action_cursor_up(self) -> None:
         """Move the cursor up a line."""
@@ -422,13 +432,14 @@ class ModuleTree(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Draw the lines in ``crop``, working out the styles and the cursor's and mouse's branches once."""
-        self._styles = self._paint_styles()
+        if self._styles is None:  # until the styles change (the focus, the theme)
+            self._styles = self._paint_styles()
         bottom = round(self.scroll_y) + crop.bottom
         self._painting = (self._branch(self.hover_line, bottom), self._branch(self.cursor_line, bottom))
         try:
             return super().render_lines(crop)
         finally:
-            self._styles = self._painting = None
+            self._painting = None
 
     def _branch(self, line: int, stop: int) -> tuple[int, int, int]:
         """First and last line of the branch on ``line`` (looked for as far as ``stop``), and its depth."""
@@ -441,7 +452,7 @@ class ModuleTree(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
         line_no = y + scroll_y
-        styles = self._styles or self._paint_styles()
+        styles = self._styles = self._styles or self._paint_styles()
         if line_no > self.last_line:
             return Strip.blank(width, styles["base"])
         entry, lasts = self.outline.lines[line_no]
@@ -473,7 +484,9 @@ class ModuleTree(ScrollView, can_focus=True):
         styles: dict[str, Style],
     ) -> Strip:
         line_style = (styles["highlight-line"] if hovered else styles["base"]) + Style(meta={"line": line_no})
-        guides = Text(style=line_style)
+        # Segments made directly, styled as Textual's Tree styles the Text it renders (line style, then the
+        # piece's, then the label's): rendering a Text took most of the time of drawing a line.
+        segments = []
         for level, last in enumerate(lasts, start=1):
             # A guide below the cursor's line takes the selected style, below the mouse's the hover style.
             style = styles["tree--guides"]
@@ -482,30 +495,33 @@ class ModuleTree(ScrollView, can_focus=True):
             elif hovered and hover[2] < level:
                 style += styles["tree--guides-hover"]
             space, vertical, end, cross = self._guides(style)
-            if level < len(lasts):
-                guides.append(space if last else vertical, style=style)
-            else:
-                guides.append(end if last else cross, style=style)
+            guide = (space if last else vertical) if level < len(lasts) else (end if last else cross)
+            segments.append(Segment(guide, line_style + style))
         label_style = styles["tree--label"]
         if self.hover_line == line_no:
             label_style += styles["tree--highlight"]
         if self.cursor_line == line_no:
             label_style += styles["cursor"]
-        guides.append(self._label(entry, len(lasts), line_style, label_style, styles))
-        return Strip(list(guides.render(self.app.console))).extend_cell_length(self.size.width, line_style)
+        if entry.kind == "module":
+            # The icon carries the toggle marker, so a click on ▶/▼ opens or closes the branch.
+            icon = self.ICON_NODE_EXPANDED if self.is_expanded(entry.key) else self.ICON_NODE
+            segments.append(Segment(icon, line_style + TOGGLE_STYLE))
+        plain = line_style + label_style
+        unstyled = ""  # pieces without a style of their own run together, as in a rendered Text
+        for piece, component in self._parts(entry, len(lasts)):
+            if not component:
+                unstyled += piece
+                continue
+            if unstyled:
+                segments.append(Segment(unstyled, plain))
+                unstyled = ""
+            if piece:
+                segments.append(Segment(piece, line_style + styles[component] + label_style))
+        if unstyled:
+            segments.append(Segment(unstyled, plain))
+        return Strip(segments).extend_cell_length(self.size.width, line_style)
 
     def _guides(self, style: Style) -> tuple[str, ...]:
         chars = _GUIDES["bold" if style.bold else "double" if style.underline2 else "default"]
         pad = max(0, self.guide_depth - 2)
         return tuple(f"{c[0]}{c[1] * pad} " for c in chars)
-
-    def _label(self, entry: Entry, depth: int, line_style: Style, label_style: Style, styles: dict[str, Style]) -> Text:
-        text = Text()
-        for piece, component in self._parts(entry, depth):
-            text.append(piece, style=styles[component] if component else "")
-        text.stylize(label_style)
-        if entry.kind != "module":
-            return text
-        icon = self.ICON_NODE_EXPANDED if self.is_expanded(entry.key) else self.ICON_NODE
-        # The icon carries the toggle marker, so a click on ▶/▼ opens or closes the branch.
-        return Text.assemble((icon, line_style + TOGGLE_STYLE), text)

@@ -99,6 +99,10 @@ class NodeTable(ScrollView, can_focus=True):
         """Node names in display order."""
         return self._keys
 
+    def shows(self, name: str) -> bool:
+        """True when node ``name`` is one of the table's rows."""
+        return name in self._shown_names
+
     @property
     def cursor_row(self) -> int:
         """Index of the cursor's row, or -1 when the table is empty."""
