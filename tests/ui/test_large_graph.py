@@ -129,13 +129,13 @@ async def test_a_refresh_draws_only_the_tree_lines_in_view_of_ten_thousand() -> 
         app = await _started(pilot)
         tree = app.main.module_tree
         drawn: list[Entry] = []
-        parts = tree._parts
+        parts = tree.label_parts
 
         def counted(entry: Entry, depth: int) -> list[tuple[str, str]]:
             drawn.append(entry)
             return parts(entry, depth)
 
-        tree._parts = counted  # type: ignore[method-assign]
+        tree.label_parts = counted  # type: ignore[method-assign]
         source.push(as_sent(make_snapshot(graph, medians, seq=2, scale=1.1)))
         await settle(app, pilot, 2)
         assert 0 < len(drawn) <= 2 * tree.size.height
