@@ -150,8 +150,8 @@ class _View:
 
     def __init__(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
-        self.names = [n.name for n in nodes]
-        graph_order = [n.index for n in nodes]
+        self.names = list(map(operator.attrgetter("name"), nodes))
+        graph_order = list(map(operator.attrgetter("index"), nodes))
         self.base: Sequence[int] = range(len(nodes))
         if graph_order != sorted(graph_order):
             self.base = sorted(self.base, key=graph_order.__getitem__)

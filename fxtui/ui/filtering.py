@@ -9,6 +9,7 @@ visible node, and the times the tree shows under a filter.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
@@ -103,13 +104,11 @@ def shown_nodes(graph: GraphInfo, spec: FilterSpec) -> list[NodeInfo]:
 
 def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
     """Module paths holding at least one of ``nodes`` in their subtree (the branches the tree keeps)."""
-    seen: set[str] = set()
-    ancestors = Ancestors.of_graph(graph)
-    for module in {node.module_path for node in nodes}:
-        for path in reversed(ancestors[module]):
-            if path in seen:
-                break
-            seen.add(path)
+    # Level by level up from the nodes' own modules: a set operation per level, not a walk per node.
+    seen = frontier = set(map(operator.attrgetter("module_path"), nodes))
+    while frontier:
+        frontier = {path.rpartition(".")[0] for path in frontier if path} - seen
+        seen = seen | frontier
     return seen & graph.modules.keys() | {""}
 
 

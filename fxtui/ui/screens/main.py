@@ -10,6 +10,7 @@ for more; :mod:`fxtui.ui.navigation` decides from the numbers where the keys go.
 from __future__ import annotations
 
 import gc
+import operator
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
@@ -187,6 +188,7 @@ class MainScreen(Screen[None]):
             if new_graph:
                 self.table.set_graph(snapshot.graph)
                 self._refilter()
+                filtering.Ancestors.of_graph(snapshot.graph)  # for the first filter, made now to be frozen too
                 _exempt_from_gc()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
@@ -237,7 +239,7 @@ class MainScreen(Screen[None]):
         self._filtered = filtering.shown_nodes(graph, spec)
         modules = filtering.visible_modules(graph, self._filtered)
         with self.app.batch_update():
-            self.module_tree.show(graph, modules, {n.name for n in self._filtered})
+            self.module_tree.show(graph, modules, set(map(operator.attrgetter("name"), self._filtered)))
             scope = next(p for p in reversed(module_ancestors(self.scope)) if p in modules)
             if scope != self.scope:
                 self.scope = scope  # its watcher shows the view

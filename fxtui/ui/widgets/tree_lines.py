@@ -42,7 +42,7 @@ class Outline:
         self._children: dict[str, list[Entry]] = {}
         self._folded: dict[str, str | None] = {}
         self._first_index: dict[str, int] = {}
-        self._line_index: tuple[dict[str, int], dict[str, int]] | None = None
+        self._line_index: dict[Entry, int] | None = None
 
     # -- what is listed -----------------------------------------------------
 
@@ -140,6 +140,11 @@ class Outline:
         children = self.children(path)
         middle, last = (*lasts, False), (*lasts, True)
         end = len(children) - 1
+        if children and not any(p.rpartition(".")[0] == path for p in self.expanded if p):
+            # No branch open under this one (the root of a 50,000-layer Sequential): its lines in one go.
+            out += zip(children, itertools.repeat(middle, end), strict=False)  # all but the last
+            out.append((children[end], last))
+            return
         for i, entry in enumerate(children):
             flags = last if i == end else middle
             out.append((entry, flags))
@@ -201,12 +206,9 @@ class Outline:
     def line_of(self, entry: Entry) -> int | None:
         """The line showing ``entry``, or None when no line shows it."""
         if self._line_index is None:
-            modules: dict[str, int] = {}
-            nodes: dict[str, int] = {}
-            for i, (e, _) in enumerate(self.lines):
-                (modules if e.kind == "module" else nodes)[e.key] = i
-            self._line_index = (modules, nodes)
-        return self._line_index[0 if entry.kind == "module" else 1].get(entry.key)
+            entries = map(operator.itemgetter(0), self.lines)
+            self._line_index = dict(zip(entries, range(len(self.lines)), strict=True))
+        return self._line_index.get(entry)
 
 
 #: How a listed entry is shown: a node, a module holding only one node (shown as that node), a branch.
