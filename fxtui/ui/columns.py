@@ -183,6 +183,9 @@ def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: s
     if column.by_columns is not None and view.gather is not None and isinstance(stats, ColumnTable):
         # Read from the statistics' columns: no NodeStats is made for a sort.
         values = view.gather(column.by_columns(stats.column))
+    elif not column.live:  # the node's own facts: its statistics are not looked up (nor made, from columns)
+        sort = column.sort
+        values = [sort(n, None) for n in nodes]
     else:
         get, sort = stats.get, column.sort
         values = [sort(n, get(n.name)) for n in nodes]
