@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
 from fakes import FakeSource
 from textual import events
 
-from fxtui.engine.remote import _as_columns, _SharedNames
+from fxtui.engine.remote import Packer, Unpacker
 from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import build_graph, make_snapshot, synthetic_graph
@@ -201,13 +201,13 @@ def sequential_graph(layers: int) -> tuple[GraphInfo, list[float]]:
     return build_graph(rows, model=f"sequential{layers}", inputs=("1×8",)), [row[6] for row in rows]
 
 
-_SHARED = _SharedNames()
+_PACKER, _UNPACKER = Packer(), Unpacker()
 
 
 def as_sent(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` as the app receives it from the engine's child process (ProcessSource.run)."""
-    wire = pickle.loads(pickle.dumps(_as_columns(dataclasses.replace(snapshot, graph=None)), protocol=5))
-    return dataclasses.replace(_SHARED.applied(wire), graph=snapshot.graph)
+    wire = pickle.loads(pickle.dumps(_PACKER.pack(dataclasses.replace(snapshot, graph=None)), protocol=5))
+    return dataclasses.replace(_UNPACKER.unpack(wire), graph=snapshot.graph)
 
 
 async def refreshes(

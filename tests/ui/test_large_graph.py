@@ -14,7 +14,7 @@ from fakes import FakeSource, settle, tree_cursor
 from textual.pilot import Pilot
 
 from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.remote import _as_columns
+from fxtui.engine.remote import Packer, Unpacker
 from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import build_graph, make_snapshot
@@ -33,10 +33,13 @@ def sequential_graph(layers: int = LAYERS) -> tuple[GraphInfo, list[float]]:
     return build_graph(rows, model="sequential", inputs=("1×8",)), [row[6] for row in rows]
 
 
+_PACKER, _UNPACKER = Packer(), Unpacker()
+
+
 def as_sent(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` as the app receives it from the engine's child process."""
-    wire = pickle.loads(pickle.dumps(_as_columns(dataclasses.replace(snapshot, graph=None))))
-    return dataclasses.replace(wire, graph=snapshot.graph)
+    wire = pickle.loads(pickle.dumps(_PACKER.pack(dataclasses.replace(snapshot, graph=None))))
+    return dataclasses.replace(_UNPACKER.unpack(wire), graph=snapshot.graph)
 
 
 async def _started(pilot: Pilot, applied: int = 1) -> FxtuiApp:
