@@ -10,7 +10,6 @@ for more; :mod:`fxtui.ui.navigation` decides from the numbers where the keys go.
 from __future__ import annotations
 
 import gc
-import operator
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
@@ -98,7 +97,7 @@ class MainScreen(Screen[None]):
         """How many snapshots were applied (tests wait on it)."""
         self.what_if_before: WhatIf | None = None
         """The what-if on screen when a new one was asked for: a result is new when it is another."""
-        self._filtered: list[NodeInfo] = []
+        self._shown = filtering.Shown((), frozenset(), frozenset({""}))
         self._hotspots: tuple[object, object, list[str]] = ((), {}, [])
         """The view and statistics the hotspot order was sorted for, and the order (n, N sort once per snapshot)."""
 
@@ -203,7 +202,7 @@ class MainScreen(Screen[None]):
 
     def _show_numbers(self) -> None:
         if (snapshot := self.snapshot) is not None and snapshot.graph is not None:
-            totals, backward = filtering.tree_totals(snapshot, self.spec, self._filtered)
+            totals, backward = filtering.tree_totals(snapshot, self.spec, self._shown.nodes)
             self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
 
     def _follow_in_hints(self) -> None:
@@ -236,10 +235,10 @@ class MainScreen(Screen[None]):
         if graph is None:
             return
         spec = self.spec
-        self._filtered = filtering.shown_nodes(graph, spec)
-        modules = filtering.visible_modules(graph, self._filtered)
+        shown = self._shown = filtering.Shown.of(graph, spec)
+        modules = shown.modules
         with self.app.batch_update():
-            self.module_tree.show(graph, modules, set(map(operator.attrgetter("name"), self._filtered)))
+            self.module_tree.show(graph, modules, shown.names)
             scope = next(p for p in reversed(module_ancestors(self.scope)) if p in modules)
             if scope != self.scope:
                 self.scope = scope  # its watcher shows the view
@@ -249,10 +248,11 @@ class MainScreen(Screen[None]):
 
     def _show_view(self) -> None:
         scope, below = self.scope, self.scope + "."
+        nodes = self._shown.nodes
         if not scope:
-            self.view = tuple(self._filtered)
+            self.view = nodes  # the same tuple for the same filter: the table keeps what it sorted it with
         else:  # filtering.in_scope, inline: a call per node is most of the time at 50,000 nodes
-            self.view = tuple(n for n in self._filtered if n.module_path == scope or n.module_path.startswith(below))
+            self.view = tuple(n for n in nodes if n.module_path == scope or n.module_path.startswith(below))
 
     def set_scope(self, path: str, *, reveal: bool = True) -> None:
         """Show the subtree of module ``path`` in the table (the tree's cursor follows when ``reveal``)."""

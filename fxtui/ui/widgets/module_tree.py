@@ -9,6 +9,7 @@ is drawn, so a refresh changes numbers without touching the structure.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -69,6 +70,7 @@ class ModuleTree(OutlineView):
         super().__init__(id=id)
         self._auto_expanded: set[str] = set()
         """Branches opened by reveal() rather than by the user."""
+        self._outlines: list[Outline] = []
         self.totals: Mapping[str, float] = {}
         self.backward: Mapping[str, float] = {}
         """A training step's inclusive backward time per module (part of ``totals``)."""
@@ -78,12 +80,26 @@ class ModuleTree(OutlineView):
 
     # -- structure ----------------------------------------------------------
 
-    def show(self, graph: GraphInfo, visible_modules: set[str], visible_nodes: set[str]) -> None:
-        """(Re)build the tree for ``graph`` keeping only visible branches; expanded entries stay expanded."""
+    def show(self, graph: GraphInfo, visible_modules: AbstractSet[str], visible_nodes: AbstractSet[str]) -> None:
+        """(Re)build the tree for ``graph`` keeping only visible branches; expanded entries stay expanded.
+
+        The outlines of the last few filters are kept: shown again for the same sets (a filter
+        cleared), one is reused as it is when the same branches are open.
+        """
         cursor = self.cursor_entry
-        expanded = self.outline.expanded
-        self.outline = Outline(graph, visible_modules, visible_nodes)
-        self.outline.open_all(expanded)
+        expanded = set(self.outline.expanded)
+        reused = next(
+            (
+                o
+                for o in self._outlines
+                if o.graph is graph and o.modules is visible_modules and o.nodes is visible_nodes
+            ),
+            None,
+        )
+        self.outline = reused or Outline(graph, visible_modules, visible_nodes)
+        self._outlines = [self.outline, *(o for o in self._outlines if o is not self.outline and o.graph is graph)][:3]
+        if reused is None or reused.expanded != ({p for p in expanded if p in reused.modules} | {""}):
+            self.outline.open_all(expanded)
         self._auto_expanded &= self.outline.expanded
         self.lines_changed()
         if cursor is not None and not self.reveal(cursor):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from fxtui.engine.snapshot import GraphInfo
@@ -32,9 +33,9 @@ class Outline:
         self, graph: GraphInfo | None = None, modules: Iterable[str] = ("",), nodes: Iterable[str] = ()
     ) -> None:
         self.graph = graph
-        self.modules = modules if isinstance(modules, set) and "" in modules else set(modules) | {""}
+        self.modules = modules if isinstance(modules, AbstractSet) and "" in modules else {*modules, ""}
         """Module paths holding a visible node in their subtree."""
-        self.nodes = nodes if isinstance(nodes, set) else set(nodes)
+        self.nodes = nodes if isinstance(nodes, AbstractSet) else set(nodes)
         """Names of the visible nodes."""
         self.expanded: set[str] = set()
         """Module paths whose branch is open (the root's always is)."""
