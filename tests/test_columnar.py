@@ -7,7 +7,7 @@ import pickle
 
 from fxtui.engine.columnar import ColumnTable, column_map, column_total
 from fxtui.engine.model import ModuleStats, NodeStats
-from fxtui.engine.remote import _as_columns, _SharedNames
+from fxtui.engine.remote import Packer, Unpacker
 from fxtui.engine.snapshot import Snapshot, State
 from fxtui.ui.demo.source import make_snapshot, synthetic_graph
 
@@ -53,24 +53,33 @@ def test_fields_that_are_not_numbers_travel_as_they_are() -> None:
     assert dict(table) == records
 
 
+def _piped(packer: Packer, unpacker: Unpacker, snapshot: Snapshot) -> Snapshot:
+    return unpacker.unpack(pickle.loads(pickle.dumps(packer.pack(snapshot), protocol=pickle.HIGHEST_PROTOCOL)))
+
+
 def test_a_snapshot_crosses_the_pipe_as_columns_and_reads_the_same() -> None:
     graph, medians = synthetic_graph(500)
     snapshot = dataclasses.replace(make_snapshot(graph, medians), graph=None)
-    wire = pickle.loads(pickle.dumps(_as_columns(snapshot), protocol=pickle.HIGHEST_PROTOCOL))
+    wire = _piped(Packer(), Unpacker(), snapshot)
     assert isinstance(wire.nodes, ColumnTable) and isinstance(wire.modules, ColumnTable)
     assert dict(wire.nodes) == dict(snapshot.nodes)
     assert dict(wire.modules) == dict(snapshot.modules)
     assert wire.attributed_s == snapshot.attributed_s
-    empty = pickle.loads(pickle.dumps(_as_columns(Snapshot(None, State.LOADING))))
+    assert dataclasses.replace(wire, nodes={}, modules={}) == dataclasses.replace(snapshot, nodes={}, modules={})
+    empty = _piped(Packer(), Unpacker(), Snapshot(None, State.LOADING))
     assert not empty.nodes and not empty.modules
 
 
-def test_successive_snapshots_share_one_names_tuple() -> None:
+def test_the_names_cross_once_and_successive_snapshots_share_them() -> None:
     graph, medians = synthetic_graph(200)
-    shared = _SharedNames()
-    first, second = (
-        shared.applied(pickle.loads(pickle.dumps(_as_columns(make_snapshot(graph, medians, seq=s))))) for s in (1, 2)
-    )
+    packer, unpacker = Packer(), Unpacker()
+    first, second = (_piped(packer, unpacker, make_snapshot(graph, medians, seq=s, scale=s)) for s in (1, 2))
+    assert packer.pack(make_snapshot(graph, medians))[1]["nodes"][0] is None  # unchanged names stay behind
     assert first.nodes.names is second.nodes.names and first.nodes.names == tuple(first.nodes)
     assert first.modules.names is second.modules.names
+    assert second.nodes[graph.nodes[3].name].median_s == 2 * first.nodes[graph.nodes[3].name].median_s
     assert isinstance(second.modules, ColumnTable) and second.modules[""].__class__ is ModuleStats
+    reset = _piped(packer, unpacker, Snapshot(None, State.PAUSED, seq=3))  # the names change: they cross again
+    assert not reset.nodes
+    again = _piped(packer, unpacker, make_snapshot(graph, medians, seq=4))
+    assert dict(again.nodes) == dict(make_snapshot(graph, medians).nodes)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.engine.snapshot import Snapshot, State
@@ -134,3 +135,30 @@ def test_explain_hints_and_what_ifs_arrive_in_later_snapshots_with_progress_on_t
     got.wait_for(lambda s: s.seq > done.seq and s.what_if_progress == "" and s.runs > done.runs)  # reruns go on
     source.send(Stop())
     worker.join(timeout=30)
+
+
+LARGE = """
+import torch
+from torch import nn
+
+def make():
+    return nn.Sequential(*(nn.ReLU() for _ in range({layers}))), torch.randn(1, 8)
+"""
+
+
+def test_a_large_graph_crosses_as_columns_whose_names_are_sent_once(tmp_path: Path) -> None:
+    layers = 3000
+    path = tmp_path / "large.py"
+    path.write_text(LARGE.format(layers=layers))
+    source, got, worker = start(f"{path}:make", threads=1)
+    first = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 2, timeout=180)
+    later = got.wait_for(lambda s: s.seq > first.seq and s.runs > first.runs, timeout=180)
+    source.send(Stop())
+    worker.join(timeout=60)
+    assert first.graph is not None and len(first.graph.nodes) == layers + 2
+    assert isinstance(later.nodes, ColumnTable) and isinstance(later.modules, ColumnTable)
+    assert later.nodes.names is first.nodes.names  # one tuple for the session: sent once
+    assert len(later.nodes) == len(first.graph.nodes)  # every node has its statistics
+    stats = later.nodes[f"_{layers - 1}"]
+    assert stats.count == later.runs and stats.median_s > 0 and len(stats.recent) == min(later.runs, 32)
+    assert later.modules[""].nodes == layers + 2

@@ -71,7 +71,7 @@ class ColumnTable(Mapping[str, R], Generic[R]):
         self.names = names
         """The keys, in the order of the columns."""
         self.columns = dict(columns)
-        self._index = index if index is not None else {name: i for i, name in enumerate(names)}
+        self._index = index
         self._getters = [_getter(self.columns[f.name]) for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
         self._made: dict[str, R] = {}
 
@@ -94,13 +94,11 @@ class ColumnTable(Mapping[str, R], Generic[R]):
         fields = [f.name for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
         return cls(kind, tuple(names), {name: _encode(columns[name]) for name in fields})
 
-    def with_names(self, names: tuple[str, ...], index: Mapping[str, int]) -> ColumnTable[R]:
-        """The same table over an equal ``names`` tuple and its ``index``: later tables can share one."""
-        return ColumnTable(self.kind, names, self.columns, index)
-
     @property
     def index(self) -> Mapping[str, int]:
-        """Each name's position in :attr:`names` and in every column."""
+        """Each name's position in :attr:`names` and in every column (made when first asked for)."""
+        if self._index is None:
+            self._index = dict(zip(self.names, range(len(self.names)), strict=True))
         return self._index
 
     def column(self, field: str) -> Sequence[Any]:
@@ -114,12 +112,12 @@ class ColumnTable(Mapping[str, R], Generic[R]):
     def __getitem__(self, name: str) -> R:
         made = self._made.get(name)
         if made is None:
-            i = self._index[name]
+            i = self.index[name]
             made = self._made[name] = self.kind(*[get(i) for get in self._getters])
         return made
 
     def __contains__(self, name: object) -> bool:
-        return name in self._index
+        return name in self.index
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)

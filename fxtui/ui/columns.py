@@ -150,8 +150,8 @@ class _View:
 
     def __init__(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
-        self.names = [n.name for n in nodes]
-        graph_order = [n.index for n in nodes]
+        self.names = list(map(operator.attrgetter("name"), nodes))
+        graph_order = list(map(operator.attrgetter("index"), nodes))
         self.base: Sequence[int] = range(len(nodes))
         if graph_order != sorted(graph_order):
             self.base = sorted(self.base, key=graph_order.__getitem__)
@@ -183,6 +183,9 @@ def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: s
     if column.by_columns is not None and view.gather is not None and isinstance(stats, ColumnTable):
         # Read from the statistics' columns: no NodeStats is made for a sort.
         values = view.gather(column.by_columns(stats.column))
+    elif not column.live:  # the node's own facts: its statistics are not looked up (nor made, from columns)
+        sort = column.sort
+        values = [sort(n, None) for n in nodes]
     else:
         get, sort = stats.get, column.sort
         values = [sort(n, get(n.name)) for n in nodes]

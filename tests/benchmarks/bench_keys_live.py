@@ -104,7 +104,7 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
                 graph_shown = time.perf_counter() - t_start
             if first_timings is None and snap is not None and snap.nodes and snap.graph is not None:
                 t_applied = time.perf_counter()
-                _s, end, _c = await meter.paint_after(t_applied, timeout=30)
+                _s, end, _c, _clock = await meter.paint_after(t_applied, timeout=30)
                 first_timings = end - t_start
             if snap is not None and snap.state is State.RUNNING and snap.runs >= 3 and first_timings is not None:
                 break

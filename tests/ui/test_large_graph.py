@@ -14,7 +14,7 @@ from fakes import FakeSource, settle, tree_cursor
 from textual.pilot import Pilot
 
 from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.remote import _as_columns
+from fxtui.engine.remote import Packer, Unpacker
 from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import build_graph, make_snapshot
@@ -33,10 +33,13 @@ def sequential_graph(layers: int = LAYERS) -> tuple[GraphInfo, list[float]]:
     return build_graph(rows, model="sequential", inputs=("1×8",)), [row[6] for row in rows]
 
 
+_PACKER, _UNPACKER = Packer(), Unpacker()
+
+
 def as_sent(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` as the app receives it from the engine's child process."""
-    wire = pickle.loads(pickle.dumps(_as_columns(dataclasses.replace(snapshot, graph=None))))
-    return dataclasses.replace(wire, graph=snapshot.graph)
+    wire = pickle.loads(pickle.dumps(_PACKER.pack(dataclasses.replace(snapshot, graph=None))))
+    return dataclasses.replace(_UNPACKER.unpack(wire), graph=snapshot.graph)
 
 
 async def _started(pilot: Pilot, applied: int = 1) -> FxtuiApp:
@@ -129,13 +132,13 @@ async def test_a_refresh_draws_only_the_tree_lines_in_view_of_ten_thousand() -> 
         app = await _started(pilot)
         tree = app.main.module_tree
         drawn: list[Entry] = []
-        parts = tree._parts
+        parts = tree.label_parts
 
         def counted(entry: Entry, depth: int) -> list[tuple[str, str]]:
             drawn.append(entry)
             return parts(entry, depth)
 
-        tree._parts = counted  # type: ignore[method-assign]
+        tree.label_parts = counted  # type: ignore[method-assign]
         source.push(as_sent(make_snapshot(graph, medians, seq=2, scale=1.1)))
         await settle(app, pilot, 2)
         assert 0 < len(drawn) <= 2 * tree.size.height

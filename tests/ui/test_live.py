@@ -281,13 +281,13 @@ async def test_a_refresh_draws_only_the_tree_lines_on_screen() -> None:
         await pilot.pause()
         assert tree.last_line + 1 > 2 * tree.size.height  # most lines are off screen
         drawn: list[Entry] = []
-        parts = tree._parts
+        parts = tree.label_parts
 
         def counted(entry: Entry, depth: int) -> list[tuple[str, str]]:
             drawn.append(entry)
             return parts(entry, depth)
 
-        tree._parts = counted  # type: ignore[method-assign]
+        tree.label_parts = counted  # type: ignore[method-assign]
         for i in range(5):
             source.push(resnet_snapshot(seq=i + 2, scale=1.0 + 0.01 * i))
             await settle(app, pilot, applied=i + 2)

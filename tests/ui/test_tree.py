@@ -127,3 +127,20 @@ async def test_clicking_an_open_branch_icon_closes_it_and_the_cursor_inside_move
         await pilot.click("#tree", offset=(3, line))  # "▶" opens it again
         await pilot.pause()
         assert tree.is_expanded("layer1")
+
+
+async def test_the_mouse_highlights_the_line_under_it_and_a_click_selects_a_node() -> None:
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        tree = app.main.module_tree
+        line = tree.line_of(Entry("node", "bn1"))
+        assert line is not None
+        plain = tree.render_line(line)
+        await pilot.hover("#tree", offset=(8, line))
+        await pilot.pause()
+        assert tree.hover_line == line
+        assert tree.render_line(line).text == plain.text and tree.render_line(line) != plain  # same text, highlighted
+        await pilot.click("#tree", offset=(8, line))
+        await pilot.pause()
+        assert tree_cursor(tree) == Entry("node", "bn1") and app.main.selected == "bn1"

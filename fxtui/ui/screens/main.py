@@ -98,7 +98,7 @@ class MainScreen(Screen[None]):
         """How many snapshots were applied (tests wait on it)."""
         self.asked_after: dict[str, int] = {}
         """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
-        self._filtered: list[NodeInfo] = []
+        self._shown = filtering.Shown((), frozenset(), frozenset({""}))
         self._hotspots: tuple[object, object, list[str]] = ((), {}, [])
         """The view and statistics the hotspot order was sorted for, and the order (n, N sort once per snapshot)."""
 
@@ -194,6 +194,7 @@ class MainScreen(Screen[None]):
             if new_graph:
                 self.table.set_graph(snapshot.graph)
                 self._refilter()
+                filtering.Ancestors.of_graph(snapshot.graph)  # for the first filter, made now to be frozen too
                 _exempt_from_gc()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
@@ -206,7 +207,7 @@ class MainScreen(Screen[None]):
 
     def _show_numbers(self) -> None:
         if (snapshot := self.snapshot) is not None and snapshot.graph is not None:
-            totals, backward = filtering.tree_totals(snapshot, self.spec, self._filtered)
+            totals, backward = filtering.tree_totals(snapshot, self.spec, self._shown.nodes)
             self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
 
     def _collect_what_ifs(self, snapshot: Snapshot) -> None:
@@ -250,10 +251,10 @@ class MainScreen(Screen[None]):
         if graph is None:
             return
         spec = self.spec
-        self._filtered = filtering.shown_nodes(graph, spec)
-        modules = filtering.visible_modules(graph, self._filtered)
+        shown = self._shown = filtering.Shown.of(graph, spec)
+        modules = shown.modules
         with self.app.batch_update():
-            self.module_tree.show(graph, modules, {n.name for n in self._filtered})
+            self.module_tree.show(graph, modules, shown.names)
             scope = next(p for p in reversed(module_ancestors(self.scope)) if p in modules)
             if scope != self.scope:
                 self.scope = scope  # its watcher shows the view
@@ -263,10 +264,11 @@ class MainScreen(Screen[None]):
 
     def _show_view(self) -> None:
         scope, below = self.scope, self.scope + "."
+        nodes = self._shown.nodes
         if not scope:
-            self.view = tuple(self._filtered)
+            self.view = nodes  # the same tuple for the same filter: the table keeps what it sorted it with
         else:  # filtering.in_scope, inline: a call per node is most of the time at 50,000 nodes
-            self.view = tuple(n for n in self._filtered if n.module_path == scope or n.module_path.startswith(below))
+            self.view = tuple(n for n in nodes if n.module_path == scope or n.module_path.startswith(below))
 
     def set_scope(self, path: str, *, reveal: bool = True) -> None:
         """Show the subtree of module ``path`` in the table (the tree's cursor follows when ``reveal``)."""
@@ -312,7 +314,7 @@ class MainScreen(Screen[None]):
     def _tree_node(self, message: ModuleTree.NodeChosen) -> None:
         if message.name == self.selected:
             return
-        if message.name not in {n.name for n in self.view}:
+        if not self.table.shows(message.name):
             # A node outside the current scope: widen the scope to its module so the table can show it.
             self.set_scope(self.module_tree.display_parent(message.name), reveal=False)
         self.select_node(message.name, origin="tree")

@@ -10,6 +10,7 @@ filtering and refreshes; the scroll position is left where the user put it.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -99,6 +100,10 @@ class NodeTable(ScrollView, can_focus=True):
         """Node names in display order."""
         return self._keys
 
+    def shows(self, name: str) -> bool:
+        """True when node ``name`` is one of the table's rows."""
+        return name in self._shown_names
+
     @property
     def cursor_row(self) -> int:
         """Index of the cursor's row, or -1 when the table is empty."""
@@ -134,7 +139,7 @@ class NodeTable(ScrollView, can_focus=True):
     def set_nodes(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown."""
         self._shown = nodes
-        self._shown_names = frozenset(n.name for n in nodes)
+        self._shown_names = frozenset(map(operator.attrgetter("name"), nodes))
         self._stats = stats
         self._resort()
 

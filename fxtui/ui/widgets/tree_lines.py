@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from fxtui.engine.snapshot import GraphInfo
@@ -32,9 +33,9 @@ class Outline:
         self, graph: GraphInfo | None = None, modules: Iterable[str] = ("",), nodes: Iterable[str] = ()
     ) -> None:
         self.graph = graph
-        self.modules = modules if isinstance(modules, set) and "" in modules else set(modules) | {""}
+        self.modules = modules if isinstance(modules, AbstractSet) and "" in modules else {*modules, ""}
         """Module paths holding a visible node in their subtree."""
-        self.nodes = nodes if isinstance(nodes, set) else set(nodes)
+        self.nodes = nodes if isinstance(nodes, AbstractSet) else set(nodes)
         """Names of the visible nodes."""
         self.expanded: set[str] = set()
         """Module paths whose branch is open (the root's always is)."""
@@ -42,7 +43,7 @@ class Outline:
         self._children: dict[str, list[Entry]] = {}
         self._folded: dict[str, str | None] = {}
         self._first_index: dict[str, int] = {}
-        self._line_index: tuple[dict[str, int], dict[str, int]] | None = None
+        self._line_index: dict[Entry, int] | None = None
 
     # -- what is listed -----------------------------------------------------
 
@@ -140,6 +141,11 @@ class Outline:
         children = self.children(path)
         middle, last = (*lasts, False), (*lasts, True)
         end = len(children) - 1
+        if children and not any(p.rpartition(".")[0] == path for p in self.expanded if p):
+            # No branch open under this one (the root of a 50,000-layer Sequential): its lines in one go.
+            out += zip(children, itertools.repeat(middle, end), strict=False)  # all but the last
+            out.append((children[end], last))
+            return
         for i, entry in enumerate(children):
             flags = last if i == end else middle
             out.append((entry, flags))
@@ -201,12 +207,9 @@ class Outline:
     def line_of(self, entry: Entry) -> int | None:
         """The line showing ``entry``, or None when no line shows it."""
         if self._line_index is None:
-            modules: dict[str, int] = {}
-            nodes: dict[str, int] = {}
-            for i, (e, _) in enumerate(self.lines):
-                (modules if e.kind == "module" else nodes)[e.key] = i
-            self._line_index = (modules, nodes)
-        return self._line_index[0 if entry.kind == "module" else 1].get(entry.key)
+            entries = map(operator.itemgetter(0), self.lines)
+            self._line_index = dict(zip(entries, range(len(self.lines)), strict=True))
+        return self._line_index.get(entry)
 
 
 #: How a listed entry is shown: a node, a module holding only one node (shown as that node), a branch.
