@@ -5,8 +5,9 @@ from __future__ import annotations
 import statistics
 
 import pytest
+import torch
 
-from fxtui.engine.stats import SampleWindow, window_for
+from fxtui.engine.stats import SampleWindow, floats, quantiles, window_for
 
 
 def test_window_keeps_only_the_latest_samples_and_running_aggregates() -> None:
@@ -22,8 +23,10 @@ def test_window_keeps_only_the_latest_samples_and_running_aggregates() -> None:
     assert s.median[0] == pytest.approx(statistics.median(latest) / 1e9)
     assert s.mean[0] == pytest.approx(statistics.mean(range(1000)) / 1e9)  # running, over everything
     assert s.min[0] == 0 and s.max[0] == pytest.approx(999e-9)
-    # recent: the latest runs, oldest first, one sample per node each
-    assert s.recent[-1][0] == pytest.approx(999e-9) and s.recent[0][0] == pytest.approx(968e-9)
+    # recent: node by node, each node's latest runs, oldest first
+    assert s.recent_runs == 32 and len(s.recent) == 64
+    assert s.recent[31] == pytest.approx(999e-9) and s.recent[0] == pytest.approx(968e-9)
+    assert list(s.recent[32:]) == [pytest.approx(5e-9)] * 32
     assert s.run_median == pytest.approx(statistics.median(k + 5 for k in latest) / 1e9)
 
 
@@ -35,7 +38,7 @@ def test_reset_forgets_everything() -> None:
     assert w.summary() is None
     w.add([7])
     s = w.summary()
-    assert s is not None and s.count == 1 and s.median == [pytest.approx(7e-9)] and s.eager_median is None
+    assert s is not None and s.count == 1 and list(s.median) == [pytest.approx(7e-9)] and s.eager_median is None
 
 
 def test_window_shrinks_for_huge_graphs_to_bound_the_samples_a_snapshot_reads() -> None:
@@ -72,4 +75,14 @@ def test_negative_samples_are_clamped() -> None:
     w = SampleWindow(nodes=1)
     w.add([-3])
     s = w.summary()
-    assert s is not None and s.median == [0.0]
+    assert s is not None and list(s.median) == [0.0]
+
+
+@pytest.mark.parametrize("runs", [1, 2, 7, 100])
+def test_the_quantiles_of_integer_samples_are_torch_quantile_s(runs: int) -> None:
+    samples = torch.randint(0, 10**9, (runs, 50), dtype=torch.int64)
+    q = torch.tensor([0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
+    expected = torch.quantile(samples.double(), q, dim=0)
+    assert torch.allclose(quantiles(samples, q), expected, rtol=1e-12, atol=0)
+    assert list(floats(expected[1])) == expected[1].tolist()
+    assert list(floats(samples.t())) == samples.t().double().flatten().tolist()  # row by row, whatever the strides

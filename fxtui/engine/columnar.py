@@ -30,6 +30,8 @@ Stored = tuple[Any, ...]
 
 
 def _encode(values: Sequence[Any]) -> Stored:
+    if isinstance(values, array) and values.typecode in "dq":
+        return (values.typecode, values)  # already a column
     first = type(values[0]) if values else float
     try:
         if first is float:
@@ -42,6 +44,14 @@ def _encode(values: Sequence[Any]) -> Stored:
     except (TypeError, OverflowError):  # not all numbers: kept as they are
         pass
     return ("o", list(values))
+
+
+def equal_tuples(flat: Sequence[float], count: int, width: int) -> Stored:
+    """A field of ``count`` tuples of ``width`` floats each, given one after another in ``flat``."""
+    if len(flat) != count * width:
+        raise ValueError(f"{len(flat)} values are not {count} tuples of {width}")
+    values = flat if isinstance(flat, array) and flat.typecode == "d" else array("d", flat)
+    return ("t", values, array("q", range(0, count * width + 1, width) if width else [0] * (count + 1)))
 
 
 def _getter(stored: Stored) -> Callable[[int], Any]:
@@ -89,10 +99,22 @@ class ColumnTable(Mapping[str, R], Generic[R]):
         return cls(kind, tuple(records), dict(zip(names, map(_encode, transposed), strict=True)))
 
     @classmethod
-    def from_columns(cls, kind: type[R], names: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> ColumnTable[R]:
-        """A table made straight from one sequence per field of ``kind`` (no record is made)."""
+    def from_columns(
+        cls,
+        kind: type[R],
+        names: Sequence[str],
+        columns: Mapping[str, Sequence[Any]],
+        stored: Mapping[str, Stored] | None = None,
+    ) -> ColumnTable[R]:
+        """A table made straight from one sequence per field of ``kind`` (no record is made).
+
+        ``stored`` gives fields already in their stored form (:func:`equal_tuples`).
+        """
         fields = [f.name for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
-        return cls(kind, tuple(names), {name: _encode(columns[name]) for name in fields})
+        stored = stored or {}
+        return cls(
+            kind, tuple(names), {name: stored[name] if name in stored else _encode(columns[name]) for name in fields}
+        )
 
     @property
     def index(self) -> Mapping[str, int]:

@@ -15,6 +15,7 @@ import collections
 import contextlib
 import statistics
 import time
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -23,13 +24,14 @@ import torch.fx
 
 from fxtui.engine import allocator
 from fxtui.engine.capture.program import Program, graph_program
-from fxtui.engine.columnar import ColumnTable
+from fxtui.engine.columnar import ColumnTable, equal_tuples
 from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
-from fxtui.engine.model import NodeStats, module_stats
+from fxtui.engine.model import ModulePlan, ModuleStats, NodeStats, module_table
+from fxtui.engine.rollup import TensorRollUp
 from fxtui.engine.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
@@ -132,6 +134,7 @@ class Session:
         self.faults: collections.deque[int] = collections.deque(maxlen=64)
         """Minor page faults of the latest profiled runs (the process's, read around each run)."""
         self.probe = LoadProbe()
+        self._rollup: tuple[ModulePlan, TensorRollUp] | None = None
         self.keep_disturbed = keep_disturbed
         """Record steps that other work disturbed (the default here), rather than leave them out of the
         statistics; the command line, the app and :func:`fxtui.profile` leave them out unless asked."""
@@ -316,6 +319,13 @@ class Session:
             "disturbance": self.disturbance(summary),
         }
 
+    def _module_stats(self, medians: array[float], run_s: float) -> ColumnTable[ModuleStats]:
+        plan = self.graph.module_plan
+        if self._rollup is None or self._rollup[0] is not plan:
+            self._rollup = (plan, TensorRollUp(plan))
+        own, inclusive, forward, backward = self._rollup[1](torch.frombuffer(medians, dtype=torch.float64))
+        return module_table(plan, own, inclusive, run_s, forward, backward)
+
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
         """Freeze the current statistics."""
         summary = self.samples.summary(leave_out_disturbed=not self.keep_disturbed)
@@ -342,10 +352,10 @@ class Session:
                 "max_s": summary.max,
                 "iqr_s": [b - a for a, b in zip(summary.q25, summary.q75, strict=True)],
                 "pct": [100.0 * m / run for m in summary.median],
-                "recent": list(zip(*summary.recent, strict=True)) if summary.recent else [()] * len(summary.median),
                 "q25_s": summary.q25,
                 "q75_s": summary.q75,
             },
+            stored={"recent": equal_tuples(summary.recent, len(summary.median), summary.recent_runs)},
         )
         return Snapshot(
             graph=self.graph,
@@ -356,7 +366,7 @@ class Session:
             eager_median_s=summary.eager_median,
             spreads=RunSpreads(summary.run, summary.eager, summary.overhead, summary.fidelity),
             nodes=nodes,
-            modules=module_stats(self.graph.nodes, self.graph.modules, nodes, run, self.graph.module_plan),
+            modules=self._module_stats(summary.median, run),
             error=self.last_error,
             message=message,
             **self._findings(summary),

@@ -14,7 +14,8 @@ process so that one size's memory does not count against the other's. Printed:
 * analysis: ``annotate`` (FLOPs and bytes per node, source lines, machine peaks);
 * per run: one ``Session.step`` (a profiled and an uninstrumented run), and the
   profiler's overhead per node (profiled minus uninstrumented, over the node count);
-* snapshot: freezing the statistics (``Session.snapshot``), and what one costs on the
+* snapshot: freezing the statistics (``Session.snapshot``), after a few runs and with the
+  window full (its quantiles sort every sample kept), and what one costs on the
   live app's pipe: turned into columns and pickled in the child, unpickled in the app
   (without the graph, as the child sends it; also as objects, as it was sent before),
   and the graph once;
@@ -150,6 +151,9 @@ def bench(nodes: int) -> None:
     table_all_s, _ = timed(lambda: report.table(top=None))
     json_s, text = timed(report.to_json)
     memory.append(("snapshots and report", rss_mb()))
+    while session.samples.count < session.samples.window:  # as in a live session that has run a while
+        session.step()
+    full_s, _ = timed(session.snapshot, 7)
 
     print(
         f"\n== {count} nodes ({len(session.graph.modules)} modules on the tree, window {session.samples.window} runs)"
@@ -160,7 +164,7 @@ def bench(nodes: int) -> None:
     line("per run (step)", f"{ms(step_s)}   (profiled {ms(profiled)} + uninstrumented {ms(eager)})")
     per_node_ns = (profiled - eager) / count * 1e9
     line("profiler overhead", f"{per_node_ns:.0f} ns per node   (profiled / uninstrumented {profiled / eager:.2f})")
-    line("snapshot", ms(snapshot_s))
+    line("snapshot", f"{ms(snapshot_s)} after {RUNS + 2} runs, {ms(full_s)} with the window full")
     line(
         "snapshot on the pipe",
         f"{ms(columns_s)} to columns, {ms(pickle_s)} pickle, {ms(unpickle_s)} unpickle (in the app), "

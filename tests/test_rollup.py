@@ -1,0 +1,62 @@
+"""Module totals: the session's tensor roll-up adds up exactly what the plain one does."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.model import ModulePlan, module_stats
+from fxtui.engine.pipeline import run_profile, session_for_module
+from fxtui.engine.rollup import TensorRollUp
+from fxtui.engine.targets import LoadedModel
+
+
+class Nested(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Sequential(nn.ReLU(), nn.Linear(8, 8)))
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x) + x)
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_the_snapshot_module_totals_match_the_plain_roll_up(train: bool) -> None:
+    loaded = LoadedModel(module=Nested(), inputs=Inputs((torch.randn(4, 8),)), name="nested", dtype="float32")
+    session = session_for_module(loaded, analyse=False, train=train, keep_disturbed=True)
+    run_profile(session, 3, 1)
+    snap = session.snapshot()
+    graph = snap.graph
+    assert graph is not None
+    run = snap.run_median_s or 1.0
+    plain = module_stats(graph.nodes, graph.modules, snap.nodes, run)
+    assert set(snap.modules) == set(plain) and "body.1" in plain
+    for path, expected in plain.items():
+        got = snap.modules[path]
+        for field in dataclasses.fields(expected):
+            assert getattr(got, field.name) == pytest.approx(getattr(expected, field.name), rel=1e-9, abs=1e-15)
+    root = snap.modules[""]
+    assert root.inclusive_s == pytest.approx(sum(s.median_s for s in snap.nodes.values()))
+    if train:
+        assert root.forward_s > 0 and root.backward_s > 0
+
+
+def test_a_module_without_nodes_passes_its_children_on_to_its_nearest_ancestor() -> None:
+    @dataclasses.dataclass
+    class Node:
+        name: str
+        module_path: str
+        phase: str = "forward"
+
+    nodes = [Node("a", "x.y.z"), Node("b", "x"), Node("c", "")]
+    plan = ModulePlan(nodes, ["", "x", "x.y.z"])  # "x.y" is not on the tree
+    assert plan.roll_up([1.0, 2.0, 4.0]) == [7.0, 3.0, 1.0]
+    own, inclusive, forward, backward = TensorRollUp(plan)(torch.tensor([1.0, 2.0, 4.0]))
+    assert list(own) == [4.0, 2.0, 1.0] and list(inclusive) == [7.0, 3.0, 1.0]
+    assert forward is not None and list(forward) == [7.0, 3.0, 1.0]
+    assert backward is not None and list(backward) == [0.0] * 3
