@@ -121,26 +121,21 @@ def _textual_private_names() -> set[str]:
     from textual.scroll_view import ScrollView
     from textual.widget import Widget
 
-    from fxtui.ui.textual_compat import PRIVATE_NAMES
-
     classes: list[type] = [App, Screen, ModalScreen, ScrollView, Widget, DOMNode, Message]
     classes += [widgets.Tree, widgets.Input, widgets.Static, widgets.Footer, widgets.DataTable, widgets.OptionList]
     instances = [App(), Screen(), ModalScreen(), ScrollView(), widgets.Tree("t"), widgets.Input(), widgets.Static()]
     instances += [widgets.Footer(), widgets.DataTable(), widgets.OptionList()]
-    names = {name for _, name, _ in PRIVATE_NAMES}
+    names: set[str] = set()
     for found in [dir(c) for c in classes] + [vars(i) for i in instances]:
         names.update(n for n in found if n.startswith("_") and not n.startswith("__"))
     return names
 
 
-def test_only_textual_compat_touches_textual_private_names() -> None:
-    # Textual's private names change without notice; kept in one module, an upgrade has one
-    # place to look, and tests/ui/test_textual_compat.py checks that each one still exists.
+def test_no_module_touches_textual_private_names() -> None:
+    # Textual's private names change without notice: fxtui builds on its public API only.
     private = _textual_private_names()
     touched = []
     for path in files("ui"):
-        if path.name == "textual_compat.py":
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr in private:
                 touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} .{node.attr}")
@@ -148,4 +143,4 @@ def test_only_textual_compat_touches_textual_private_names() -> None:
                 touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} def {node.name}")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in private:
                 touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
-    assert not touched, "Textual private names outside fxtui/ui/textual_compat.py: " + ", ".join(touched)
+    assert not touched, "Textual private names: " + ", ".join(touched)

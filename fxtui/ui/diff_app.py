@@ -23,7 +23,7 @@ from fxtui.engine.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.engine.units import format_seconds
 from fxtui.ui.actions import DIFF, bindings, help_rows
 from fxtui.ui.screens.help import HelpScreen
-from fxtui.ui.widgets.footer import Footer
+from fxtui.ui.widgets.key_bar import KeyBar
 
 #: Keys handled by the tables themselves.
 DIFF_NAVIGATION: tuple[tuple[str, str], ...] = (
@@ -142,7 +142,7 @@ class DiffApp(App[None]):
                 yield DataTable(id="diff-modules", cursor_type="row", zebra_stripes=True)
             with TabPane(f"3 One run only ({only})", id="only"):
                 yield DataTable(id="diff-only", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         nodes = self.query_one("#diff-nodes", DataTable)

@@ -295,25 +295,6 @@ async def test_a_refresh_draws_only_the_tree_lines_on_screen() -> None:
         assert any(e.key == "layer1_0_conv1" for e in drawn) and not any(e.key == "fc" for e in drawn)
 
 
-async def test_drilling_down_and_back_does_not_keep_old_footer_keys_alive() -> None:
-    import gc
-
-    from textual.widgets._footer import FooterKey
-
-    app = FxtuiApp(FakeSource([resnet_snapshot(seq=1)]))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        for _ in range(6):  # each press changes which keys apply, so the footer recomposes
-            await pilot.press("h")
-            await pilot.pause(0.1)
-            await pilot.press("backspace")
-            await pilot.pause(0.1)
-        gc.collect()
-        shown = {id(key) for key in app.screen.query(FooterKey)}
-        alive = [o for o in gc.get_objects() if type(o) is FooterKey]  # type(): no attribute lookups on proxies
-        assert shown and all(id(key) in shown for key in alive), f"{len(alive) - len(shown)} old footer keys kept"
-
-
 async def test_an_unsteady_node_is_marked_and_explained() -> None:
     snapshot = resnet_snapshot()
     conv1 = dataclasses.replace(snapshot.nodes["conv1"], min_s=snapshot.nodes["conv1"].median_s / 3)

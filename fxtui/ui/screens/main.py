@@ -1,4 +1,4 @@
-"""The profiler's main view: status, module tree, timing table, detail pane, footer.
+"""The profiler's main view: status, module tree, timing table, detail pane, key bar.
 
 The screen's state is reactives (``snapshot``, filter ``spec``, ``scope``, ``sort``,
 ``selected``, ``paused``, ``waiting``, ``explaining``) and the widgets follow them: the
@@ -37,7 +37,7 @@ from fxtui.ui.screens.what_if import WhatIfScreen, answers, requests
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner
 from fxtui.ui.widgets.filter_input import FilterInput, FilterKind
-from fxtui.ui.widgets.footer import Footer
+from fxtui.ui.widgets.key_bar import KeyBar
 from fxtui.ui.widgets.memory_plot import MemoryPlot
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
@@ -112,7 +112,7 @@ class MainScreen(Screen[None]):
                 yield MemoryPlot(id="memory-plot").data_bind(MainScreen.snapshot, MainScreen.selected)
                 yield DetailPane(id="detail").data_bind(MainScreen.snapshot, MainScreen.selected, MainScreen.explaining)
         yield FilterInput(id="filter-input")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.table.focus()

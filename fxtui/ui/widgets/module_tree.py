@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
-from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from fxtui.engine.model import module_ancestors
@@ -48,11 +47,6 @@ class ModuleTree(OutlineView):
     ModuleTree > .module-tree--leaf-fallback { color: $warning; text-style: bold; }
     ModuleTree > .module-tree--error { color: $error; text-style: bold; }
     """
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Space pauses the session everywhere.
-        Binding("space", "screen.toggle_pause", "Pause/resume", show=False),
-    ]
 
     @dataclass
     class NodeChosen(Message):
