@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import ClassVar
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.screen import Screen
@@ -21,6 +22,9 @@ from fxtui.ui.actions import APP, PROFILER_GROUPS, bindings, help_rows, palette_
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.screens.main import MainScreen
+
+#: Events that mean the user is at the keyboard or the mouse (not mouse moves: hovering is not input).
+_INPUT = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 
 
 class FxtuiApp(App[None]):
@@ -47,6 +51,12 @@ class FxtuiApp(App[None]):
         """Why the session could not start, when it could not (then the app exits with status 2)."""
         self.main = MainScreen(source, on_fatal=self._fatal)
         self._source_worker: Worker[None] | None = None
+
+    async def on_event(self, event: events.Event) -> None:
+        """Input holds live snapshots back for a moment, so the key is drawn first (``pacing.KeysFirst``)."""
+        if isinstance(event, _INPUT):
+            self.main.keys_first.input()
+        await super().on_event(event)
 
     def get_default_screen(self) -> Screen[None]:
         """The main view."""

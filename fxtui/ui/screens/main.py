@@ -30,6 +30,7 @@ from fxtui.ui.columns import Sort, clicked_sort, hotspots, next_sort, sort_label
 from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.navigation import filter_showing, hottest, step_hotspot
+from fxtui.ui.pacing import KeysFirst
 from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.screens.threads import ThreadsScreen
@@ -96,6 +97,8 @@ class MainScreen(Screen[None]):
         """Called when the session failed before there was anything to show."""
         self.applied = 0
         """How many snapshots were applied (tests wait on it)."""
+        self.keys_first = KeysFirst(self, self.apply_snapshot)
+        """Holds new numbers back while keys come (the app tells it about input)."""
         self.asked_after: dict[str, int] = {}
         """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
         self._shown = filtering.Shown((), frozenset(), frozenset({""}))
@@ -166,7 +169,9 @@ class MainScreen(Screen[None]):
     # -- snapshots ----------------------------------------------------------
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        self.apply_snapshot(message.snapshot)
+        shown, snapshot = self.snapshot, message.snapshot
+        urgent = shown is None or snapshot.state != shown.state or snapshot.graph is not shown.graph
+        self.keys_first.offer(snapshot, urgent=urgent)
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Show ``snapshot``: numbers change in place; cursor, scroll, selection, sort and filters stay."""

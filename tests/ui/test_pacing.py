@@ -1,0 +1,93 @@
+"""Keys first: snapshots wait while keys come, are shown when input pauses, and never later than the limit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fakes import FakeSource, resnet_snapshot, settle
+from textual.pilot import Pilot
+
+from fxtui.engine.snapshot import Snapshot, State
+from fxtui.ui.app import FxtuiApp
+
+SIZE = (120, 36)
+
+
+def later(first: Snapshot, seq: int, **changes: object) -> Snapshot:
+    """The same session ``seq`` runs on (same graph)."""
+    return dataclasses.replace(first, seq=seq, **changes)  # type: ignore[arg-type]
+
+
+async def wait_applied(app: FxtuiApp, pilot: Pilot, applied: int, limit_s: float) -> bool:
+    for _ in range(round(limit_s / 0.02)):
+        if app.main.applied >= applied:
+            return True
+        await pilot.pause(0.02)
+    return False
+
+
+async def test_without_input_each_snapshot_is_shown_at_once() -> None:
+    first = resnet_snapshot(seq=1)
+    source = FakeSource([first])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for seq in (2, 3, 4):  # one at a time: queued snapshots replace each other before they are handled
+            source.push(later(first, seq))
+            await settle(app, pilot, applied=seq)
+        assert app.main.snapshot is not None and app.main.snapshot.seq == 4
+        assert app.main.keys_first.superseded == 0
+
+
+async def test_a_snapshot_waits_while_keys_come_and_shows_when_they_pause() -> None:
+    first = resnet_snapshot(seq=1)
+    source = FakeSource([first])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pacer = app.main.keys_first
+        pacer.quiet_s, pacer.longest_s = 0.5, 30.0
+        await pilot.press("down")
+        for seq in (2, 3):  # one at a time, each handled (and held) before the next comes
+            source.push(later(first, seq))
+            for _ in range(100):
+                if pacer.held is not None and pacer.held.seq == seq:
+                    break
+                await pilot.pause(0.01)
+        assert pacer.held is not None and pacer.held.seq == 3 and pacer.superseded == 1
+        assert app.main.applied == 1
+        assert await wait_applied(app, pilot, 2, limit_s=10.0)  # input paused: the latest is shown
+        assert app.main.snapshot is not None and app.main.snapshot.seq == 3 and pacer.held is None
+
+
+async def test_a_held_snapshot_is_shown_by_the_limit_while_keys_keep_coming() -> None:
+    first = resnet_snapshot(seq=1)
+    source = FakeSource([first])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pacer = app.main.keys_first
+        pacer.quiet_s, pacer.longest_s = 5.0, 0.3  # input never pauses long enough
+        await pilot.press("down")
+        source.push(later(first, 2))
+        shown = False
+        for _ in range(40):  # keys every 50 ms for up to 2 s
+            await pilot.press("up" if app.main.applied % 2 else "down")
+            await pilot.pause(0.05)
+            if app.main.applied >= 2:
+                shown = True
+                break
+        assert shown and pacer.input_coming
+
+
+async def test_a_change_of_state_is_shown_even_while_keys_come() -> None:
+    first = resnet_snapshot(seq=1)
+    source = FakeSource([first])
+    app = FxtuiApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.main.keys_first.quiet_s = 30.0
+        await pilot.press("down")
+        source.push(later(first, 2, state=State.PAUSED))
+        assert await wait_applied(app, pilot, 2, limit_s=5.0)
+        assert app.main.snapshot is not None and app.main.snapshot.state is State.PAUSED
