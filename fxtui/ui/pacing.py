@@ -36,7 +36,8 @@ class KeysFirst:
         quiet_s: float = QUIET_S,
         longest_s: float = LONGEST_S,
     ) -> None:
-        self._owner, self._show = owner, show
+        self._owner, self.show = owner, show
+        """Shows a snapshot (the main screen's apply)."""
         self.quiet_s, self.longest_s = quiet_s, longest_s
         self.held: Snapshot | None = None
         """The snapshot waiting to be shown, if any."""
@@ -61,7 +62,7 @@ class KeysFirst:
         if urgent or not self.input_coming:
             self.held = None
             self._stop_deadline()
-            self._show(snapshot)
+            self.show(snapshot)
             return
         if self.held is not None:
             self.superseded += 1
@@ -74,7 +75,7 @@ class KeysFirst:
         self._stop_deadline()
         held, self.held = self.held, None
         if held is not None:
-            self._show(held)
+            self.show(held)
 
     def _input_paused(self) -> None:
         self._quiet = None

@@ -15,7 +15,9 @@ Drives the real app (headless driver, 160×48) over the real child-process engin
   Enter on a module (when there is one), the path filter (/ opens it, a character,
   Enter applies it, Esc clears it), h / Backspace. The effect is "painted" when the
   first repaint starting after the last handler the key ran has finished
-  (``PaintMeter``, bench_ui.py);
+  (``PaintMeter``, bench_ui.py). Snapshots keep arriving meanwhile; the app holds them
+  back while keys come (``fxtui.ui.pacing``), and the header says how many it showed
+  and how many a newer one replaced while held;
 * refresh cost per snapshot while no key is pressed: the app process's CPU (all
   threads: receiving and unpickling in the worker, applying, repainting) divided by the
   snapshots applied, and the parts: receive + unpickle (worker thread), apply (handler),
@@ -123,7 +125,7 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
         await pilot.pause(1.0)
 
         # Refresh cost with no key pressed: everything the app process spends per snapshot.
-        applied = main.apply_snapshot
+        applied = main.keys_first.show  # what shows each snapshot (held back while keys come)
         handler_cpu: list[float] = []
 
         def timed_apply(snapshot):  # type: ignore[no-untyped-def]
@@ -133,7 +135,7 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
             finally:
                 handler_cpu.append(time.thread_time() - c0)
 
-        main.apply_snapshot = timed_apply  # type: ignore[method-assign]
+        main.keys_first.show = timed_apply
         n0, r0, c0, w0 = main.applied, len(receive.cpu), time.process_time(), time.perf_counter()
         await asyncio.sleep(quiet_s)
         while main.applied - n0 < 3 and time.perf_counter() - w0 < 180:  # large graphs publish seldom
@@ -149,6 +151,7 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
         )
 
         profiler = cProfile.Profile() if profile else None
+        superseded = main.keys_first.superseded
         if profiler:
             profiler.enable()
         latencies = await press_keys(app, meter, presses)
@@ -157,8 +160,10 @@ async def bench(target: Target, presses: int, profile: str | None, quiet_s: floa
             profiler.dump_stats(profile)
             print(f"  profile of the key phase written to {profile}")
         runs = main.snapshot.runs if main.snapshot else 0
+        held = main.keys_first.superseded - superseded
         print(
-            f"  key press → effect painted, {main.applied - n1} snapshots applied meanwhile, {runs} runs done by now:"
+            f"  key press → effect painted, {main.applied - n1} snapshots applied meanwhile"
+            f" ({held} more replaced while held back for keys), {runs} runs done by now:"
         )
         print_latencies(latencies)
         await pilot.press("q")
