@@ -30,7 +30,8 @@ from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOptio
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
-from fxtui.engine.model import ModulePlan, ModuleStats, NodeStats, module_table
+from fxtui.engine.model import ModuleStats, NodeStats
+from fxtui.engine.module_totals import ModulePlan, module_table
 from fxtui.engine.rollup import TensorRollUp
 from fxtui.engine.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine.stats import SampleWindow, Summary

@@ -26,17 +26,16 @@ from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, Memor
 from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
-    ModulePlan,
     ModuleStats,
     NodeInfo,
     NodeStats,
     Spread,
     build_module_tree,
     is_unsteady,
-    module_stats,
     node_medians,
     phase_totals,
 )
+from fxtui.engine.module_totals import ModulePlan, module_stats  # noqa: F401 (importable from here too)
 
 #: The six FX opcodes, in the order the UI lists them.
 OPCODES: tuple[str, ...] = (
@@ -99,7 +98,7 @@ class GraphInfo:
 
     @cached_property
     def module_plan(self) -> ModulePlan:
-        """How node times roll up into modules (:func:`~fxtui.engine.model.module_stats`), worked out once."""
+        """How node times roll up into modules (:func:`~fxtui.engine.module_totals.module_stats`), worked out once."""
         return ModulePlan(self.nodes, self.modules)
 
     @cached_property

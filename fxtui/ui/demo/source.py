@@ -183,7 +183,8 @@ def make_snapshot(
 ) -> Snapshot:
     """A snapshot with the given per-node medians (µs, graph order), derived statistics and module totals.
 
-    The module totals are the engine's own roll-up (:func:`~fxtui.engine.model.module_stats`), as in a live session.
+    The module totals are the engine's own roll-up (:func:`~fxtui.engine.module_totals.module_stats`),
+    as in a live session.
     """
     nodes: dict[str, NodeStats] = {}
     total = sum(medians_us) * scale * 1e-6
