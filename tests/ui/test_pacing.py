@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.pilot import Pilot
@@ -26,12 +28,19 @@ async def wait_applied(app: FxtuiApp, pilot: Pilot, applied: int, limit_s: float
     return False
 
 
-async def test_without_input_each_snapshot_is_shown_at_once() -> None:
+@asynccontextmanager
+async def live() -> AsyncIterator[tuple[Snapshot, FakeSource, FxtuiApp, Pilot]]:
+    """The app showing its first snapshot; the source, for pushing later ones."""
     first = resnet_snapshot(seq=1)
     source = FakeSource([first])
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
+        yield first, source, app, pilot
+
+
+async def test_without_input_each_snapshot_is_shown_at_once() -> None:
+    async with live() as (first, source, app, pilot):
         for seq in (2, 3, 4):  # one at a time: queued snapshots replace each other before they are handled
             source.push(later(first, seq))
             await settle(app, pilot, applied=seq)
@@ -40,11 +49,7 @@ async def test_without_input_each_snapshot_is_shown_at_once() -> None:
 
 
 async def test_a_snapshot_waits_while_keys_come_and_shows_when_they_pause() -> None:
-    first = resnet_snapshot(seq=1)
-    source = FakeSource([first])
-    app = FxtuiApp(source)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
+    async with live() as (first, source, app, pilot):
         pacer = app.main.keys_first
         pacer.quiet_s, pacer.longest_s = 0.5, 30.0
         await pilot.press("down")
@@ -61,11 +66,7 @@ async def test_a_snapshot_waits_while_keys_come_and_shows_when_they_pause() -> N
 
 
 async def test_a_held_snapshot_is_shown_by_the_limit_while_keys_keep_coming() -> None:
-    first = resnet_snapshot(seq=1)
-    source = FakeSource([first])
-    app = FxtuiApp(source)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
+    async with live() as (first, source, app, pilot):
         pacer = app.main.keys_first
         pacer.quiet_s, pacer.longest_s = 5.0, 0.3  # input never pauses long enough
         await pilot.press("down")
@@ -81,11 +82,7 @@ async def test_a_held_snapshot_is_shown_by_the_limit_while_keys_keep_coming() ->
 
 
 async def test_a_change_of_state_is_shown_even_while_keys_come() -> None:
-    first = resnet_snapshot(seq=1)
-    source = FakeSource([first])
-    app = FxtuiApp(source)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
+    async with live() as (first, source, app, pilot):
         app.main.keys_first.quiet_s = 30.0
         await pilot.press("down")
         source.push(later(first, 2, state=State.PAUSED))
