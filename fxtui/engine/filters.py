@@ -7,6 +7,10 @@ line and ``/ layer1*`` in the app select the same nodes.
 from __future__ import annotations
 
 import fnmatch
+import itertools
+import operator
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from fxtui.engine.model import PHASES, NodeInfo
@@ -59,11 +63,17 @@ def parse_types(text: str) -> frozenset[str]:
 
 def path_matches(module_path: str, pattern: str) -> bool:
     """True when ``module_path`` matches ``pattern`` (glob, or substring without glob characters)."""
-    if not pattern:
-        return True
+    return not pattern or bool(path_test(pattern)(module_path))
+
+
+def path_test(pattern: str) -> Callable[[str], object]:
+    """The test of :func:`path_matches` for a non-empty ``pattern``, compiled once: truthy when a path matches.
+
+    A compiled pattern's own method, so that testing thousands of paths runs no Python per path.
+    """
     if _GLOB_CHARS & set(pattern):
-        return fnmatch.fnmatchcase(module_path, pattern)
-    return pattern in module_path
+        return re.compile(fnmatch.translate(pattern)).match
+    return re.compile(re.escape(pattern)).search
 
 
 def matches(node: NodeInfo, spec: FilterSpec) -> bool:
@@ -79,3 +89,67 @@ def matches(node: NodeInfo, spec: FilterSpec) -> bool:
     ):
         return False
     return path_matches(node.module_path, spec.path)
+
+
+class NodeColumns:
+    """The fields a filter tests, one list per field over a graph's nodes (graph order).
+
+    A filter's test then runs once per distinct value (a module path, an opcode) and
+    picks the nodes with C-level lookups: at 50,000 nodes a call of :func:`matches`
+    per node was 60 ms a filter, a third of what the app took to apply one.
+    """
+
+    _last: NodeColumns | None = None
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self.nodes = nodes
+        self.columns: dict[str, list[str]] = {
+            "op": [n.op for n in nodes],
+            "phase": [n.phase for n in nodes],
+            "path": [n.module_path for n in nodes],
+            "type": [n.type_name.lower() for n in nodes],
+            "target": [n.target.lower() for n in nodes],
+        }
+        self._distinct: dict[str, list[str]] = {}
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeInfo]) -> NodeColumns:
+        """The columns of ``nodes`` (the last sequence's are kept: a session filters one graph many times)."""
+        last = cls._last
+        if last is None or last.nodes is not nodes:
+            last = cls._last = cls(nodes)
+        return last
+
+    def mask(self, spec: FilterSpec) -> list[bool]:
+        """For each node, whether it passes every part of ``spec`` (what :func:`matches` says of it)."""
+        tests: list[Iterable[bool]] = []
+        if spec.ops:
+            tests.append(self._passing("op", spec.ops.__contains__))
+        if spec.phases:
+            tests.append(self._passing("phase", spec.phases.__contains__))
+        if spec.types:
+            types = {t.lower() for t in spec.types}
+            named, targeted = self._passing("type", types.__contains__), self._passing("target", types.__contains__)
+            tests.append(map(operator.or_, named, targeted))
+        if spec.path:
+            tests.append(self._passing("path", path_test(spec.path)))
+        if not tests:
+            return [True] * len(self.nodes)
+        combined = tests[0]
+        for test in tests[1:]:
+            combined = map(operator.and_, combined, test)
+        return list(combined)
+
+    def _passing(self, field: str, test: Callable[[str], object]) -> Iterable[bool]:
+        """``test`` of each node's ``field``, run once per distinct value."""
+        column = self.columns[field]
+        distinct = self._distinct.get(field)
+        if distinct is None:
+            distinct = self._distinct[field] = list(dict.fromkeys(column))
+        passed = set(filter(test, distinct))
+        return map(passed.__contains__, column)
+
+
+def select(nodes: Sequence[NodeInfo], spec: FilterSpec) -> list[NodeInfo]:
+    """The nodes that ``spec`` lets through, in their order (:func:`matches` of each, worked out by columns)."""
+    return list(itertools.compress(nodes, NodeColumns.of(nodes).mask(spec)))

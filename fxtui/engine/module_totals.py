@@ -22,11 +22,11 @@ class ModulePlan:
     walk up the tree per node per snapshot, ~20 ms, to two additions per node and module).
     """
 
-    __slots__ = ("counts", "deepest_first", "names", "own", "parent", "paths", "phase")
+    __slots__ = ("counts", "deepest_first", "index", "names", "own", "parent", "paths", "phase")
 
     def __init__(self, nodes: Sequence[NodeInfo], modules: Iterable[str]) -> None:
         self.paths = list(dict.fromkeys(modules))
-        index = {p: i for i, p in enumerate(self.paths)}
+        self.index = index = {p: i for i, p in enumerate(self.paths)}
         self.names = tuple(n.name for n in nodes)
         self.own = [index[n.module_path] for n in nodes]
         # Each module's nearest ancestor on the tree (-1 for the root), and the order to add totals up in.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -158,7 +159,7 @@ class _View:
         self.gather: Callable[[Sequence[SortValue]], Sequence[SortValue]] | None = None
         if isinstance(stats, ColumnTable) and len(nodes) > 1:
             index = stats.index
-            positions = [index.get(name, -1) for name in self.names]
+            positions = list(map(index.get, self.names, itertools.repeat(-1)))
             if -1 not in positions:  # every row has statistics: one C-level gather per column
                 self.gather = operator.itemgetter(*positions)
 

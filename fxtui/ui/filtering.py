@@ -9,19 +9,19 @@ visible node, and the times the tree shows under a filter.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from fxtui.engine.columnar import column_map
-from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.model import PHASES, module_ancestors
-from fxtui.engine.snapshot import OPCODES, GraphInfo, NodeInfo, Snapshot
+from fxtui.engine.columnar import ColumnTable, FieldView, column_map
+from fxtui.engine.filters import FilterSpec, NodeColumns, matches, select
+from fxtui.engine.model import PHASES
+from fxtui.engine.snapshot import OPCODES, GraphInfo, ModulePlan, NodeInfo, Snapshot
 
 __all__ = [
     "DEFAULT_FILTER",
-    "Ancestors",
     "FilterSpec",
     "Shown",
     "describe",
@@ -73,28 +73,6 @@ def in_scope(module_path: str, scope: str) -> bool:
     return scope == "" or module_path == scope or module_path.startswith(scope + ".")
 
 
-class Ancestors:
-    """Every module path of a graph with its ancestors (:func:`module_ancestors`), worked out once per graph.
-
-    Each filter change walks every node's ancestors; at 50,000 nodes splitting and joining
-    the paths again each time took about a tenth of a second.
-    """
-
-    _last: Ancestors | None = None
-
-    def __init__(self, graph: GraphInfo) -> None:
-        self.graph = graph
-        self.of: dict[str, list[str]] = {path: module_ancestors(path) for path in graph.modules}
-
-    @classmethod
-    def of_graph(cls, graph: GraphInfo) -> dict[str, list[str]]:
-        """The ancestors of every module path of ``graph`` (the last graph's are kept)."""
-        last = cls._last
-        if last is None or last.graph is not graph:
-            last = cls._last = cls(graph)
-        return last.of
-
-
 @dataclass(frozen=True)
 class Shown:
     """What a filter lets through of a graph."""
@@ -104,6 +82,9 @@ class Shown:
     names: frozenset[str]
     modules: frozenset[str]
     """Module paths holding at least one of the nodes in their subtree (the branches the tree keeps)."""
+    spec: FilterSpec = DEFAULT_FILTER
+    mask: Sequence[bool] = ()
+    """For each node of the graph (graph order), whether ``spec`` lets it through."""
 
     _kept: ClassVar[tuple[GraphInfo | None, dict[FilterSpec, Shown]]] = (None, {})
 
@@ -121,9 +102,11 @@ class Shown:
             cls._kept = (graph, kept)
         shown = kept.get(spec)
         if shown is None:
-            nodes = tuple(shown_nodes(graph, spec))
+            mask = NodeColumns.of(graph.nodes).mask(spec)
+            nodes = tuple(itertools.compress(graph.nodes, mask))
             names = frozenset(map(operator.attrgetter("name"), nodes))
-            shown = cls(nodes, names, frozenset(visible_modules(graph, nodes)))
+            plan = graph.module_plan
+            shown = cls(nodes, names, frozenset(_visible(plan, set(itertools.compress(plan.own, mask)))), spec, mask)
             if len(kept) >= 4:
                 del kept[next(iter(kept))]
         kept[spec] = kept.pop(spec, shown)  # the most recent last
@@ -132,32 +115,33 @@ class Shown:
 
 def shown_nodes(graph: GraphInfo, spec: FilterSpec) -> list[NodeInfo]:
     """The nodes of ``graph`` that ``spec`` lets through, in graph order."""
-    if not (spec.path or spec.types or spec.phases):
-        # Op types only (the default): the test of matches(), inline, as it runs once per node.
-        ops = spec.ops
-        return [n for n in graph.nodes if n.op in ops] if ops else list(graph.nodes)
-    return [n for n in graph.nodes if matches(n, spec)]
+    return select(graph.nodes, spec)
 
 
 def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
     """Module paths holding at least one of ``nodes`` in their subtree (the branches the tree keeps)."""
-    # Level by level up from the nodes' own modules: a set operation per level, not a walk per node.
-    seen = frontier = set(map(operator.attrgetter("module_path"), nodes))
+    plan = graph.module_plan
+    return _visible(plan, set(map(plan.index.__getitem__, map(operator.attrgetter("module_path"), nodes))))
+
+
+def _visible(plan: ModulePlan, own: set[int]) -> set[str]:
+    """The paths of modules ``own`` (indices into ``plan``) and of every module enclosing them."""
+    # Level by level up the tree: a set operation per level (a lookup per module in C), not a walk per node.
+    parent = plan.parent
+    seen = frontier = own
     while frontier:
-        frontier = {path.rpartition(".")[0] for path in frontier if path} - seen
+        frontier = set(map(parent.__getitem__, frontier)) - seen
+        frontier.discard(-1)  # the root's parent
         seen = seen | frontier
-    return seen & graph.modules.keys() | {""}
+    return set(map(plan.paths.__getitem__, seen)) | {""}
 
 
-def tree_totals(
-    snapshot: Snapshot, spec: FilterSpec, nodes: Sequence[NodeInfo]
-) -> tuple[Mapping[str, float], Mapping[str, float]]:
-    """The module tree's times under ``spec``: each module's share of what the filter lets through.
+def tree_totals(snapshot: Snapshot, shown: Shown) -> tuple[Mapping[str, float], Mapping[str, float]]:
+    """The module tree's times under a filter: each module's share of what ``shown`` lets through.
 
     Returns the inclusive times and, for a training step, the backward part of them (else empty).
-    ``nodes`` are the nodes the filter lets through.
     """
-    graph = snapshot.graph
+    graph, spec = snapshot.graph, shown.spec
     training = graph is not None and graph.training
     unfiltered = not (spec.path or spec.types or spec.phases)
     if snapshot.modules and unfiltered and shown_ops(spec) >= DEFAULT_FILTER.ops:
@@ -165,21 +149,19 @@ def tree_totals(
         # module times are the tree's numbers, and summing ten thousand medians again is waste.
         modules = snapshot.modules
         return column_map(modules, "inclusive_s"), (column_map(modules, "backward_s") if training else {})
-    if graph is None:
+    if graph is None or not snapshot.nodes or len(shown.mask) != len(graph.nodes):
         return {}, {}
-    medians = column_map(snapshot.nodes, "median_s")
-    ancestors = Ancestors.of_graph(graph)
-    totals: dict[str, float] = {}
-    backward: dict[str, float] = {}
-    for node in nodes:
-        median = medians.get(node.name)
-        if median is None:
-            continue
-        grad = training and node.phase == "backward"
-        for path in ancestors[node.module_path]:
-            totals[path] = totals.get(path, 0.0) + median
-            if grad:
-                backward[path] = backward.get(path, 0.0) + median
+    # The engine's roll-up over the nodes the filter lets through (the others count as 0).
+    plan = graph.module_plan
+    stats = snapshot.nodes
+    if isinstance(stats, ColumnTable) and (stats.names is plan.names or stats.names == plan.names):
+        medians: Sequence[float] = stats.column("median_s")  # graph order already
+    else:
+        by_name = column_map(stats, "median_s")
+        medians = [by_name.get(name, 0.0) for name in plan.names]
+    values = list(map(operator.mul, medians, shown.mask))
+    totals = FieldView.of_column(plan.paths, plan.index, plan.roll_up(values))
+    backward = FieldView.of_column(plan.paths, plan.index, plan.roll_up(values, 2)) if training else {}
     return totals, backward
 
 

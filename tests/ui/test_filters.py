@@ -6,7 +6,10 @@ import pytest
 from fakes import FakeSource, graph_of, resnet_snapshot, settle, tree_entries
 from textual.widgets import Input
 
+from fxtui.engine.filters import matches, select
+from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import OPCODES
+from fxtui.ui import filtering
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, shown_ops, visible_modules, with_ops
 from fxtui.ui.screens.op_filter import OpFilterScreen
@@ -42,6 +45,45 @@ def test_visible_modules_keep_only_branches_with_matching_nodes() -> None:
     for layer in ("layer2", "layer3", "layer4"):
         expected |= {layer, f"{layer}.0", f"{layer}.0.downsample", f"{layer}.0.downsample.0", f"{layer}.0.downsample.1"}
     assert visible_modules(graph, nodes) == expected
+
+
+SPECS = [
+    FilterSpec(),
+    DEFAULT_FILTER,
+    FilterSpec(path="layer[12]*"),
+    FilterSpec(path="conv"),
+    FilterSpec(path="nothing*"),
+    FilterSpec(types=frozenset({"conv2d", "ADD"})),  # type names in any case, and a function's target
+    FilterSpec(ops=frozenset({"call_function"}), path="layer4"),
+    FilterSpec(ops=frozenset({"call_module"}), path="*.0.*", types=frozenset({"BatchNorm2d"})),
+    FilterSpec(phases=frozenset({"forward"})),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=map(describe, SPECS))
+def test_selection_by_columns_is_what_matches_says_of_each_node(spec: FilterSpec) -> None:
+    graph = resnet_snapshot().graph
+    assert graph is not None
+    expected = [n for n in graph.nodes if matches(n, spec)]
+    assert select(graph.nodes, spec) == expected
+    shown = filtering.Shown.of(graph, spec)
+    assert list(shown.nodes) == expected and shown.names == {n.name for n in expected}
+    assert shown.modules == visible_modules(graph, expected)
+
+
+@pytest.mark.parametrize("spec", SPECS[2:8], ids=map(describe, SPECS[2:8]))
+def test_filtered_tree_totals_sum_what_the_filter_lets_through(spec: FilterSpec) -> None:
+    snapshot = resnet_snapshot()
+    graph = snapshot.graph
+    assert graph is not None
+    expected: dict[str, float] = {}
+    for n in filtering.shown_nodes(graph, spec):
+        for path in module_ancestors(n.module_path):
+            expected[path] = expected.get(path, 0.0) + snapshot.nodes[n.name].median_s
+    totals, backward = filtering.tree_totals(snapshot, filtering.Shown.of(graph, spec))
+    assert backward == {}  # not a training step
+    assert {p: totals[p] for p in expected} == pytest.approx(expected)
+    assert all(totals[p] == 0.0 for p in graph.modules if p not in expected)
 
 
 async def type_filter(pilot, key: str, text: str) -> None:

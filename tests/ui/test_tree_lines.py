@@ -39,7 +39,7 @@ def test_opening_and_closing_a_branch_splices_its_lines() -> None:
     assert outline.lines[at0 + 1][1] == (False, False, False)  # three levels below the root, not last
     assert outline.subtree_end(at) == at + added + added0
     assert outline.collapse("layer1") == (at, added + added0)
-    assert outline.lines == before
+    assert list(outline.lines) == before
     assert outline.is_expanded("layer1.0")  # still open inside the closed branch
     outline.expand("layer1")
     assert outline.line_of(Entry("node", "layer1_0_conv1")) is not None  # shown again, opened as it was

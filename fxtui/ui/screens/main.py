@@ -198,8 +198,7 @@ class MainScreen(Screen[None]):
             self.table.error_node = self.module_tree.error_node = error_node
             if new_graph:
                 self.table.set_graph(snapshot.graph)
-                self._refilter()
-                filtering.Ancestors.of_graph(snapshot.graph)  # for the first filter, made now to be frozen too
+                self._refilter()  # also makes what every later filter reuses (filter columns, module plan)
                 _exempt_from_gc()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
@@ -212,7 +211,7 @@ class MainScreen(Screen[None]):
 
     def _show_numbers(self) -> None:
         if (snapshot := self.snapshot) is not None and snapshot.graph is not None:
-            totals, backward = filtering.tree_totals(snapshot, self.spec, self._shown.nodes)
+            totals, backward = filtering.tree_totals(snapshot, self._shown)
             self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
 
     def _collect_what_ifs(self, snapshot: Snapshot) -> None:
@@ -246,7 +245,7 @@ class MainScreen(Screen[None]):
 
     def watch_view(self, view: tuple[NodeInfo, ...]) -> None:
         table = self.table
-        table.set_nodes(view, self._medians())
+        table.set_nodes(view, self._medians(), self._shown.names if view is self._shown.nodes else None)
         if table.cursor_name != self.selected:
             self.select_node(table.cursor_name, origin="table", reveal=False)
 

@@ -183,7 +183,7 @@ class ModuleTree(OutlineView):
     def label_text(self, entry: Entry) -> str:
         """The plain text of an entry's label (what a user reads)."""
         line = self.line_of(entry)
-        depth = len(self.outline.lines[line][1]) if line is not None else 0
+        depth = len(self.outline.lasts[line]) if line is not None else 0
         return "".join(text for text, _ in self.label_parts(entry, depth))
 
     def label_parts(self, entry: Entry, depth: int) -> list[Part]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -84,7 +85,7 @@ class NodeTable(ScrollView, can_focus=True):
         self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}
         self._keys: list[str] = []
-        self._shown_names: frozenset[str] = frozenset()
+        self._shown_names: AbstractSet[str] = frozenset()
         self._cursor_row: int | None = None
         """The cursor's row, found when first asked for after a re-sort."""
         self.sort_key = "median"
@@ -136,10 +137,15 @@ class NodeTable(ScrollView, can_focus=True):
         self._resort()
         self.refresh()
 
-    def set_nodes(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
-        """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown."""
+    def set_nodes(
+        self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], names: AbstractSet[str] | None = None
+    ) -> None:
+        """Show ``nodes`` with ``stats``, re-sorted; the cursor stays on its node when it is still shown.
+
+        ``names``, the names of ``nodes`` when the caller has them, saves making the set again.
+        """
         self._shown = nodes
-        self._shown_names = frozenset(map(operator.attrgetter("name"), nodes))
+        self._shown_names = names if names is not None else frozenset(map(operator.attrgetter("name"), nodes))
         self._stats = stats
         self._resort()
 

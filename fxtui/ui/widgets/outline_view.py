@@ -117,11 +117,12 @@ class OutlineView(ScrollView, can_focus=True):
     @property
     def last_line(self) -> int:
         """The number of the last line."""
-        return len(self.outline.lines) - 1
+        return len(self.outline.entries) - 1
 
     def entry_at(self, line: int) -> Entry | None:
         """What line ``line`` shows."""
-        return self.outline.lines[line][0] if 0 <= line < len(self.outline.lines) else None
+        entries = self.outline.entries
+        return entries[line] if 0 <= line < len(entries) else None
 
     @property
     def cursor_entry(self) -> Entry | None:
@@ -138,7 +139,7 @@ class OutlineView(ScrollView, can_focus=True):
 
     def lines_changed(self) -> None:
         """The outline's lines changed: size the scroll area and draw them again."""
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.outline.lines))
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.outline.entries))
         self.redraw()
 
     def redraw(self) -> None:
@@ -288,7 +289,7 @@ class OutlineView(ScrollView, can_focus=True):
         """First and last line of the branch on ``line`` (looked for as far as ``stop``), and its depth."""
         if not 0 <= line <= self.last_line:
             return (-1, -2, -1)
-        return line, self.outline.subtree_end(line, stop), len(self.outline.lines[line][1])
+        return line, self.outline.subtree_end(line, stop), len(self.outline.lasts[line])
 
     def render_line(self, y: int) -> Strip:
         """One line of the tree, drawn as Textual's Tree draws it: guides, then the label with its icon."""
@@ -298,7 +299,7 @@ class OutlineView(ScrollView, can_focus=True):
         styles = self._styles = self._styles or self._paint_styles()
         if line_no > self.last_line:
             return Strip.blank(width, styles["base"])
-        entry, lasts = self.outline.lines[line_no]
+        entry, lasts = self.outline.entries[line_no], self.outline.lasts[line_no]
         hover, cursor = self._painting or (
             self._branch(self.hover_line, line_no),
             self._branch(self.cursor_line, line_no),

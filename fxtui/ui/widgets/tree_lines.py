@@ -3,18 +3,24 @@
 A graph of 50,000 nodes can put thousands of entries under one module (an
 ``nn.Sequential`` of 10,000 layers puts 10,000 under the root). Textual's ``Tree``
 keeps an object per entry and walks every open entry whenever anything opens,
-closes, takes the focus or changes size: half a second at 50,000. Here a line is a
-tuple, a branch that opens or closes splices its lines in or out, and the widget
-draws only the lines on screen.
+closes, takes the focus or changes size: half a second at 50,000. Here the lines are
+two lists (the entries, and how each is drawn), a branch that opens or closes splices
+its lines in or out, and the widget draws only the lines on screen.
+
+The lists hold objects made once per graph (the entries, and one tuple of guide flags
+per branch), not a new tuple per line: each filter lays out tens of thousands of lines,
+and as many new objects made the garbage collector run dozens of times per filter and
+walk the lines kept for the last filters (20–50 ms a filter at 50,000 nodes).
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import overload
 
 from fxtui.engine.snapshot import GraphInfo
 from fxtui.ui.widgets.tree_labels import Entry
@@ -24,6 +30,28 @@ from fxtui.ui.widgets.tree_labels import Entry
 Line = tuple[Entry, tuple[bool, ...]]
 
 ROOT = Entry("module", "")
+
+
+class Lines(Sequence[Line]):
+    """The lines of an :class:`Outline`, read one at a time as (entry, flags)."""
+
+    __slots__ = ("entries", "lasts")
+
+    def __init__(self, entries: list[Entry], lasts: list[tuple[bool, ...]]) -> None:
+        self.entries = entries
+        self.lasts = lasts
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Line: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Line]: ...
+    def __getitem__(self, index: int | slice) -> Line | list[Line]:
+        if isinstance(index, slice):
+            return list(zip(self.entries[index], self.lasts[index], strict=True))
+        return self.entries[index], self.lasts[index]
 
 
 class Outline:
@@ -39,7 +67,10 @@ class Outline:
         """Names of the visible nodes."""
         self.expanded: set[str] = set()
         """Module paths whose branch is open (the root's always is)."""
-        self.lines: list[Line] = [(ROOT, ())]
+        self.entries: list[Entry] = [ROOT]
+        """What each line shows."""
+        self.lasts: list[tuple[bool, ...]] = [()]
+        """For each line, whether each of its ancestors below the root (its entry last) ends its branch."""
         self._children: dict[str, list[Entry]] = {}
         self._folded: dict[str, str | None] = {}
         self._first_index: dict[str, int] = {}
@@ -92,17 +123,20 @@ class Outline:
             return []
         listing = _Listing.of_graph(self.graph).of(path)
         # Which entries the filter keeps, tested in C: the root of a 50,000-layer nn.Sequential lists 50,000.
-        shown = list(
-            itertools.compress(
-                listing.items,
-                map(
-                    operator.or_,
-                    map(operator.and_, map(self.nodes.__contains__, listing.keys), listing.is_node),
-                    map(operator.and_, map(self.modules.__contains__, listing.keys), listing.is_module),
-                ),
+        if not listing.has_branches:  # nodes only: each is kept when its node is
+            shown = list(itertools.compress(listing.items, map(self.nodes.__contains__, listing.keys)))
+        else:
+            shown = list(
+                itertools.compress(
+                    listing.items,
+                    map(
+                        operator.or_,
+                        map(operator.and_, map(self.nodes.__contains__, listing.keys), listing.is_node),
+                        map(operator.and_, map(self.modules.__contains__, listing.keys), listing.is_module),
+                    ),
+                )
             )
-        )
-        if not any(kind == _BRANCH for _, _, kind in shown):
+        if not listing.has_branches or not any(kind == _BRANCH for _, _, kind in shown):
             entries = list(map(operator.itemgetter(1), shown))
         else:
             entries = self._with_branches(shown)
@@ -130,27 +164,34 @@ class Outline:
 
     # -- which lines are shown ----------------------------------------------
 
+    @property
+    def lines(self) -> Lines:
+        """The lines, each as (entry, flags)."""
+        return Lines(self.entries, self.lasts)
+
     def open_all(self, paths: Iterable[str]) -> None:
         """Open the branches ``paths`` (and the root) and lay out every line anew."""
         self.expanded = {p for p in paths if p in self.modules} | {""}
-        self.lines = [(ROOT, ())]
-        self._subtree("", (), self.lines)
+        self.entries, self.lasts = [ROOT], [()]
+        self._subtree("", (), self.entries, self.lasts)
         self._line_index = None
 
-    def _subtree(self, path: str, lasts: tuple[bool, ...], out: list[Line]) -> None:
+    def _subtree(self, path: str, flags: tuple[bool, ...], entries: list[Entry], lasts: list[tuple[bool, ...]]) -> None:
         children = self.children(path)
-        middle, last = (*lasts, False), (*lasts, True)
+        middle, last = (*flags, False), (*flags, True)
         end = len(children) - 1
         if children and not any(p.rpartition(".")[0] == path for p in self.expanded if p):
             # No branch open under this one (the root of a 50,000-layer Sequential): its lines in one go.
-            out += zip(children, itertools.repeat(middle, end), strict=False)  # all but the last
-            out.append((children[end], last))
+            entries += children
+            lasts += itertools.repeat(middle, end)
+            lasts.append(last)
             return
         for i, entry in enumerate(children):
-            flags = last if i == end else middle
-            out.append((entry, flags))
+            own = last if i == end else middle
+            entries.append(entry)
+            lasts.append(own)
             if entry.kind == "module" and entry.key in self.expanded:
-                self._subtree(entry.key, flags, out)
+                self._subtree(entry.key, own, entries, lasts)
 
     def is_expanded(self, path: str) -> bool:
         """True when the branch of module ``path`` is open."""
@@ -164,11 +205,13 @@ class Outline:
         at = self.line_of(Entry("module", path))
         if at is None:
             return -1, 0
-        added: list[Line] = []
-        self._subtree(path, self.lines[at][1], added)
-        self.lines[at + 1 : at + 1] = added
+        entries: list[Entry] = []
+        lasts: list[tuple[bool, ...]] = []
+        self._subtree(path, self.lasts[at], entries, lasts)
+        self.entries[at + 1 : at + 1] = entries
+        self.lasts[at + 1 : at + 1] = lasts
         self._line_index = None
-        return at, len(added)
+        return at, len(entries)
 
     def collapse(self, path: str) -> tuple[int, int]:
         """Close the branch of module ``path``: (its line, lines removed)."""
@@ -179,36 +222,36 @@ class Outline:
         if at is None:
             return -1, 0
         end = self.subtree_end(at)
-        del self.lines[at + 1 : end + 1]
+        del self.entries[at + 1 : end + 1]
+        del self.lasts[at + 1 : end + 1]
         self._line_index = None
         return at, end - at
 
     def subtree_end(self, line: int, stop: int | None = None) -> int:
         """The last line of the branch on ``line`` (the line itself when closed); the scan ends at ``stop``."""
-        lines = self.lines
-        depth = len(lines[line][1])
+        lasts = self.lasts
+        depth = len(lasts[line])
         if depth == 0:
-            return len(lines) - 1
-        last = min(len(lines), stop + 1 if stop is not None else len(lines))
+            return len(lasts) - 1
+        last = min(len(lasts), stop + 1 if stop is not None else len(lasts))
         end = line + 1
-        while end < last and len(lines[end][1]) > depth:
+        while end < last and len(lasts[end]) > depth:
             end += 1
         return end - 1
 
     def parent_line(self, line: int) -> int | None:
         """The line of the branch that lists ``line``; None for the root."""
-        depth = len(self.lines[line][1])
+        depth = len(self.lasts[line])
         while line > 0:
             line -= 1
-            if len(self.lines[line][1]) < depth:
+            if len(self.lasts[line]) < depth:
                 return line
         return None
 
     def line_of(self, entry: Entry) -> int | None:
         """The line showing ``entry``, or None when no line shows it."""
         if self._line_index is None:
-            entries = map(operator.itemgetter(0), self.lines)
-            self._line_index = dict(zip(entries, range(len(self.lines)), strict=True))
+            self._line_index = dict(zip(self.entries, range(len(self.entries)), strict=True))
         return self._line_index.get(entry)
 
 
@@ -223,9 +266,12 @@ class _Children:
     items: list[tuple[int, Entry, int]]
     """(index of its first node, the entry shown, _NODE / _LEAF / _BRANCH)."""
     keys: list[str]
-    """The node name or module path each item stands for (what a filter lets through or not)."""
+    """What a filter has to let through for the item to be listed: the node's name (for a module
+    holding one node, that node's) or a branch's module path."""
     is_node: list[bool]
+    """Whether each key is a node name (else a branch's module path)."""
     is_module: list[bool]
+    has_branches: bool
 
 
 class _Listing:
@@ -259,13 +305,18 @@ class _Listing:
             for child in info.children:
                 child_info = modules[child]
                 if not child_info.children and len(child_info.nodes) == 1:
-                    items.append((self._first_index(child), Entry("node", child_info.nodes[0]), _LEAF, child))
+                    only = child_info.nodes[0]
+                    items.append((self._first_index(child), Entry("node", only), _LEAF, only))
                 else:
                     items.append((self._first_index(child), Entry("module", child), _BRANCH, child))
             items.sort(key=lambda item: item[0])
-            is_node = [kind == _NODE for _, _, kind, _ in items]
+            is_node = [kind != _BRANCH for _, _, kind, _ in items]
             children = self._children[path] = _Children(
-                [item[:3] for item in items], [item[3] for item in items], is_node, [not n for n in is_node]
+                [item[:3] for item in items],
+                [item[3] for item in items],
+                is_node,
+                [not n for n in is_node],
+                not all(is_node),
             )
         return children
 
