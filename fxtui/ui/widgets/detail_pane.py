@@ -14,6 +14,7 @@ from textual.widgets import Sparkline, Static
 from fxtui.engine.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError, Snapshot
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
+from fxtui.ui.widgets.field_list import FieldList
 
 
 def _unsteady(stats: NodeStats) -> str:
@@ -191,7 +192,7 @@ class DetailPane(VerticalScroll):
         yield Static(id="detail-title")
         yield Static(id="detail-error")
         yield Sparkline([], id="detail-sparkline")
-        yield Static(id="detail-fields")
+        yield FieldList(id="detail-fields")
         yield Static(id="detail-aten")
         yield Static(id="detail-node-text")
         yield Static(id="detail-repr")
@@ -244,14 +245,15 @@ class DetailPane(VerticalScroll):
         title = self.query_one("#detail-title", Static)
         error_line = self.query_one("#detail-error", Static)
         sparkline = self.query_one(Sparkline)
-        fields_widget = self.query_one("#detail-fields", Static)
+        fields_widget = self.query_one("#detail-fields", FieldList)
         node_text = self.query_one("#detail-node-text", Static)
         module_repr = self.query_one("#detail-repr", Static)
         if info is None:
             title.update("no node selected")
             self._aten_shown = None
-            for widget in (error_line, fields_widget, aten_widget, node_text, module_repr):
+            for widget in (error_line, aten_widget, node_text, module_repr):
                 widget.update("")
+            fields_widget.show(())
             sparkline.data = []
             self.fields = []
             self._shown_name = None
@@ -262,14 +264,8 @@ class DetailPane(VerticalScroll):
         if error is not None and show_error:
             error_line.update(Text(f"✖ raised: {error.message}"))
         error_line.display = show_error
-        table = Table.grid(padding=(0, 1))
-        table.add_column(style="bold", no_wrap=True)
-        table.add_column()
-        fields = _fields(info, stats, peaks, others, memory)
-        for label, value in fields:
-            table.add_row(label, Text(value))
-        self.fields = fields
-        _put(fields_widget, table)
+        self.fields = _fields(info, stats, peaks, others, memory)
+        fields_widget.show(self.fields)
         samples = list(stats.recent) if stats is not None else []
         sparkline.data = samples
         sparkline.display = bool(samples)
