@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+import pytest
 from fakes import FakeSource, settle, tree_cursor
 from textual.pilot import Pilot
 
@@ -101,6 +102,8 @@ async def test_a_path_filter_and_its_clearing_on_ten_thousand_layers() -> None:
         assert set(main.table.row_names) == expected
         tree = main.module_tree
         assert {tree.entry_at(line).key for line in range(1, tree.last_line + 1)} == expected  # type: ignore[union-attr]
+        stats = main.snapshot.nodes if main.snapshot else {}
+        assert tree.totals[""] == pytest.approx(sum(stats[name].median_s for name in expected))  # only those
         await pilot.press("escape")
         await pilot.pause()
         assert main.spec == FilterSpec(ops=main.spec.ops)
