@@ -151,7 +151,7 @@ class _View:
 
     def __init__(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
-        self.names = list(map(operator.attrgetter("name"), nodes))
+        self.names = tuple(map(operator.attrgetter("name"), nodes))
         graph_order = list(map(operator.attrgetter("index"), nodes))
         self.base: Sequence[int] = range(len(nodes))
         if graph_order != sorted(graph_order):
@@ -176,8 +176,14 @@ class _View:
         return view
 
 
-def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool) -> list[str]:
-    """Names of ``nodes`` ordered by column ``key``; ties keep graph order."""
+def sort_names(
+    nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool
+) -> tuple[str, ...]:
+    """Names of ``nodes`` ordered by column ``key``; ties keep graph order.
+
+    A tuple: it holds only strings, so the garbage collector stops walking it after meeting it once
+    (a list of 50,000 names made per snapshot was walked by every collection until it aged).
+    """
     column = BY_KEY[key]
     view = _View.of(nodes, stats)
     values: Sequence[SortValue]
@@ -192,10 +198,10 @@ def sort_names(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: s
         values = [sort(n, get(n.name)) for n in nodes]
     # A stable sort, reversed or not, keeps equal values in graph order.
     order = sorted(view.base, key=values.__getitem__, reverse=descending)
-    return list(operator.itemgetter(*order)(view.names)) if len(order) > 1 else [view.names[i] for i in order]
+    return operator.itemgetter(*order)(view.names) if len(order) > 1 else tuple(view.names[i] for i in order)
 
 
-def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> list[str]:
+def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> tuple[str, ...]:
     """Names of ``nodes`` by median, slowest first."""
     return sort_names(nodes, stats, "median", descending=True)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -83,8 +84,8 @@ class Shown:
     modules: frozenset[str]
     """Module paths holding at least one of the nodes in their subtree (the branches the tree keeps)."""
     spec: FilterSpec = DEFAULT_FILTER
-    mask: Sequence[bool] = ()
-    """For each node of the graph (graph order), whether ``spec`` lets it through."""
+    mask: bytes = b""
+    """For each node of the graph (graph order), 1 when ``spec`` lets it through."""
 
     _kept: ClassVar[tuple[GraphInfo | None, dict[FilterSpec, Shown]]] = (None, {})
 
@@ -102,11 +103,12 @@ class Shown:
             cls._kept = (graph, kept)
         shown = kept.get(spec)
         if shown is None:
-            mask = NodeColumns.of(graph.nodes).mask(spec)
+            mask = bytes(NodeColumns.of(graph.nodes).mask(spec))
             nodes = tuple(itertools.compress(graph.nodes, mask))
             names = frozenset(map(operator.attrgetter("name"), nodes))
             plan = graph.module_plan
-            shown = cls(nodes, names, frozenset(_visible(plan, set(itertools.compress(plan.own, mask)))), spec, mask)
+            modules = frozenset(_visible(plan, set(itertools.compress(plan.own, mask))))
+            shown = cls(nodes, names, modules, spec, mask)
             if len(kept) >= 4:
                 del kept[next(iter(kept))]
         kept[spec] = kept.pop(spec, shown)  # the most recent last
@@ -160,8 +162,9 @@ def tree_totals(snapshot: Snapshot, shown: Shown) -> tuple[Mapping[str, float], 
         by_name = column_map(stats, "median_s")
         medians = [by_name.get(name, 0.0) for name in plan.names]
     values = list(map(operator.mul, medians, shown.mask))
-    totals = FieldView.of_column(plan.paths, plan.index, plan.roll_up(values))
-    backward = FieldView.of_column(plan.paths, plan.index, plan.roll_up(values, 2)) if training else {}
+    # Kept as arrays until the next snapshot: a list of 50,000 floats is walked by every collection meeting it.
+    totals = FieldView.of_column(plan.paths, plan.index, array("d", plan.roll_up(values)))
+    backward = FieldView.of_column(plan.paths, plan.index, array("d", plan.roll_up(values, 2))) if training else {}
     return totals, backward
 
 

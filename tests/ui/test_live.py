@@ -81,7 +81,7 @@ async def test_loading_states_show_before_the_graph() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         assert "tracing" in status(app)
-        assert app.main.table.row_names == []
+        assert not app.main.table.row_names
         source.push(resnet_snapshot(seq=2))
         await settle(app, pilot, 2)
         assert "running" in status(app)

@@ -102,7 +102,7 @@ class MainScreen(Screen[None]):
         self.asked_after: dict[str, int] = {}
         """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
         self._shown = filtering.Shown((), frozenset(), frozenset({""}))
-        self._hotspots: tuple[object, object, list[str]] = ((), {}, [])
+        self._hotspots: tuple[object, object, tuple[str, ...]] = ((), {}, ())
         """The view and statistics the hotspot order was sorted for, and the order (n, N sort once per snapshot)."""
 
     def compose(self) -> ComposeResult:

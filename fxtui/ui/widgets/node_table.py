@@ -84,7 +84,7 @@ class NodeTable(ScrollView, can_focus=True):
         self._graph: GraphInfo | None = None
         self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}
-        self._keys: list[str] = []
+        self._keys: tuple[str, ...] = ()
         self._shown_names: AbstractSet[str] = frozenset()
         self._cursor_row: int | None = None
         """The cursor's row, found when first asked for after a re-sort."""
