@@ -60,3 +60,16 @@ def test_a_module_without_nodes_passes_its_children_on_to_its_nearest_ancestor()
     assert list(own) == [4.0, 2.0, 1.0] and list(inclusive) == [7.0, 3.0, 1.0]
     assert forward is not None and list(forward) == [7.0, 3.0, 1.0]
     assert backward is not None and list(backward) == [0.0] * 3
+
+
+def test_each_module_lists_the_nodes_of_its_subtree() -> None:
+    loaded = LoadedModel(module=Nested(), inputs=Inputs((torch.randn(4, 8),)), name="nested", dtype="float32")
+    graph = session_for_module(loaded, analyse=False).snapshot().graph
+    assert graph is not None
+    plan = graph.module_plan
+    flat, offsets = plan.subtree_nodes()
+    for i, path in enumerate(plan.paths):
+        below = [n for n in graph.nodes if path in ("", n.module_path) or n.module_path.startswith(path + ".")]
+        inside = [n.index for n in below]
+        assert list(flat[offsets[i] : offsets[i + 1]]) == inside, path
+    assert offsets[-1] == len(flat) and offsets[1] - offsets[0] == len(graph.nodes)  # the root holds every node

@@ -6,6 +6,8 @@ same plan's pairs with ``index_add_`` instead (:mod:`fxtui.engine.rollup`).
 
 from __future__ import annotations
 
+import itertools
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +24,7 @@ class ModulePlan:
     walk up the tree per node per snapshot, ~20 ms, to two additions per node and module).
     """
 
-    __slots__ = ("counts", "deepest_first", "index", "names", "own", "parent", "paths", "phase")
+    __slots__ = ("_subtrees", "counts", "deepest_first", "index", "names", "own", "parent", "paths", "phase")
 
     def __init__(self, nodes: Sequence[NodeInfo], modules: Iterable[str]) -> None:
         self.paths = list(dict.fromkeys(modules))
@@ -37,6 +39,26 @@ class ModulePlan:
         phases = {"forward": 1, "backward": 2}
         self.phase = [phases.get(n.phase, 0) for n in nodes]
         self.counts = self.roll_up([1] * len(nodes))
+        self._subtrees: tuple[array[int], array[int]] | None = None
+
+    def subtree_nodes(self) -> tuple[array[int], array[int]]:
+        """Each module's nodes and those of every module below it, for summing a few modules at a time.
+
+        One array of node indices (graph order within each module), the modules one after
+        another in :attr:`paths` order, and the offsets where each begins (and the last ends).
+        Worked out on first use and kept.
+        """
+        if self._subtrees is None:
+            offsets = array("q", itertools.accumulate(self.counts, initial=0))
+            flat = array("q", bytes(8 * offsets[-1]))
+            cursor, parent = list(offsets[:-1]), self.parent
+            for node, module in enumerate(self.own):
+                while module >= 0:  # the node's module, then each module enclosing it
+                    flat[cursor[module]] = node
+                    cursor[module] += 1
+                    module = parent[module]
+            self._subtrees = (flat, offsets)
+        return self._subtrees
 
     def own_totals(self, values: Sequence[Any], only_phase: int = 0) -> list[Any]:
         """Each module's total of one value per node (graph order) over its own nodes, none below it."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 
 from fxtui.engine.model import NodeInfo, build_module_tree
 from fxtui.engine.snapshot import GraphInfo, Snapshot
+from fxtui.ui import filtering
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import make_snapshot
+from fxtui.ui.filtering import FilterSpec
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
@@ -97,3 +100,14 @@ async def test_inference_has_no_phase_column_or_key() -> None:
         await settle(app, pilot)
         assert "phase" not in [c.key for c in app.main.table.columns]
         assert app.main.check_action("cycle_phase", ()) is False
+
+
+def test_a_filtered_tree_counts_the_backward_part_of_what_it_shows() -> None:
+    snapshot = training_snapshot()
+    graph = snapshot.graph
+    assert graph is not None
+    shown = filtering.Shown.of(graph, FilterSpec(path="fc"))
+    totals, backward = filtering.tree_totals(snapshot, shown)
+    assert totals["fc"] == pytest.approx((100.0 + 150.0 + 50.0) * 1e-6)  # addmm and its two gradients
+    assert backward["fc"] == pytest.approx((150.0 + 50.0) * 1e-6)
+    assert totals[""] == totals["fc"]  # the root holds only what the filter lets through

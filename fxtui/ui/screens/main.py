@@ -198,7 +198,8 @@ class MainScreen(Screen[None]):
             self.table.error_node = self.module_tree.error_node = error_node
             if new_graph:
                 self.table.set_graph(snapshot.graph)
-                self._refilter()  # also makes what every later filter reuses (filter columns, module plan)
+                self._refilter()
+                filtering.prepare(snapshot.graph)
                 _exempt_from_gc()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
