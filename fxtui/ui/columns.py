@@ -31,6 +31,8 @@ class Column:
     """The sort values of every node from the statistics' columns (given a field, its column), no NodeStats made."""
     live: bool = False
     """The order depends on the statistics, so it changes with every snapshot."""
+    field: str | None = None
+    """The node's own field the column sorts by (read for every node in one pass), when ``sort`` reads just that."""
 
 
 def _stat(attr: str) -> Callable[[NodeInfo, NodeStats | None], float]:
@@ -63,7 +65,7 @@ def _caution_by_columns(column: Callable[[str], Sequence[float]]) -> list[float]
 # Numbers come right after the node name so they stay on screen in an 80-column terminal;
 # the descriptive columns follow and scroll into view on narrow screens.
 COLUMNS: tuple[Column, ...] = (
-    Column("node", "node", 22, False, lambda i, _s: i.name, lambda i, _s: i.name),
+    Column("node", "node", 22, False, lambda i, _s: i.name, lambda i, _s: i.name, field="name"),
     Column("median", "median", 9, True, _time_cell("median_s"), _stat("median_s"), _field("median_s"), True),
     Column("p90", "p90", 9, True, _time_cell("p90_s"), _stat("p90_s"), _field("p90_s"), True),
     Column(
@@ -96,11 +98,19 @@ COLUMNS: tuple[Column, ...] = (
         _caution_by_columns,
         live=True,
     ),
-    Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: i.phase),
-    Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op),
-    Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target),
-    Column("module", "module", 18, False, lambda i, _s: i.module_path or "(root)", lambda i, _s: i.module_path),
-    Column("shape", "output shape", 16, False, lambda i, _s: i.shape, lambda i, _s: i.shape),
+    Column("phase", "phase", 9, False, lambda i, _s: i.phase, lambda i, _s: i.phase, field="phase"),
+    Column("op", "op", 13, False, lambda i, _s: i.op, lambda i, _s: i.op, field="op"),
+    Column("target", "target", 20, False, lambda i, _s: i.target, lambda i, _s: i.target, field="target"),
+    Column(
+        "module",
+        "module",
+        18,
+        False,
+        lambda i, _s: i.module_path or "(root)",
+        lambda i, _s: i.module_path,
+        field="module_path",
+    ),
+    Column("shape", "output shape", 16, False, lambda i, _s: i.shape, lambda i, _s: i.shape, field="shape"),
 )
 
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
@@ -190,6 +200,8 @@ def sort_names(
     if column.by_columns is not None and view.gather is not None and isinstance(stats, ColumnTable):
         # Read from the statistics' columns: no NodeStats is made for a sort.
         values = view.gather(column.by_columns(stats.column))
+    elif column.field is not None:  # one of the node's own fields: read in one C-level pass
+        values = list(map(operator.attrgetter(column.field), nodes))
     elif not column.live:  # the node's own facts: its statistics are not looked up (nor made, from columns)
         sort = column.sort
         values = [sort(n, None) for n in nodes]
