@@ -39,12 +39,12 @@ class FieldList(Widget):
         pairs = tuple(pairs)
         if pairs == self.pairs:
             return
-        before = len(self._lines(self.size.width)) if self.size.width else -1
+        before = len(self._wrapped(self.size.width)) if self.size.width else -1
         self.pairs = pairs
         self._laid_out = None
-        self.refresh(layout=not self.size.width or len(self._lines(self.size.width)) != before)
+        self.refresh(layout=not self.size.width or len(self._wrapped(self.size.width)) != before)
 
-    def _lines(self, width: int) -> list[tuple[str, str]]:
+    def _wrapped(self, width: int) -> list[tuple[str, str]]:
         """The (label, value) text of each line at ``width`` cells: a wrapped value's later lines have no label."""
         if self._laid_out is not None and self._laid_out[0] == width:
             return self._laid_out[1]
@@ -60,7 +60,7 @@ class FieldList(Widget):
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """One line per label, more where a value wraps."""
-        return len(self._lines(width))
+        return len(self._wrapped(width))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines in ``crop``, the widget's style worked out once for all of them."""
@@ -73,7 +73,7 @@ class FieldList(Widget):
     def render_line(self, y: int) -> Strip:
         """Line ``y``: the label in bold, the gap, the value."""
         width = self.size.width
-        lines = self._lines(width)
+        lines = self._wrapped(width)
         base = self._base or self.rich_style
         if y >= len(lines):
             return Strip.blank(width, base)
