@@ -85,7 +85,14 @@ def test_a_quiet_machine_shows_no_line() -> None:
     assert snap.disturbance is not None and snap.disturbance.line() == ""
     report = make_report(snap_session := session_with([0.0] * 3, keep=False), timeline=False)
     assert snap_session.disturbance().disturbed == 0
-    assert "disturbed" not in report.header() and "Python glue" in report.header()
+    header = report.header()
+    assert "disturbed" not in header
+    # What no node accounts for is read as usual, never as other work's doing: the model's glue, or
+    # none when a short session's node medians add up to more than the uninstrumented median (a CI
+    # run on a busy machine failed here while the report counted 0 disturbed steps).
+    unattributed = next(line for line in header.splitlines() if line.startswith("unattributed"))
+    assert "Python glue" in unattributed or "unattributed none" in unattributed
+    assert "other work slowed" not in unattributed
 
 
 def test_the_window_leaves_disturbed_rows_out_of_the_quantiles_only() -> None:
