@@ -162,14 +162,7 @@ class FieldView(Mapping[str, Any]):
     def __init__(self, table: ColumnTable[Any], field: str) -> None:
         self._column = table.column(field)
         self._index = table.index
-        self._names: Sequence[str] = table.names
-
-    @classmethod
-    def of_column(cls, names: Sequence[str], index: Mapping[str, int], column: Sequence[Any]) -> FieldView:
-        """A view of ``column`` by name, ``index`` giving each name's position (``names`` in that order)."""
-        view = cls.__new__(cls)
-        view._column, view._index, view._names = column, index, names
-        return view
+        self._names = table.names
 
     def __getitem__(self, name: str) -> Any:
         return self._column[self._index[name]]

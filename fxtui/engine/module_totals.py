@@ -72,6 +72,13 @@ class ModulePlan:
                 totals[module] += value
         return totals
 
+    def medians(self, stats: Mapping[str, NodeStats]) -> Sequence[float]:
+        """Each node's median (graph order) from ``stats``, 0 for a node without one; a column when it is one."""
+        if isinstance(stats, ColumnTable) and (stats.names is self.names or stats.names == self.names):
+            return stats.column("median_s")  # already in graph order
+        by_name = node_medians(stats)
+        return [by_name.get(name, 0.0) for name in self.names]
+
     def roll_up(self, values: Sequence[Any], only_phase: int = 0) -> list[Any]:
         """Each module's subtree total of one value per node (graph order); ``only_phase``: that phase's nodes only."""
         totals = self.own_totals(values, only_phase)
@@ -98,11 +105,7 @@ def module_stats(
     ``plan`` (made from the same ``nodes`` and ``modules``) saves working out the tree.
     """
     plan = plan or ModulePlan(nodes, modules)
-    if isinstance(stats, ColumnTable) and (stats.names is plan.names or stats.names == plan.names):
-        medians: Sequence[float] = stats.column("median_s")  # already in graph order
-    else:
-        by_name = node_medians(stats)
-        medians = [by_name.get(name, 0.0) for name in plan.names]
+    medians = plan.medians(stats)
     training = any(plan.phase)
     forward = plan.roll_up(medians, 1) if training else None
     backward = plan.roll_up(medians, 2) if training else None

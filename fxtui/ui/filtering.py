@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from fxtui.engine.columnar import ColumnTable, column_map
-from fxtui.engine.filters import FilterSpec, NodeColumns, matches, select
+from fxtui.engine.columnar import column_map
+from fxtui.engine.filters import FilterSpec, NodeColumns, matches
 from fxtui.engine.model import PHASES
 from fxtui.engine.snapshot import OPCODES, GraphInfo, ModulePlan, NodeInfo, Snapshot
 
@@ -30,7 +30,6 @@ __all__ = [
     "matches",
     "next_phase",
     "prepare",
-    "shown_nodes",
     "shown_ops",
     "tree_totals",
     "visible_modules",
@@ -125,11 +124,6 @@ def prepare(graph: GraphInfo) -> None:
     graph.module_plan.subtree_nodes()
 
 
-def shown_nodes(graph: GraphInfo, spec: FilterSpec) -> list[NodeInfo]:
-    """The nodes of ``graph`` that ``spec`` lets through, in graph order."""
-    return select(graph.nodes, spec)
-
-
 def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
     """Module paths holding at least one of ``nodes`` in their subtree (the branches the tree keeps)."""
     plan = graph.module_plan
@@ -164,12 +158,7 @@ def tree_totals(snapshot: Snapshot, shown: Shown) -> tuple[Mapping[str, float], 
     if graph is None or not snapshot.nodes or len(shown.mask) != len(graph.nodes):
         return {}, {}
     plan = graph.module_plan
-    stats = snapshot.nodes
-    if isinstance(stats, ColumnTable) and (stats.names is plan.names or stats.names == plan.names):
-        medians: Sequence[float] = stats.column("median_s")  # graph order already
-    else:
-        by_name = column_map(stats, "median_s")
-        medians = [by_name.get(name, 0.0) for name in plan.names]
+    medians = plan.medians(snapshot.nodes)
     totals = FilteredTotals(plan, medians, shown.mask)
     if not training:
         return totals, {}

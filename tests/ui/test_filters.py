@@ -77,7 +77,7 @@ def test_filtered_tree_totals_sum_what_the_filter_lets_through(spec: FilterSpec)
     graph = snapshot.graph
     assert graph is not None
     expected: dict[str, float] = {}
-    for n in filtering.shown_nodes(graph, spec):
+    for n in select(graph.nodes, spec):
         for path in module_ancestors(n.module_path):
             expected[path] = expected.get(path, 0.0) + snapshot.nodes[n.name].median_s
     totals, backward = filtering.tree_totals(snapshot, filtering.Shown.of(graph, spec))

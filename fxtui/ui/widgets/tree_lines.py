@@ -20,7 +20,6 @@ import operator
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import overload
 
 from fxtui.engine.snapshot import GraphInfo
 from fxtui.ui.widgets.tree_labels import Entry
@@ -44,13 +43,7 @@ class Lines(Sequence[Line]):
     def __len__(self) -> int:
         return len(self.entries)
 
-    @overload
-    def __getitem__(self, index: int) -> Line: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Line]: ...
-    def __getitem__(self, index: int | slice) -> Line | list[Line]:
-        if isinstance(index, slice):
-            return list(zip(self.entries[index], self.lasts[index], strict=True))
+    def __getitem__(self, index: int) -> Line:  # type: ignore[override]  # lines one at a time, no slices
         return self.entries[index], self.lasts[index]
 
 
