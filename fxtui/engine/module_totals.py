@@ -11,6 +11,8 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.model import ModuleStats, NodeInfo, NodeStats, module_ancestors, node_medians
 
@@ -24,7 +26,7 @@ class ModulePlan:
     walk up the tree per node per snapshot, ~20 ms, to two additions per node and module).
     """
 
-    __slots__ = ("_subtrees", "counts", "deepest_first", "index", "names", "own", "parent", "paths", "phase")
+    __slots__ = ("_levels", "_subtrees", "counts", "deepest_first", "index", "names", "own", "parent", "paths", "phase")
 
     def __init__(self, nodes: Sequence[NodeInfo], modules: Iterable[str]) -> None:
         self.paths = list(dict.fromkeys(modules))
@@ -40,6 +42,31 @@ class ModulePlan:
         self.phase = [phases.get(n.phase, 0) for n in nodes]
         self.counts = self.roll_up([1] * len(nodes))
         self._subtrees: tuple[array[int], array[int]] | None = None
+        self._levels: tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None = None
+
+    def holding(self, node_mask: np.ndarray) -> np.ndarray:
+        """For each module, whether its subtree holds a node of ``node_mask`` (booleans, graph order).
+
+        A level of the tree at a time, deepest first, each an array operation: at 50,000
+        modules a set operation per level took ~10 ms, a walk up the ancestors per node longer.
+        """
+        if self._levels is None:
+            parent, depth = (
+                np.array(self.parent, dtype=np.int64),
+                np.array([p.count(".") + 1 if p else 0 for p in self.paths], dtype=np.int64),
+            )
+            levels = [
+                (children, parent[children])
+                for d in range(int(depth.max(initial=0)), 0, -1)
+                if len(children := np.flatnonzero((depth == d) & (parent >= 0)))
+            ]
+            self._levels = (np.array(self.own, dtype=np.int64), levels)
+        own, levels = self._levels
+        held = np.zeros(len(self.paths), dtype=bool)
+        held[own[node_mask]] = True
+        for children, parents in levels:
+            held[parents[held[children]]] = True
+        return held
 
     def subtree_nodes(self) -> tuple[array[int], array[int]]:
         """Each module's nodes and those of every module below it, for summing a few modules at a time.

@@ -8,10 +8,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.model import NOISY_IQR_RATIO, is_unsteady
-from fxtui.engine.snapshot import NodeInfo, NodeStats
+from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO
+from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
+from fxtui.ui.selection import Selection
 
 SortValue = float | str
 
@@ -27,7 +30,7 @@ class Column:
     """Right-aligned, and sorted largest first when first chosen."""
     cell: Callable[[NodeInfo, NodeStats | None], str]
     sort: Callable[[NodeInfo, NodeStats | None], SortValue]
-    by_columns: Callable[[Callable[[str], Sequence[float]]], Sequence[SortValue]] | None = None
+    by_columns: Callable[[Callable[[str], Sequence[float]]], Sequence[SortValue] | np.ndarray] | None = None
     """The sort values of every node from the statistics' columns (given a field, its column), no NodeStats made."""
     live: bool = False
     """The order depends on the statistics, so it changes with every snapshot."""
@@ -52,14 +55,14 @@ def _field(name: str) -> Callable[[Callable[[str], Sequence[float]]], Sequence[f
     return lambda column: column(name)
 
 
-def _caution_by_columns(column: Callable[[str], Sequence[float]]) -> list[float]:
-    """:func:`_caution` of every node from the columns (NodeStats.noisy and .unsteady, on plain figures)."""
-    return [
-        1.0 if count > 0 and ((median > 0 and iqr / median > NOISY_IQR_RATIO) or is_unsteady(median, fastest)) else 0.0
-        for count, median, iqr, fastest in zip(
-            column("count"), column("median_s"), column("iqr_s"), column("min_s"), strict=True
-        )
-    ]
+def _caution_by_columns(column: Callable[[str], Sequence[float]]) -> np.ndarray:
+    """:func:`_caution` of every node from the columns: NodeStats.noisy and .unsteady, one array operation each."""
+    count, median, iqr, fastest = (
+        np.asarray(column(f), dtype=np.float64) for f in ("count", "median_s", "iqr_s", "min_s")
+    )
+    noisy = (median > 0) & (iqr > NOISY_IQR_RATIO * median)
+    unsteady = (fastest > 0) & (median >= UNSTEADY_RATIO * fastest) & (median - fastest >= UNSTEADY_MIN_S)
+    return ((count > 0) & (noisy | unsteady)).astype(np.float64)
 
 
 # Numbers come right after the node name so they stay on screen in an 80-column terminal;
@@ -161,17 +164,25 @@ class _View:
 
     def __init__(self, nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> None:
         self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
-        self.names = tuple(map(operator.attrgetter("name"), nodes))
-        graph_order = list(map(operator.attrgetter("index"), nodes))
-        self.base: Sequence[int] = range(len(nodes))
-        if graph_order != sorted(graph_order):
-            self.base = sorted(self.base, key=graph_order.__getitem__)
-        self.gather: Callable[[Sequence[SortValue]], Sequence[SortValue]] | None = None
-        if isinstance(stats, ColumnTable) and len(nodes) > 1:
-            index = stats.index
-            positions = list(map(index.get, self.names, itertools.repeat(-1)))
-            if -1 not in positions:  # every row has statistics: one C-level gather per column
-                self.gather = operator.itemgetter(*positions)
+        self.positions: np.ndarray | None = None
+        """Each row's position in the statistics' columns, when every row has one."""
+        if isinstance(nodes, Selection):  # graph order already, and the graph's indices at hand
+            self.names = nodes.names
+            self.base = np.arange(len(nodes))
+            if isinstance(stats, ColumnTable) and _graph_ordered(stats, nodes.graph):
+                self.positions = nodes.indices
+                return
+        else:
+            self.names = tuple(map(operator.attrgetter("name"), nodes))
+            graph_order = np.fromiter(map(operator.attrgetter("index"), nodes), np.int64, len(nodes))
+            self.base = np.arange(len(nodes))
+            """The rows in graph order: a stable sort of values in this order keeps ties in it."""
+            if np.any(graph_order[1:] < graph_order[:-1]):
+                self.base = np.argsort(graph_order, kind="stable")
+        if isinstance(stats, ColumnTable):
+            positions = np.fromiter(map(stats.index.get, self.names, itertools.repeat(-1)), np.int64, len(nodes))
+            if not np.any(positions < 0):
+                self.positions = positions
 
     _kept: ClassVar[list[_View]] = []
 
@@ -185,6 +196,23 @@ class _View:
         cls._kept = [view, *cls._kept[:2]]
         return view
 
+    def order(self, values: Sequence[SortValue], descending: bool) -> tuple[str, ...]:
+        """The names sorted by ``values`` (one per row), ties in graph order."""
+        numbers = np.asarray(values)
+        if numbers.dtype.kind in "fiub" and numbers.ndim == 1:
+            numbers = numbers.astype(np.float64, copy=False)[self.base]
+            # Negated, an ascending stable sort puts the largest first and keeps ties in graph order.
+            ranks = self.base[np.argsort(-numbers if descending else numbers, kind="stable")].tolist()
+        else:  # text: Python's sort, which is stable reversed too
+            ranks = sorted(self.base.tolist(), key=values.__getitem__, reverse=descending)
+        return operator.itemgetter(*ranks)(self.names) if len(ranks) > 1 else tuple(self.names[i] for i in ranks)
+
+
+def _graph_ordered(stats: ColumnTable[NodeStats], graph: GraphInfo) -> bool:
+    """True when ``stats`` holds one row per node of ``graph``, in graph order (as a session sends them)."""
+    names = graph.module_plan.names
+    return stats.names is names or stats.names == names
+
 
 def sort_names(
     nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats], key: str, descending: bool
@@ -196,11 +224,11 @@ def sort_names(
     """
     column = BY_KEY[key]
     view = _View.of(nodes, stats)
+    if column.by_columns is not None and view.positions is not None and isinstance(stats, ColumnTable):
+        # Read from the statistics' columns, gathered in one array operation: no NodeStats is made for a sort.
+        return view.order(np.asarray(column.by_columns(stats.column))[view.positions], descending)
     values: Sequence[SortValue]
-    if column.by_columns is not None and view.gather is not None and isinstance(stats, ColumnTable):
-        # Read from the statistics' columns: no NodeStats is made for a sort.
-        values = view.gather(column.by_columns(stats.column))
-    elif column.field is not None:  # one of the node's own fields: read in one C-level pass
+    if column.field is not None:  # one of the node's own fields: read in one C-level pass
         values = list(map(operator.attrgetter(column.field), nodes))
     elif not column.live:  # the node's own facts: its statistics are not looked up (nor made, from columns)
         sort = column.sort
@@ -208,9 +236,7 @@ def sort_names(
     else:
         get, sort = stats.get, column.sort
         values = [sort(n, get(n.name)) for n in nodes]
-    # A stable sort, reversed or not, keeps equal values in graph order.
-    order = sorted(view.base, key=values.__getitem__, reverse=descending)
-    return operator.itemgetter(*order)(view.names) if len(order) > 1 else tuple(view.names[i] for i in order)
+    return view.order(values, descending)
 
 
 def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> tuple[str, ...]:

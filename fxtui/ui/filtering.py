@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
+
+import numpy as np
 
 from fxtui.engine.columnar import column_map
 from fxtui.engine.filters import FilterSpec, NodeColumns, matches
 from fxtui.engine.model import PHASES
 from fxtui.engine.snapshot import OPCODES, GraphInfo, ModulePlan, NodeInfo, Snapshot
+from fxtui.ui.selection import Selection
 
 __all__ = [
     "DEFAULT_FILTER",
@@ -32,7 +35,6 @@ __all__ = [
     "prepare",
     "shown_ops",
     "tree_totals",
-    "visible_modules",
     "with_ops",
 ]
 
@@ -78,8 +80,8 @@ def in_scope(module_path: str, scope: str) -> bool:
 class Shown:
     """What a filter lets through of a graph."""
 
-    nodes: tuple[NodeInfo, ...]
-    """The nodes, graph order."""
+    nodes: Sequence[NodeInfo]
+    """The nodes, graph order (a :class:`Selection` of the graph's, but for the empty view before one)."""
     names: frozenset[str]
     modules: frozenset[str]
     """Module paths holding at least one of the nodes in their subtree (the branches the tree keeps)."""
@@ -103,16 +105,30 @@ class Shown:
             cls._kept = (graph, kept)
         shown = kept.get(spec)
         if shown is None:
-            mask = bytes(NodeColumns.of(graph.nodes).mask(spec))
-            nodes = tuple(itertools.compress(graph.nodes, mask))
-            names = frozenset(map(operator.attrgetter("name"), nodes))
+            selected = NodeColumns.of(graph.nodes).mask(spec)
+            nodes = Selection.of_mask(graph, selected)
             plan = graph.module_plan
-            modules = frozenset(_visible(plan, set(itertools.compress(plan.own, mask))))
-            shown = cls(nodes, names, modules, spec, mask)
+            modules = frozenset(itertools.compress(plan.paths, plan.holding(selected).tobytes())) | {""}
+            shown = cls(nodes, frozenset(nodes.names), modules, spec, selected.tobytes())
             if len(kept) >= 4:
                 del kept[next(iter(kept))]
         kept[spec] = kept.pop(spec, shown)  # the most recent last
         return shown
+
+    def within(self, scope: str) -> Sequence[NodeInfo]:
+        """The nodes at or below module ``scope`` (see :func:`in_scope`), graph order."""
+        nodes = self.nodes
+        if not scope:
+            return nodes
+        if not isinstance(nodes, Selection):
+            below = scope + "."
+            return tuple(n for n in nodes if n.module_path == scope or n.module_path.startswith(below))
+        # The module's nodes and those below it, as the module plan lists them (graph order), that the filter keeps.
+        plan = nodes.graph.module_plan
+        flat, offsets = plan.subtree_nodes()
+        i = plan.index[scope]
+        subtree = np.frombuffer(flat, dtype=np.int64)[offsets[i] : offsets[i + 1]]
+        return Selection(nodes.graph, subtree[np.frombuffer(self.mask, dtype=bool)[subtree]])
 
 
 def prepare(graph: GraphInfo) -> None:
@@ -122,24 +138,7 @@ def prepare(graph: GraphInfo) -> None:
     """
     NodeColumns.of(graph.nodes)
     graph.module_plan.subtree_nodes()
-
-
-def visible_modules(graph: GraphInfo, nodes: Iterable[NodeInfo]) -> set[str]:
-    """Module paths holding at least one of ``nodes`` in their subtree (the branches the tree keeps)."""
-    plan = graph.module_plan
-    return _visible(plan, set(map(plan.index.__getitem__, map(operator.attrgetter("module_path"), nodes))))
-
-
-def _visible(plan: ModulePlan, own: set[int]) -> set[str]:
-    """The paths of modules ``own`` (indices into ``plan``) and of every module enclosing them."""
-    # Level by level up the tree: a set operation per level (a lookup per module in C), not a walk per node.
-    parent = plan.parent
-    seen = frontier = own
-    while frontier:
-        frontier = set(map(parent.__getitem__, frontier)) - seen
-        frontier.discard(-1)  # the root's parent
-        seen = seen | frontier
-    return set(map(plan.paths.__getitem__, seen)) | {""}
+    graph.module_plan.holding(np.zeros(len(graph.nodes), dtype=bool))
 
 
 def tree_totals(snapshot: Snapshot, shown: Shown) -> tuple[Mapping[str, float], Mapping[str, float]]:

@@ -8,10 +8,10 @@ from textual.widgets import Input
 
 from fxtui.engine.filters import matches, select
 from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import OPCODES
+from fxtui.engine.snapshot import OPCODES, NodeInfo
 from fxtui.ui import filtering
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, shown_ops, visible_modules, with_ops
+from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, shown_ops, with_ops
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.widgets.status_bar import StatusBar
 
@@ -37,14 +37,19 @@ def test_op_toggling_round_trips_and_describes_hidden_ops() -> None:
     assert describe(nothing) == " ".join("-" + op for op in OPCODES)
 
 
-def test_visible_modules_keep_only_branches_with_matching_nodes() -> None:
+def test_shown_modules_keep_only_branches_with_matching_nodes() -> None:
     graph = resnet_snapshot().graph
     assert graph is not None
-    nodes = [n for n in graph.nodes if "downsample" in n.module_path]
     expected = {""}
     for layer in ("layer2", "layer3", "layer4"):
         expected |= {layer, f"{layer}.0", f"{layer}.0.downsample", f"{layer}.0.downsample.0", f"{layer}.0.downsample.1"}
-    assert visible_modules(graph, nodes) == expected
+    assert filtering.Shown.of(graph, FilterSpec(path="downsample")).modules == expected
+    assert filtering.Shown.of(graph, FilterSpec(path="nothing*")).modules == {""}
+
+
+def enclosing_modules(nodes: list[NodeInfo]) -> set[str]:
+    """The root and every module holding one of ``nodes`` in its subtree, walked up one node at a time."""
+    return {""} | {path for n in nodes for path in module_ancestors(n.module_path)}
 
 
 SPECS = [
@@ -68,7 +73,7 @@ def test_selection_by_columns_is_what_matches_says_of_each_node(spec: FilterSpec
     assert select(graph.nodes, spec) == expected
     shown = filtering.Shown.of(graph, spec)
     assert list(shown.nodes) == expected and shown.names == {n.name for n in expected}
-    assert shown.modules == visible_modules(graph, expected)
+    assert shown.modules == enclosing_modules(expected)
 
 
 @pytest.mark.parametrize("spec", SPECS[2:8], ids=map(describe, SPECS[2:8]))

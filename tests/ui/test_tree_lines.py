@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fxtui.engine.model import NodeInfo, module_ancestors
 from fxtui.ui import filtering
 from fxtui.ui.demo.source import build_graph, resnet18_graph
 from fxtui.ui.filtering import FilterSpec
@@ -9,10 +10,15 @@ from fxtui.ui.widgets.tree_labels import Entry
 from fxtui.ui.widgets.tree_lines import Outline
 
 
+def _enclosing(nodes: list[NodeInfo]) -> set[str]:
+    """The root and every module holding one of ``nodes`` in its subtree."""
+    return {""} | {path for n in nodes for path in module_ancestors(n.module_path)}
+
+
 def _outline(spec: FilterSpec = filtering.DEFAULT_FILTER) -> Outline:
     graph = resnet18_graph()
     shown = [n for n in graph.nodes if filtering.matches(n, spec)]
-    return Outline(graph, filtering.visible_modules(graph, shown), {n.name for n in shown})
+    return Outline(graph, _enclosing(shown), {n.name for n in shown})
 
 
 def _keys(outline: Outline) -> list[str]:
@@ -66,11 +72,11 @@ def test_a_module_whose_first_node_is_filtered_out_moves_to_its_first_visible_no
     ]
     graph = build_graph(rows, model="m", inputs=("1",))
     everything = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
-    whole = Outline(graph, filtering.visible_modules(graph, everything), {n.name for n in everything})
+    whole = Outline(graph, _enclosing(everything), {n.name for n in everything})
     assert whole.children("") == [Entry("module", "a"), Entry("node", "mid")]
     some = [n for n in everything if n.name != "a_lin"]
-    narrowed = Outline(graph, filtering.visible_modules(graph, some), {n.name for n in some})
+    narrowed = Outline(graph, _enclosing(some), {n.name for n in some})
     assert narrowed.children("") == [Entry("node", "mid"), Entry("module", "a")]
     only_relu = [n for n in everything if n.name in ("a_relu", "mid")]
-    folded = Outline(graph, filtering.visible_modules(graph, only_relu), {n.name for n in only_relu})
+    folded = Outline(graph, _enclosing(only_relu), {n.name for n in only_relu})
     assert folded.children("") == [Entry("node", "mid"), Entry("node", "a_relu")]  # a shown as its one node

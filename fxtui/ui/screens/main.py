@@ -10,7 +10,7 @@ for more; :mod:`fxtui.ui.navigation` decides from the numbers where the keys go.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from textual import on
@@ -83,7 +83,7 @@ class MainScreen(Screen[None]):
     """What-ifs asked for whose result has not arrived yet."""
     explaining: var[frozenset[str]] = var(frozenset(), init=False)
     """Nodes whose aten breakdown was asked for."""
-    view: var[tuple[NodeInfo, ...]] = var((), init=False, always_update=True)
+    view: var[Sequence[NodeInfo]] = var((), init=False, always_update=True)
     """The nodes the table lists: those the filter lets through, at or below the scope, graph order."""
     column_set: var[str] = var("time", init=False)
     """The table's columns: ``time`` or ``memory`` (with the live-memory plot under the table)."""
@@ -244,7 +244,7 @@ class MainScreen(Screen[None]):
     def watch_waiting(self) -> None:
         self._follow_in_modals()
 
-    def watch_view(self, view: tuple[NodeInfo, ...]) -> None:
+    def watch_view(self, view: Sequence[NodeInfo]) -> None:
         table = self.table
         table.set_nodes(view, self._medians(), self._shown.names if view is self._shown.nodes else None)
         if table.cursor_name != self.selected:
@@ -268,12 +268,8 @@ class MainScreen(Screen[None]):
             self._show_numbers()
 
     def _show_view(self) -> None:
-        scope, below = self.scope, self.scope + "."
-        nodes = self._shown.nodes
-        if not scope:
-            self.view = nodes  # the same tuple for the same filter: the table keeps what it sorted it with
-        else:  # filtering.in_scope, inline: a call per node is most of the time at 50,000 nodes
-            self.view = tuple(n for n in nodes if n.module_path == scope or n.module_path.startswith(below))
+        # The whole model's view is the filter's own nodes: the table keeps what it sorted them with.
+        self.view = self._shown.within(self.scope)
 
     def set_scope(self, path: str, *, reveal: bool = True) -> None:
         """Show the subtree of module ``path`` in the table (the tree's cursor follows when ``reveal``)."""
