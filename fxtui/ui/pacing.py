@@ -35,9 +35,12 @@ class KeysFirst:
         *,
         quiet_s: float = QUIET_S,
         longest_s: float = LONGEST_S,
+        on_pause: Callable[[], object] | None = None,
     ) -> None:
         self._owner, self.show = owner, show
         """Shows a snapshot (the main screen's apply)."""
+        self.on_pause = on_pause
+        """Called when input has paused, after the held snapshot is shown: work that should not delay a key."""
         self.quiet_s, self.longest_s = quiet_s, longest_s
         self.held: Snapshot | None = None
         """The snapshot waiting to be shown, if any."""
@@ -80,6 +83,8 @@ class KeysFirst:
     def _input_paused(self) -> None:
         self._quiet = None
         self.flush()
+        if self.on_pause is not None:
+            self.on_pause()
 
     def _stop_deadline(self) -> None:
         if self._deadline is not None:

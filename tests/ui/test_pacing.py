@@ -1,8 +1,10 @@
-"""Keys first: snapshots wait while keys come, are shown when input pauses, and never later than the limit."""
+"""Keys first: snapshots wait while keys come, are shown when input pauses, and never later than the limit;
+full garbage collections wait for the pause too."""
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,6 +12,7 @@ from fakes import FakeSource, resnet_snapshot, settle
 from textual.pilot import Pilot
 
 from fxtui.engine.snapshot import Snapshot, State
+from fxtui.ui import collection
 from fxtui.ui.app import FxtuiApp
 
 SIZE = (120, 36)
@@ -88,3 +91,45 @@ async def test_a_change_of_state_is_shown_even_while_keys_come() -> None:
         source.push(later(first, 2, state=State.PAUSED))
         assert await wait_applied(app, pilot, 2, limit_s=5.0)
         assert app.main.snapshot is not None and app.main.snapshot.state is State.PAUSED
+
+
+async def test_a_due_full_collection_runs_when_keys_pause_not_while_they_come() -> None:
+    passes: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    before = gc.get_threshold()
+    async with live() as (_first, _source, app, pilot):
+        pacer = app.main.keys_first
+        pacer.quiet_s = 0.3
+        assert gc.get_threshold()[2] >= collection.DEFERRED  # the app defers full passes while it runs
+        for _ in range(collection.DUE_AFTER):
+            gc.collect(1)  # each young pass counts towards the next full one
+        gc.callbacks.append(record)
+        try:
+            await pilot.press("down")
+            assert 2 not in passes and pacer.input_coming
+            for _ in range(100):
+                if 2 in passes:
+                    break
+                await pilot.pause(0.02)
+        finally:
+            gc.callbacks.remove(record)
+        assert 2 in passes and not pacer.input_coming
+        assert gc.get_count()[2] < collection.DUE_AFTER
+    assert gc.get_threshold() == before  # Python's own policy again once the app is gone
+
+
+def test_a_full_collection_is_due_only_after_enough_young_passes() -> None:
+    gc.disable()  # no automatic pass may reset the count meanwhile
+    try:
+        gc.collect()
+        for _ in range(collection.DUE_AFTER - 1):
+            gc.collect(1)
+        assert not collection.collect_if_due() and gc.get_count()[2] == collection.DUE_AFTER - 1
+        gc.collect(1)
+        assert collection.collect_if_due() and gc.get_count()[2] == 0
+    finally:
+        gc.enable()

@@ -9,7 +9,6 @@ for more; :mod:`fxtui.ui.navigation` decides from the numbers where the keys go.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -24,7 +23,7 @@ from fxtui.engine.commands import Explain, MeasureWhatIfs, Pause, RequestHints, 
 from fxtui.engine.model import module_ancestors
 from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
 from fxtui.engine.whatif.text import summary
-from fxtui.ui import filtering
+from fxtui.ui import collection, filtering
 from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.columns import Sort, clicked_sort, hotspots, next_sort, sort_label
 from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec
@@ -48,17 +47,6 @@ from fxtui.ui.widgets.status_bar import StatusBar, ViewState
 _NEED_GRAPH = frozenset(a.name for a in actions(MAIN) if a.needs_graph)
 #: What a graph-less snapshot after tracing (the source failed) takes over from the one before.
 _KEPT_AFTER_A_FAILURE = ("runs", "run_median_s", "eager_median_s", "nodes", "modules")
-
-
-def _exempt_from_gc() -> None:
-    """Leave what is alive now (the graph description, above all) out of the garbage collector's full passes.
-
-    The graph is a few objects per node and lives as long as the session. Each full collection
-    walked all of them: at 50,000 nodes ~190 ms, three times in forty key presses. Frozen, a
-    full collection takes ~15 ms; objects are still freed when nothing refers to them.
-    """
-    gc.unfreeze()
-    gc.freeze()
 
 
 class MainScreen(Screen[None]):
@@ -97,7 +85,7 @@ class MainScreen(Screen[None]):
         """Called when the session failed before there was anything to show."""
         self.applied = 0
         """How many snapshots were applied (tests wait on it)."""
-        self.keys_first = KeysFirst(self, self.apply_snapshot)
+        self.keys_first = KeysFirst(self, self.apply_snapshot, on_pause=collection.collect_if_due)
         """Holds new numbers back while keys come (the app tells it about input)."""
         self.asked_after: dict[str, int] = {}
         """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
@@ -119,9 +107,10 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.table.focus()
+        collection.defer_full_passes()
 
     def on_unmount(self) -> None:
-        gc.unfreeze()
+        collection.restore()
 
     # -- widgets and derived state -------------------------------------------
 
@@ -200,7 +189,7 @@ class MainScreen(Screen[None]):
                 self.table.set_graph(snapshot.graph)
                 self._refilter()
                 filtering.prepare(snapshot.graph)
-                _exempt_from_gc()  # the graph, and what the view keeps of it
+                collection.exempt_what_lives()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
                 self._show_numbers()
