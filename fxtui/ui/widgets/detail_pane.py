@@ -9,12 +9,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.reactive import var
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
 from fxtui.engine.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError, Snapshot
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
 from fxtui.ui.widgets.field_list import FieldList
+from fxtui.ui.widgets.sparkline import Sparkline
 
 
 def _unsteady(stats: NodeStats) -> str:
@@ -191,7 +192,7 @@ class DetailPane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
         yield Static(id="detail-error")
-        yield Sparkline([], id="detail-sparkline")
+        yield Sparkline(id="detail-sparkline")
         yield FieldList(id="detail-fields")
         yield Static(id="detail-aten")
         yield Static(id="detail-node-text")
@@ -254,7 +255,7 @@ class DetailPane(VerticalScroll):
             for widget in (error_line, aten_widget, node_text, module_repr):
                 widget.update("")
             fields_widget.show(())
-            sparkline.data = []
+            sparkline.show(())
             self.fields = []
             self._shown_name = None
             return
@@ -266,8 +267,8 @@ class DetailPane(VerticalScroll):
         error_line.display = show_error
         self.fields = _fields(info, stats, peaks, others, memory)
         fields_widget.show(self.fields)
-        samples = list(stats.recent) if stats is not None else []
-        sparkline.data = samples
+        samples = stats.recent if stats is not None else ()
+        sparkline.show(samples)
         sparkline.display = bool(samples)
         aten_state = (info.name, aten is not None, explaining)
         if aten is not None and (aten_state != self._aten_shown or aten is not self.aten):
