@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import cProfile
 import dataclasses
+import gc
 import pickle
 import statistics
 import sys
@@ -71,12 +72,22 @@ class PaintMeter:
     """
 
     def __init__(self, screen: Any) -> None:
+        self.gc_s = 0.0
+        """Seconds the garbage collector has run since the meter was made (any thread)."""
+        self._gc_start = 0.0
+        gc.callbacks.append(self._gc_tick)
         self.paints: list[tuple[float, float, float, float]] = []
         """(wall start, wall end, thread CPU seconds, thread CPU clock at the end) of each outermost repaint."""
         self.marks: list[float] = []
         self._depth = 0
         for name in ("_refresh_layout", "_compositor_refresh"):
             setattr(screen, name, self._timed(getattr(screen, name)))
+
+    def _gc_tick(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gc_s += time.perf_counter() - self._gc_start
 
     def _timed(self, method: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -113,17 +124,18 @@ class PaintMeter:
             await asyncio.sleep(0.001)
         raise TimeoutError("no repaint")
 
-    async def press(self, app: FxtuiApp, key: str, char: str | None) -> tuple[float, float] | None:
+    async def press(self, app: FxtuiApp, key: str, char: str | None) -> tuple[float, float, float] | None:
         """Post a key: (seconds until the repaint after the last handler it caused ended, event-loop CPU seconds
-        meanwhile); None when nothing handled it. A key whose handlers change nothing on screen
-        is timed to the next repaint, whatever causes it: press only keys that show something.
+        meanwhile, garbage-collector seconds meanwhile); None when nothing handled it. A key whose handlers
+        change nothing on screen is timed to the next repaint, whatever causes it: press only keys that show
+        something.
 
         The CPU time is what the app spent before the key showed (its handler, the repaint, and
         any snapshot applied in between); the wall time adds the waits for a core, which on a
         machine shared with other work can be most of it.
         """
         self.marks.clear()
-        t0, c0 = time.perf_counter(), time.thread_time()
+        t0, c0, gc0 = time.perf_counter(), time.thread_time(), self.gc_s
         app.post_message(events.Key(key, char))
         while not self.marks and time.perf_counter() - t0 < 3:
             await asyncio.sleep(0.001)
@@ -133,10 +145,12 @@ class PaintMeter:
             start, end, _cpu, cpu_end = await self.paint_after(self.marks[-1])
             await asyncio.sleep(0.003)
             if self.marks[-1] <= start:
-                return end - t0, cpu_end - c0
+                return end - t0, cpu_end - c0, self.gc_s - gc0
 
 
-async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str, list[tuple[float, float]]]:
+async def press_keys(
+    app: FxtuiApp, meter: PaintMeter, presses: int
+) -> dict[str, list[tuple[float, float, float]]]:
     """Press each kind of key ``presses`` times (filter keys half as often); (wall, CPU) seconds per kind."""
     main = app.main
     for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter"):
@@ -150,7 +164,7 @@ async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str
     graph = main.graph
     assert graph is not None
     module = next((p for p in graph.modules if p and tree.folded_node(p) is None), None)
-    latencies: dict[str, list[tuple[float, float]]] = {}
+    latencies: dict[str, list[tuple[float, float, float]]] = {}
 
     async def press(label: str, key: str, char: str | None = None) -> None:
         await asyncio.sleep(0.05)
@@ -186,14 +200,17 @@ async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str
     return latencies
 
 
-def print_latencies(latencies: dict[str, list[tuple[float, float]]]) -> None:
-    """Wall-clock p50 / p95 / worst per kind of key, and the event loop's CPU time p50 / p95."""
-    print(f"    {'':<22} {'wall clock':^48}   {'event-loop CPU':^30}")
+def print_latencies(latencies: dict[str, list[tuple[float, float, float]]]) -> None:
+    """Wall-clock p50 / p95 / worst per kind of key, the event loop's CPU time p50 / p95, and the garbage
+    collector's part: its time during the slowest press of the kind, and its most during any."""
+    print(f"    {'':<22} {'wall clock':^48}   {'event-loop CPU':^30}   {'GC: slowest / most':^20}")
     everything = [v for values in latencies.values() for v in values]
     for key, values in [*latencies.items(), ("all keys", everything)]:
-        wall, cpu = [w for w, _ in values], [c for _, c in values]
+        wall, cpu = [w for w, _, _ in values], [c for _, c, _ in values]
         cpu_text = f"p50 {ms(statistics.median(cpu)):>9}  p95 {ms(p95(cpu)):>9}"
-        print(f"    {key:<22} {percentiles(wall)}   {cpu_text}  (n={len(values)})")
+        slowest = max(values)[2]
+        gc_text = f"{ms(slowest):>9} / {ms(max(g for _, _, g in values)):>9}"
+        print(f"    {key:<22} {percentiles(wall)}   {cpu_text}   {gc_text}  (n={len(values)})")
 
 
 def sequential_graph(layers: int) -> tuple[GraphInfo, list[float]]:
