@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -25,8 +26,6 @@ from textual.strip import Strip
 from fxtui.ui.widgets.tree_labels import TIME_FROM, Entry, Part
 from fxtui.ui.widgets.tree_lines import Outline
 
-#: Marks the expand icon: a click on text with this meta toggles the branch.
-TOGGLE_STYLE = Style.from_meta({"toggle": True})
 #: Guide characters (space, vertical, end, cross) as Textual's Tree draws them, by the guides' style.
 _GUIDES = {"default": ("  ", "│ ", "└─", "├─"), "bold": ("  ", "┃ ", "┗━", "┣━"), "double": ("  ", "║ ", "╚═", "╠═")}
 _STYLES = ("tree--label", "tree--highlight", "tree--highlight-line", "tree--guides", "tree--guides-hover")
@@ -243,11 +242,10 @@ class OutlineView(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         """A click on ▶/▼ opens or closes that branch (a cursor inside moves onto it); on a line, selects it."""
-        meta = event.style.meta
-        line = meta.get("line")
-        if not isinstance(line, int) or (entry := self.entry_at(line)) is None:
+        line = self._line_under(event)
+        if line is None or (entry := self.entry_at(line)) is None:
             return
-        if meta.get("toggle") and entry.kind == "module":
+        if entry.kind == "module" and self._on_icon(line, event):
             if self.is_expanded(entry.key) and entry.key:
                 self.close_branch(entry.key)
             else:
@@ -257,8 +255,25 @@ class OutlineView(ScrollView, can_focus=True):
         self.entry_selected(entry)
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
-        line = event.style.meta.get("line") if event.style.meta else None
-        self.hover_line = line if isinstance(line, int) else -1
+        line = self._line_under(event)
+        self.hover_line = -1 if line is None else line
+
+    def _line_under(self, event: events.MouseEvent) -> int | None:
+        """The line under the mouse, if it is on one."""
+        # Worked out from the position rather than carried in each line's style: a style per line
+        # (Textual's Tree puts the line number in its meta) made every line's styles new objects to
+        # combine, a third of the time a line took to draw.
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return None
+        line = offset.y + round(self.scroll_y)
+        return line if 0 <= line <= self.last_line else None
+
+    def _on_icon(self, line: int, event: events.MouseEvent) -> bool:
+        """True when the mouse is on the ▶/▼ of ``line`` (it follows a guide per level)."""
+        offset = event.get_content_offset(self)
+        start = len(self.outline.lasts[line]) * self.guide_depth
+        return offset is not None and start <= offset.x + round(self.scroll_x) < start + cell_len(self.ICON_NODE)
 
     def on_leave(self, _: events.Leave) -> None:
         self.hover_line = -1
@@ -306,8 +321,9 @@ class OutlineView(ScrollView, can_focus=True):
         )
         hovered = hover[0] <= line_no <= hover[1]
         selected = self.has_focus and cursor[0] <= line_no <= cursor[1]
-        # A line is drawn again only when what it shows changed: a key that moves the cursor redraws two.
-        key: tuple[object, ...] = (line_no, entry, width, self.has_focus, line_no == self.cursor_line)
+        # A line is drawn again only when what it shows changed: a key that moves the cursor redraws two,
+        # and a tree scrolled by a line draws one (a line's strip does not depend on where it is).
+        key: tuple[object, ...] = (entry, lasts, width, self.has_focus, line_no == self.cursor_line)
         key += (line_no == self.hover_line, hovered and hover[2], selected and cursor[2])
         strip = self._drawn.get(key)
         if strip is None:
@@ -327,7 +343,7 @@ class OutlineView(ScrollView, can_focus=True):
         selected: bool,
         styles: dict[str, Style],
     ) -> Strip:
-        line_style = (styles["highlight-line"] if hovered else styles["base"]) + Style(meta={"line": line_no})
+        line_style = styles["highlight-line"] if hovered else styles["base"]
         # Segments made directly, styled as Textual's Tree styles the Text it renders (line style, then the
         # piece's, then the label's): rendering a Text took most of the time of drawing a line.
         segments = []
@@ -347,9 +363,8 @@ class OutlineView(ScrollView, can_focus=True):
         if self.cursor_line == line_no:
             label_style += styles["cursor"]
         if entry.kind == "module":
-            # The icon carries the toggle marker, so a click on ▶/▼ opens or closes the branch.
             icon = self.ICON_NODE_EXPANDED if self.is_expanded(entry.key) else self.ICON_NODE
-            segments.append(Segment(icon, line_style + TOGGLE_STYLE))
+            segments.append(Segment(icon, line_style))
         plain = line_style + label_style
         unstyled = ""  # pieces without a style of their own run together, as in a rendered Text
         for piece, component in self.label_parts(entry, len(lasts)):
