@@ -148,10 +148,8 @@ class PaintMeter:
                 return end - t0, cpu_end - c0, self.gc_s - gc0
 
 
-async def press_keys(
-    app: FxtuiApp, meter: PaintMeter, presses: int
-) -> dict[str, list[tuple[float, float, float]]]:
-    """Press each kind of key ``presses`` times (filter keys half as often); (wall, CPU) seconds per kind."""
+async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str, list[tuple[float, float, float]]]:
+    """Press each kind of key ``presses`` times (filter keys half as often); (wall, CPU, GC) seconds per kind."""
     main = app.main
     for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter"):
         setattr(main, name, meter.mark(getattr(main, name)))
