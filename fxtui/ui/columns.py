@@ -166,17 +166,16 @@ class _View:
         self.nodes, self.stats_names = nodes, stats.names if isinstance(stats, ColumnTable) else None
         self.positions: np.ndarray | None = None
         """Each row's position in the statistics' columns, when every row has one."""
+        self.base = np.arange(len(nodes))
+        """The rows in graph order: a stable sort of values in this order keeps ties in it."""
         if isinstance(nodes, Selection):  # graph order already, and the graph's indices at hand
             self.names = nodes.names
-            self.base = np.arange(len(nodes))
             if isinstance(stats, ColumnTable) and _graph_ordered(stats, nodes.graph):
                 self.positions = nodes.indices
                 return
         else:
             self.names = tuple(map(operator.attrgetter("name"), nodes))
             graph_order = np.fromiter(map(operator.attrgetter("index"), nodes), np.int64, len(nodes))
-            self.base = np.arange(len(nodes))
-            """The rows in graph order: a stable sort of values in this order keeps ties in it."""
             if np.any(graph_order[1:] < graph_order[:-1]):
                 self.base = np.argsort(graph_order, kind="stable")
         if isinstance(stats, ColumnTable):
@@ -198,9 +197,8 @@ class _View:
 
     def order(self, values: Sequence[SortValue], descending: bool) -> tuple[str, ...]:
         """The names sorted by ``values`` (one per row), ties in graph order."""
-        numbers = np.asarray(values)
-        if numbers.dtype.kind in "fiub" and numbers.ndim == 1:
-            numbers = numbers.astype(np.float64, copy=False)[self.base]
+        if isinstance(values, np.ndarray) or (len(values) > 0 and isinstance(values[0], (int, float))):
+            numbers = np.asarray(values, dtype=np.float64)[self.base]
             # Negated, an ascending stable sort puts the largest first and keeps ties in graph order.
             ranks = self.base[np.argsort(-numbers if descending else numbers, kind="stable")].tolist()
         else:  # text: Python's sort, which is stable reversed too

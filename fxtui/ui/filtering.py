@@ -120,9 +120,8 @@ class Shown:
         nodes = self.nodes
         if not scope:
             return nodes
-        if not isinstance(nodes, Selection):
-            below = scope + "."
-            return tuple(n for n in nodes if n.module_path == scope or n.module_path.startswith(below))
+        if not isinstance(nodes, Selection):  # the empty view before a graph, or a caller's own tuple
+            return tuple(n for n in nodes if in_scope(n.module_path, scope))
         # The module's nodes and those below it, as the module plan lists them (graph order), that the filter keeps.
         plan = nodes.graph.module_plan
         flat, offsets = plan.subtree_nodes()
@@ -138,7 +137,7 @@ def prepare(graph: GraphInfo) -> None:
     """
     NodeColumns.of(graph.nodes)
     graph.module_plan.subtree_nodes()
-    graph.module_plan.holding(np.zeros(len(graph.nodes), dtype=bool))
+    graph.module_plan.holding(np.zeros(len(graph.nodes), dtype=bool))  # works out the plan's tree levels
 
 
 def tree_totals(snapshot: Snapshot, shown: Shown) -> tuple[Mapping[str, float], Mapping[str, float]]:
