@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fakes import FakeSource, graph_of, resnet_snapshot, settle, stats_of, tree_cursor, tree_entries
+from textual.app import App, ComposeResult
 
 from fxtui.engine.model import NodeStats
 from fxtui.ui.app import FxtuiApp
@@ -225,3 +226,47 @@ async def test_state_set_from_code_shows_in_the_status_line_the_table_and_the_tr
         for part in ("paused", "view layer2.1", f"· {len(main.table.row_names)}/", "path=layer2*", "sort node ↑"):
             assert part in line, part
         assert main.check_action("scope_up", ()) and main.check_action("clear_filters", ())
+
+
+async def test_a_cursor_key_selects_in_its_own_handler() -> None:
+    # The table's and the tree's cursor moves select before their handler returns, so the tree, the
+    # table and the detail pane change in one repaint (a posted message was handled after a repaint).
+    app = FxtuiApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        main = app.main
+        table, tree = main.table, main.module_tree
+        table.action_cursor(1)
+        assert main.selected == table.cursor_name == table.row_names[1]
+        assert tree_cursor(tree) == Entry("node", table.row_names[1])
+        tree.focus()
+        await pilot.pause()
+        before = main.selected
+        tree.action_cursor_down()  # conv1 → bn1 of the same block
+        entry = tree_cursor(tree)
+        assert entry is not None and entry.kind == "node" and main.selected == entry.key != before
+        assert table.cursor_name == entry.key and main.query_one(DetailPane).selected == entry.key
+
+
+async def test_a_table_on_its_own_posts_its_cursor_moves() -> None:
+    class OneTable(App[None]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.moved: list[str] = []
+
+        def compose(self) -> ComposeResult:
+            yield NodeTable()
+
+        def on_node_table_highlighted(self, message: NodeTable.Highlighted) -> None:
+            self.moved.append(message.name)
+
+    snapshot = resnet_snapshot()
+    assert snapshot.graph is not None
+    app = OneTable()
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(NodeTable)
+        table.set_graph(snapshot.graph)
+        table.set_nodes(snapshot.graph.nodes, snapshot.nodes)
+        table.focus()
+        await pilot.press("down", "down")
+        assert app.moved == list(table.row_names[1:3])

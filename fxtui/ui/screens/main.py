@@ -106,6 +106,9 @@ class MainScreen(Screen[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
+        # The table's and the tree's cursors select at once, in the key's handler (one frame for it all).
+        self.table.on_highlight = self._table_moved
+        self.module_tree.on_node = self._tree_node
         self.table.focus()
         collection.defer_full_passes()
 
@@ -292,22 +295,24 @@ class MainScreen(Screen[None]):
 
     # -- widget events ------------------------------------------------------
 
-    @on(NodeTable.Highlighted)
-    def _table_moved(self, message: NodeTable.Highlighted) -> None:
-        self.select_node(message.name, origin="table")
+    def _table_moved(self, name: str) -> None:
+        self.select_node(name, origin="table")
 
     @on(NodeTable.SortRequested)
     def _header_clicked(self, message: NodeTable.SortRequested) -> None:
         self.sort = clicked_sort(self.sort, message.key)
 
     @on(ModuleTree.NodeChosen)
-    def _tree_node(self, message: ModuleTree.NodeChosen) -> None:
-        if message.name == self.selected:
+    def _tree_node_message(self, message: ModuleTree.NodeChosen) -> None:
+        self._tree_node(message.name)
+
+    def _tree_node(self, name: str) -> None:
+        if name == self.selected:
             return
-        if not self.table.shows(message.name):
+        if not self.table.shows(name):
             # A node outside the current scope: widen the scope to its module so the table can show it.
-            self.set_scope(self.module_tree.display_parent(message.name), reveal=False)
-        self.select_node(message.name, origin="tree")
+            self.set_scope(self.module_tree.display_parent(name), reveal=False)
+        self.select_node(name, origin="tree")
 
     @on(ModuleTree.ModuleChosen)
     def _tree_module(self, message: ModuleTree.ModuleChosen) -> None:

@@ -8,7 +8,7 @@ is drawn, so a refresh changes numbers without touching the structure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import ClassVar
@@ -71,6 +71,12 @@ class ModuleTree(OutlineView):
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
         self.error_node: str | None = None
+        self.on_node: Callable[[str], object] | None = None
+        """Called in the key's (or click's) own handler when the user moves the cursor onto a node or
+        presses Enter on one, instead of posting :class:`NodeChosen`, so that what follows the
+        selection draws in the same frame (see :attr:`NodeTable.on_highlight`). Moves the tree makes
+        itself (:meth:`reveal`) still post the message."""
+        self._revealing = False
 
     # -- structure ----------------------------------------------------------
 
@@ -119,7 +125,13 @@ class ModuleTree(OutlineView):
     def cursor_moved(self, entry: Entry) -> None:
         """Landing on a node selects it."""
         if entry.kind == "node":
-            self.post_message(self.NodeChosen(entry.key))
+            self._choose(entry.key)
+
+    def _choose(self, name: str) -> None:
+        if self.on_node is not None and not self._revealing:
+            self.on_node(name)
+        else:
+            self.post_message(self.NodeChosen(name))
 
     def entry_selected(self, entry: Entry) -> None:
         """Enter: a module's branch opens and the table shows it; a node is selected."""
@@ -127,7 +139,7 @@ class ModuleTree(OutlineView):
             self.open(entry.key)
             self.post_message(self.ModuleChosen(entry.key))
         else:
-            self.post_message(self.NodeChosen(entry.key))
+            self._choose(entry.key)
 
     def reveal(self, entry: Entry) -> bool:
         """Open the branches down to ``entry`` and put the cursor on it; False when it is filtered out.
@@ -158,7 +170,11 @@ class ModuleTree(OutlineView):
         line = self.line_of(entry)
         if line is None:
             return False
-        self.move_cursor(line)
+        self._revealing = True
+        try:
+            self.move_cursor(line)
+        finally:
+            self._revealing = False
         return True
 
     # -- numbers ------------------------------------------------------------
