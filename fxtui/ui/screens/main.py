@@ -109,6 +109,7 @@ class MainScreen(Screen[None]):
         # The table's and the tree's cursors select at once, in the key's handler (one frame for it all).
         self.table.on_highlight = self._table_moved
         self.module_tree.on_node = self._tree_node
+        self.module_tree.on_module = self._tree_module
         self.table.focus()
         collection.defer_full_passes()
 
@@ -314,9 +315,8 @@ class MainScreen(Screen[None]):
             self.set_scope(self.module_tree.display_parent(name), reveal=False)
         self.select_node(name, origin="tree")
 
-    @on(ModuleTree.ModuleChosen)
-    def _tree_module(self, message: ModuleTree.ModuleChosen) -> None:
-        self.set_scope(message.path, reveal=False)
+    def _tree_module(self, path: str) -> None:
+        self.set_scope(path, reveal=False)
 
     @on(FilterInput.Filtered)
     def _filter_typed(self, message: FilterInput.Filtered) -> None:

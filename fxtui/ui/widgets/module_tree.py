@@ -28,7 +28,8 @@ __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 class ModuleTree(OutlineView):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves.
 
-    Posts :class:`NodeChosen` when the cursor lands on a node and :class:`ModuleChosen` on Enter on a module.
+    Tells its owner when the cursor lands on a node (:attr:`on_node`, else :class:`NodeChosen`) and on
+    Enter on a module (:attr:`on_module`, else :class:`ModuleChosen`).
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -76,6 +77,9 @@ class ModuleTree(OutlineView):
         presses Enter on one, instead of posting :class:`NodeChosen`, so that what follows the
         selection draws in the same frame (see :attr:`NodeTable.on_highlight`). Moves the tree makes
         itself (:meth:`reveal`) still post the message."""
+        self.on_module: Callable[[str], object] | None = None
+        """Called at once on Enter on a module (its branch is open by then), instead of posting
+        :class:`ModuleChosen`, for the same reason."""
         self._revealing = False
 
     # -- structure ----------------------------------------------------------
@@ -137,7 +141,10 @@ class ModuleTree(OutlineView):
         """Enter: a module's branch opens and the table shows it; a node is selected."""
         if entry.kind == "module":
             self.open(entry.key)
-            self.post_message(self.ModuleChosen(entry.key))
+            if self.on_module is not None:
+                self.on_module(entry.key)
+            else:
+                self.post_message(self.ModuleChosen(entry.key))
         else:
             self._choose(entry.key)
 
