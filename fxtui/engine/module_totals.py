@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -26,7 +26,19 @@ class ModulePlan:
     walk up the tree per node per snapshot, ~20 ms, to two additions per node and module).
     """
 
-    __slots__ = ("_levels", "_subtrees", "counts", "deepest_first", "index", "names", "own", "parent", "paths", "phase")
+    __slots__ = (
+        "_levels",
+        "_subtrees",
+        "counts",
+        "deepest_first",
+        "depth",
+        "index",
+        "names",
+        "own",
+        "parent",
+        "paths",
+        "phase",
+    )
 
     def __init__(self, nodes: Sequence[NodeInfo], modules: Iterable[str]) -> None:
         self.paths = list(dict.fromkeys(modules))
@@ -35,9 +47,9 @@ class ModulePlan:
         self.own = [index[n.module_path] for n in nodes]
         # Each module's nearest ancestor on the tree (-1 for the root), and the order to add totals up in.
         self.parent = [_nearest(module_ancestors(p)[:-1], index) for p in self.paths]
-        depth = [p.count(".") + 1 if p else 0 for p in self.paths]
+        self.depth = [p.count(".") + 1 if p else 0 for p in self.paths]
         children = [i for i in range(len(self.paths)) if self.parent[i] >= 0]
-        self.deepest_first = sorted(children, key=depth.__getitem__, reverse=True)
+        self.deepest_first = sorted(children, key=self.depth.__getitem__, reverse=True)
         phases = {"forward": 1, "backward": 2}
         self.phase = [phases.get(n.phase, 0) for n in nodes]
         self.counts = self.roll_up([1] * len(nodes))
@@ -51,10 +63,7 @@ class ModulePlan:
         modules a set operation per level took ~10 ms, a walk up the ancestors per node longer.
         """
         if self._levels is None:
-            parent, depth = (
-                np.array(self.parent, dtype=np.int64),
-                np.array([p.count(".") + 1 if p else 0 for p in self.paths], dtype=np.int64),
-            )
+            parent, depth = np.array(self.parent, dtype=np.int64), np.array(self.depth, dtype=np.int64)
             levels = [
                 (children, parent[children])
                 for d in range(int(depth.max(initial=0)), 0, -1)
@@ -87,6 +96,16 @@ class ModulePlan:
             self._subtrees = (flat, offsets)
         return self._subtrees
 
+    def subtree(self, path: str) -> np.ndarray:
+        """The nodes of module ``path`` and of every module below it (graph indices, ascending)."""
+        flat, offsets = self.subtree_nodes()
+        i = self.index[path]
+        return np.frombuffer(flat, dtype=np.int64)[offsets[i] : offsets[i + 1]]
+
+    def in_graph_order(self, stats: Mapping[str, NodeStats]) -> TypeGuard[ColumnTable[NodeStats]]:
+        """True when ``stats`` is a column table with one row per node, in graph order (as a session sends it)."""
+        return isinstance(stats, ColumnTable) and (stats.names is self.names or stats.names == self.names)
+
     def own_totals(self, values: Sequence[Any], only_phase: int = 0) -> list[Any]:
         """Each module's total of one value per node (graph order) over its own nodes, none below it."""
         totals: list[Any] = [0] * len(self.paths)
@@ -101,7 +120,7 @@ class ModulePlan:
 
     def medians(self, stats: Mapping[str, NodeStats]) -> Sequence[float]:
         """Each node's median (graph order) from ``stats``, 0 for a node without one; a column when it is one."""
-        if isinstance(stats, ColumnTable) and (stats.names is self.names or stats.names == self.names):
+        if self.in_graph_order(stats):
             return stats.column("median_s")  # already in graph order
         by_name = node_medians(stats)
         return [by_name.get(name, 0.0) for name in self.names]

@@ -12,7 +12,7 @@ import numpy as np
 
 from fxtui.engine.columnar import ColumnTable
 from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO
-from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats
+from fxtui.engine.snapshot import NodeInfo, NodeStats
 from fxtui.engine.units import format_bytes, format_pct, format_seconds
 from fxtui.ui.selection import Selection
 
@@ -170,7 +170,7 @@ class _View:
         """The rows in graph order: a stable sort of values in this order keeps ties in it."""
         if isinstance(nodes, Selection):  # graph order already, and the graph's indices at hand
             self.names = nodes.names
-            if isinstance(stats, ColumnTable) and _graph_ordered(stats, nodes.graph):
+            if nodes.graph.module_plan.in_graph_order(stats):
                 self.positions = nodes.indices
                 return
         else:
@@ -204,12 +204,6 @@ class _View:
         else:  # text: Python's sort, which is stable reversed too
             ranks = sorted(self.base.tolist(), key=values.__getitem__, reverse=descending)
         return operator.itemgetter(*ranks)(self.names) if len(ranks) > 1 else tuple(self.names[i] for i in ranks)
-
-
-def _graph_ordered(stats: ColumnTable[NodeStats], graph: GraphInfo) -> bool:
-    """True when ``stats`` holds one row per node of ``graph``, in graph order (as a session sends them)."""
-    names = graph.module_plan.names
-    return stats.names is names or stats.names == names
 
 
 def sort_names(

@@ -122,11 +122,8 @@ class Shown:
             return nodes
         if not isinstance(nodes, Selection):  # the empty view before a graph, or a caller's own tuple
             return tuple(n for n in nodes if in_scope(n.module_path, scope))
-        # The module's nodes and those below it, as the module plan lists them (graph order), that the filter keeps.
-        plan = nodes.graph.module_plan
-        flat, offsets = plan.subtree_nodes()
-        i = plan.index[scope]
-        subtree = np.frombuffer(flat, dtype=np.int64)[offsets[i] : offsets[i + 1]]
+        # The module's nodes and those below it (the module plan's, graph order) that the filter keeps.
+        subtree = nodes.graph.module_plan.subtree(scope)
         return Selection(nodes.graph, subtree[np.frombuffer(self.mask, dtype=bool)[subtree]])
 
 
@@ -178,13 +175,12 @@ class FilteredTotals(Mapping[str, float]):
     def __getitem__(self, path: str) -> float:
         total = self._sums.get(path)
         if total is None:
-            i = self._plan.index[path]
-            flat, offsets = self._plan.subtree_nodes()
+            subtree = self._plan.subtree(path)
             medians, mask = self._medians, self._mask
-            if offsets[i + 1] - offsets[i] == len(medians):  # every node (the root): no gathering
+            if len(subtree) == len(medians):  # every node (the root): no gathering
                 total = sum(itertools.compress(medians, mask))
             else:
-                nodes = flat[offsets[i] : offsets[i + 1]]
+                nodes = subtree.tolist()
                 total = sum(itertools.compress(map(medians.__getitem__, nodes), map(mask.__getitem__, nodes)))
             total = self._sums[path] = float(total)
         return total

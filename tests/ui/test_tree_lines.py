@@ -21,31 +21,36 @@ def _outline(spec: FilterSpec = filtering.DEFAULT_FILTER) -> Outline:
     return Outline(graph, _enclosing(shown), {n.name for n in shown})
 
 
+def _lines(outline: Outline) -> list[tuple[Entry, tuple[bool, ...]]]:
+    """Each line as (its entry, its guide flags)."""
+    return list(zip(outline.entries, outline.lasts, strict=True))
+
+
 def _keys(outline: Outline) -> list[str]:
-    return [entry.key for entry, _ in outline.lines]
+    return [entry.key for entry in outline.entries]
 
 
 def test_the_root_lists_graph_order_with_one_node_modules_as_their_node() -> None:
     outline = _outline()
     outline.open_all(())
     assert _keys(outline)[:7] == ["", "conv1", "bn1", "relu", "maxpool", "layer1", "layer2"]
-    assert outline.lines[1] == (Entry("node", "conv1"), (False,))
-    assert outline.lines[-1] == (Entry("node", "fc"), (True,))  # └─ fc
+    assert _lines(outline)[1] == (Entry("node", "conv1"), (False,))
+    assert _lines(outline)[-1] == (Entry("node", "fc"), (True,))  # └─ fc
 
 
 def test_opening_and_closing_a_branch_splices_its_lines() -> None:
     outline = _outline()
     outline.open_all(())
-    before = list(outline.lines)
+    before = _lines(outline)
     at, added = outline.expand("layer1")
     assert at == _keys(outline).index("layer1") and added == 2  # layer1.0, layer1.1
     at0, added0 = outline.expand("layer1.0")
     assert added0 == 6  # conv1 bn1 relu conv2 bn2 add; relu (called twice) is a closed branch
     assert outline.line_of(Entry("node", "layer1_0_conv1")) == at0 + 1
-    assert outline.lines[at0 + 1][1] == (False, False, False)  # three levels below the root, not last
+    assert _lines(outline)[at0 + 1][1] == (False, False, False)  # three levels below the root, not last
     assert outline.subtree_end(at) == at + added + added0
     assert outline.collapse("layer1") == (at, added + added0)
-    assert list(outline.lines) == before
+    assert _lines(outline) == before
     assert outline.is_expanded("layer1.0")  # still open inside the closed branch
     outline.expand("layer1")
     assert outline.line_of(Entry("node", "layer1_0_conv1")) is not None  # shown again, opened as it was

@@ -17,34 +17,14 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from fxtui.engine.snapshot import GraphInfo
 from fxtui.ui.widgets.tree_labels import Entry
 
-#: One line: its entry, and for each level below the root whether that ancestor (the
-#: entry itself last) is the last child of its parent (``├─`` or ``└─``, ``│`` or blank).
-Line = tuple[Entry, tuple[bool, ...]]
-
 ROOT = Entry("module", "")
-
-
-class Lines(Sequence[Line]):
-    """The lines of an :class:`Outline`, read one at a time as (entry, flags)."""
-
-    __slots__ = ("entries", "lasts")
-
-    def __init__(self, entries: list[Entry], lasts: list[tuple[bool, ...]]) -> None:
-        self.entries = entries
-        self.lasts = lasts
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __getitem__(self, index: int) -> Line:  # type: ignore[override]  # lines one at a time, no slices
-        return self.entries[index], self.lasts[index]
 
 
 class Outline:
@@ -156,11 +136,6 @@ class Outline:
         return [entry for _, entry in items]
 
     # -- which lines are shown ----------------------------------------------
-
-    @property
-    def lines(self) -> Lines:
-        """The lines, each as (entry, flags)."""
-        return Lines(self.entries, self.lasts)
 
     def open_all(self, paths: Iterable[str]) -> None:
         """Open the branches ``paths`` (and the root) and lay out every line anew."""
