@@ -21,8 +21,8 @@ __all__ = ["FxtuiError", "Report", "__version__", "keep_freed_memory", "profile"
 if TYPE_CHECKING:
     import torch
 
+    from fxtui.core.errors import FxtuiError
     from fxtui.engine.allocator import keep_freed_memory
-    from fxtui.engine.errors import FxtuiError
     from fxtui.engine.report import Report
 
 
@@ -76,9 +76,9 @@ def profile(
     without it, glibc may hand large buffers back to the system between runs, and
     the nodes that refill them pay page faults (``report.faults_per_run``).
     """
+    from fxtui.core.what_ifs import parse_what_ifs
     from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
     from fxtui.engine.session import thread_limit
-    from fxtui.engine.whatif import parse_what_ifs
 
     names = parse_what_ifs(what_ifs if isinstance(what_ifs, str) else ",".join(what_ifs)) if what_ifs else ()
     with thread_limit(threads):
@@ -108,7 +108,7 @@ def __getattr__(name: str) -> Any:
 
         return keep_freed_memory
     if name == "FxtuiError":
-        from fxtui.engine.errors import FxtuiError
+        from fxtui.core.errors import FxtuiError
 
         return FxtuiError
     raise AttributeError(f"module 'fxtui' has no attribute {name!r}")

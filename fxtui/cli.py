@@ -13,9 +13,9 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.filters import FilterSpec, parse_ops, parse_phases, parse_types
-from fxtui.engine.target import Target, parse_shape
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
+from fxtui.core.settings import Target, parse_shape
 from fxtui.output import say
 
 EXIT_USAGE = 2
@@ -260,7 +260,7 @@ def _filter_spec(args: argparse.Namespace) -> FilterSpec:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    from fxtui.engine.target import parse_hf_config
+    from fxtui.core.settings import parse_hf_config
 
     shapes = tuple(args.input_shape) if args.input_shape else None
     return Target(
@@ -276,7 +276,7 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from fxtui.engine.diff import diff_files
+    from fxtui.core.diff import diff_files
 
     diff = diff_files(args.before, args.after)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
@@ -295,7 +295,7 @@ def _live(args: argparse.Namespace) -> int:
     _filter_spec(args)  # fail on a bad --op or --what-if before the screen is taken over
     names = what_if_names(args)
     # torch is imported by the engine's child process only; the app stays light.
-    from fxtui.engine.commands import MeasureWhatIfs, Stop
+    from fxtui.core.commands import MeasureWhatIfs, Stop
     from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 

@@ -10,16 +10,16 @@ import argparse
 import dataclasses
 import sys
 
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.filters import FilterSpec
-from fxtui.engine.target import Target
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec
+from fxtui.core.settings import Target
 from fxtui.output import say
 from fxtui.signals import StopOnSignal
 
 
 def what_if_names(args: argparse.Namespace) -> tuple[str, ...]:
     """The what-ifs asked for: ``--what-if`` and every thread count of ``--threads`` after the first."""
-    from fxtui.engine.whatif import parse_what_ifs
+    from fxtui.core.what_ifs import parse_what_ifs
 
     names = parse_what_ifs(args.what_if) if args.what_if else ()
     extra = tuple(f"threads={n}" for n in (args.threads or ())[1:])
@@ -69,13 +69,13 @@ def _profile_and_print(
     analyse: bool,
     stop: StopOnSignal,
 ) -> int:
+    from fxtui.core.what_if_text import what_ifs_text
     from fxtui.engine.export import export
     from fxtui.engine.pipeline import make_report, run_profile, session_for_target
     from fxtui.engine.render import aten_text, hints_text
     from fxtui.engine.session import thread_limit
     from fxtui.engine.whatif.measure import MAX_PAIRS
     from fxtui.engine.whatif.run import run_what_ifs
-    from fxtui.engine.whatif.text import what_ifs_text
 
     with thread_limit(args.threads[0] if args.threads else None):
         session = session_for_target(target, analyse=analyse, memory=args.memory, keep_disturbed=args.keep_disturbed)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from fxtui.core import memory_policy
+from fxtui.core.snapshot import page_fault_warning
 from fxtui.engine import allocator
-from fxtui.engine.snapshot import page_fault_warning
 
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
@@ -71,9 +72,9 @@ def test_the_warning_names_the_remedy_that_applies() -> None:
 
 
 def test_every_policy_has_a_description() -> None:
-    for name in (allocator.KEEP, allocator.GLIBC, allocator.SYSTEM):
-        assert allocator.describe(name) and allocator.describe(name) != name
-    assert allocator.policy() in (allocator.KEEP, allocator.GLIBC, allocator.SYSTEM)
+    for name in (memory_policy.KEEP, memory_policy.GLIBC, memory_policy.SYSTEM):
+        assert memory_policy.describe(name) and memory_policy.describe(name) != name
+    assert allocator.policy() in (memory_policy.KEEP, memory_policy.GLIBC, memory_policy.SYSTEM)
 
 
 @glibc_only
@@ -89,5 +90,5 @@ def test_the_command_line_reports_the_policy_it_ran_with(tmp_path: Path, choice:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     memory = next(line for line in proc.stdout.splitlines() if line.startswith("memory"))
-    assert memory.removeprefix("memory").strip() == allocator.describe(choice)
+    assert memory.removeprefix("memory").strip() == memory_policy.describe(choice)
     assert json.loads(out.read_text())["metadata"]["malloc"] == choice

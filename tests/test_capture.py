@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from fxtui.cli import main
+from fxtui.core.errors import FxtuiError
 from fxtui.engine.capture import capture, graph_program
 from fxtui.engine.capture.names import module_path
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import make_report, run_profile, session_for_module
 from fxtui.engine.session import Session, thread_limit
@@ -188,8 +188,8 @@ def test_hf_target_builds_from_the_default_configuration_and_overrides(
 
 def test_hf_weights_are_those_from_config_gives_without_initializing_twice() -> None:
     transformers = pytest.importorskip("transformers")
+    from fxtui.engine.targets.default_inputs import SEED
     from fxtui.engine.targets.hf import load_hf
-    from fxtui.engine.targets.inputs import SEED
 
     overrides = [tuple(kv.split("=")) for kv in TINY_BERT.split(",")]
     fast, _ = load_hf("bert", overrides)

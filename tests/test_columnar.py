@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from fxtui.engine.columnar import ColumnTable, column_map, column_total
-from fxtui.engine.model import ModuleStats, NodeStats
+from fxtui.core.column_table import ColumnTable, column_map, column_total
+from fxtui.core.nodes import ModuleStats, NodeStats
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine.remote import Packer, Unpacker
-from fxtui.engine.snapshot import Snapshot, State
 from fxtui.ui.demo.source import make_snapshot, synthetic_graph
 
 

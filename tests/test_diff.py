@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fxtui.cli import main
-from fxtui.engine.diff import diff_reports
+from fxtui.core.diff import diff_reports
 from fxtui.engine.export import SCHEMA, SCHEMA_VERSION
 from fxtui.engine.report import Report
 

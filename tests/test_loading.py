@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.target import parse_shape
+from fxtui.core.errors import FxtuiError
+from fxtui.core.settings import parse_shape
 from fxtui.engine.targets import load_target
 
 MODEL_SOURCE = """

@@ -7,11 +7,11 @@ import mmap
 import torch
 from torch import nn
 
+from fxtui.core.nodes import NodeInfo
+from fxtui.core.snapshot import page_fault_warning
 from fxtui.engine.analysis.memory import measure_program_memory
 from fxtui.engine.capture.program import graph_program
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import NodeInfo
-from fxtui.engine.snapshot import page_fault_warning
 
 PAGES = 1024
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
+from fxtui.core.column_table import ColumnTable
+from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
+from fxtui.core.settings import Target
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine.remote import ChildOptions, ProcessSource
-from fxtui.engine.snapshot import Snapshot, State
-from fxtui.engine.target import Target
 
 MODEL = """
 import torch

@@ -12,10 +12,10 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.errors import FxtuiError
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec, parse_ops, path_matches
+from fxtui.core.nodes import NodeRow
 from fxtui.engine.export import load_json, write_atomic
-from fxtui.engine.filters import FilterSpec, parse_ops, path_matches
-from fxtui.engine.model import NodeRow
 from fxtui.engine.pipeline import make_report
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session

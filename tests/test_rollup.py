@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
+from fxtui.core.rollup import ModulePlan, module_stats
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.module_totals import ModulePlan, module_stats
 from fxtui.engine.pipeline import run_profile, session_for_module
 from fxtui.engine.rollup import TensorRollUp
 from fxtui.engine.targets import LoadedModel

@@ -9,7 +9,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.errors import FxtuiError, NodeError
+from fxtui.core.errors import FxtuiError, NodeError
 from fxtui.engine.session import Session
 from fxtui.engine.timing import TimingInterpreter, calibrate_clock, describe_value
 
@@ -230,7 +230,7 @@ def test_page_faults_per_run_are_counted_and_explained() -> None:
 
 
 def test_a_node_far_above_its_fastest_run_is_unsteady() -> None:
-    from fxtui.engine.snapshot import NodeStats, is_unsteady
+    from fxtui.core.nodes import NodeStats, is_unsteady
 
     def stats(median_s: float, min_s: float) -> NodeStats:
         return NodeStats(10, median_s, median_s, median_s, min_s, median_s, 0.0, 1.0)

@@ -10,8 +10,8 @@ import torch
 import torchvision
 from torch import nn
 
+from fxtui.core.errors import FxtuiError
 from fxtui.engine.capture.fx import trace_model
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.targets import load_target
 
 

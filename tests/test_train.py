@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from fxtui.cli import main
+from fxtui.core.errors import FxtuiError
 from fxtui.engine.capture.train import choose_loss
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import make_report, run_profile, session_for_module
 from fxtui.engine.report import Report

@@ -12,15 +12,15 @@ import pytest
 import torch
 from torch import nn
 
-from fxtui.engine.errors import FxtuiError
+from fxtui.core.errors import FxtuiError
+from fxtui.core.findings import WhatIf
+from fxtui.core.what_ifs import parse_what_ifs
 from fxtui.engine.export import export
-from fxtui.engine.findings import WhatIf
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
 from fxtui.engine.targets import LoadedModel
-from fxtui.engine.whatif import parse_what_ifs
 from fxtui.engine.whatif.changes import compile_failure
 from fxtui.engine.whatif.outputs import output_difference
 from fxtui.engine.whatif.run import run_what_ifs, what_if_options
@@ -352,7 +352,7 @@ def test_an_infinite_output_difference_is_written_as_null() -> None:
 
 
 def test_the_text_says_a_large_slowdown_as_a_factor_and_gives_no_verdict_within_the_spread() -> None:
-    from fxtui.engine.whatif.text import change_text, what_if_text
+    from fxtui.core.what_if_text import change_text, what_if_text
 
     assert change_text(result((0.9, 1.0, 1.1), (11.0, 12.0, 13.0))) == "12.0× slower"
     assert change_text(result((9.0, 10.0, 11.0), (11.5, 12.0, 13.0))) == "20.0% slower"

@@ -22,17 +22,12 @@ import ctypes
 import ctypes.util
 import platform
 
+from fxtui.core.memory_policy import GLIBC, KEEP, SYSTEM
+
 #: ``mallopt`` parameters from glibc's ``malloc.h``.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 _INT_MAX = 2**31 - 1
-
-KEEP = "keep"
-"""Freed memory stays in the process; blocks come from the heap (see the module docs)."""
-GLIBC = "glibc"
-"""glibc's own policy: large blocks mapped afresh, freed memory returned to the system."""
-SYSTEM = "system"
-"""A C library fxtui cannot tune (not glibc): whatever it does."""
 
 _policy: str | None = None
 
@@ -58,17 +53,6 @@ def policy() -> str:
     if _policy is not None:
         return _policy
     return GLIBC if platform.libc_ver()[0] == "glibc" else SYSTEM
-
-
-def describe(name: str) -> str:
-    """One line for a report header: what the policy means for the figures."""
-    if name == KEEP:
-        return "freed memory kept in the process: no node pays page faults for buffers the allocator gave back"
-    if name == GLIBC:
-        return "glibc's default: large buffers are mapped afresh, and the nodes that fill them pay page faults"
-    if name == SYSTEM:
-        return "the C library's own policy (not glibc; fxtui leaves it alone)"
-    return name
 
 
 def _glibc() -> ctypes.CDLL | None:

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from fxtui.core.errors import NodeError
+from fxtui.core.findings import AtenOp, Hint
+from fxtui.core.snapshot import GraphInfo
 from fxtui.engine.analysis.aten import program_aten_breakdown
 from fxtui.engine.analysis.hints import suggest
 from fxtui.engine.analysis.memory import measure_program_memory
@@ -23,9 +26,6 @@ from fxtui.engine.analysis.roofline import measure_peaks
 from fxtui.engine.analysis.source import program_sources
 from fxtui.engine.analysis.threads import thread_info
 from fxtui.engine.analysis.work import NodeWork, measure_program_work
-from fxtui.engine.errors import NodeError
-from fxtui.engine.findings import AtenOp, Hint
-from fxtui.engine.snapshot import GraphInfo
 
 if TYPE_CHECKING:
     from fxtui.engine.session import Session

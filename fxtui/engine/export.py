@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.model import module_ancestors
+from fxtui.core.errors import FxtuiError
+from fxtui.core.nodes import module_ancestors
 
 if TYPE_CHECKING:
     from fxtui.engine.report import Report

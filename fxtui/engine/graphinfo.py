@@ -1,4 +1,4 @@
-"""Turn a captured program into the torch-free :class:`~fxtui.engine.snapshot.GraphInfo`."""
+"""Turn a captured program into the torch-free :class:`~fxtui.core.snapshot.GraphInfo`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import torch.fx
 from torch.fx.node import Node
 
+from fxtui.core.nodes import NodeInfo, build_module_tree
+from fxtui.core.snapshot import GraphInfo
 from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import Program
-from fxtui.engine.model import NodeInfo, build_module_tree
-from fxtui.engine.snapshot import GraphInfo
 from fxtui.engine.timing import ValueMeta
 
 __all__ = ["build_graph_info", "describe_target"]

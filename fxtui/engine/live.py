@@ -2,7 +2,7 @@
 
 A :class:`LiveSource` runs in one worker thread (in the app, inside the engine's child
 process). Consumers talk to it only through :meth:`LiveSource.send` with the typed
-commands of :mod:`fxtui.engine.commands`; the loop drains them between runs, so nothing
+commands of :mod:`fxtui.core.commands`; the loop drains them between runs, so nothing
 a command does (an aten pass, a what-if) lands inside a timed run. The analyses return
 their findings and the loop keeps them on the session, which every snapshot reports.
 """
@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from fxtui.core.commands import Command, Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
+from fxtui.core.errors import FxtuiError
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine import explain
-from fxtui.engine.commands import Command, Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.session import Session
-from fxtui.engine.snapshot import Snapshot, State
 
 
 class LiveSource:

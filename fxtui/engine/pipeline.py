@@ -12,16 +12,16 @@ from typing import Any
 
 import torch
 
+from fxtui.core.errors import FxtuiError
+from fxtui.core.settings import Target
+from fxtui.core.snapshot import State
 from fxtui.engine.capture import capture
 from fxtui.engine.capture.dynamo import capture_dynamo
 from fxtui.engine.capture.train import capture_train
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.explain import annotate, measure_memory
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
-from fxtui.engine.snapshot import State
-from fxtui.engine.target import Target
 from fxtui.engine.targets import LoadedModel, load_target
 
 Progress = Callable[[State, str], None]

@@ -10,7 +10,7 @@ It also keeps torch out of the UI process, which starts faster for it.
 The graph description (:class:`GraphInfo`) crosses the pipe when it is new (at the
 start, and once more when the analysis has filled it in); snapshots travel without it
 and are re-attached here. A snapshot's node and module statistics travel as columns
-(:class:`~fxtui.engine.columnar.ColumnTable`): as one object per node, a 50,000-node
+(:class:`~fxtui.core.column_table.ColumnTable`): as one object per node, a 50,000-node
 snapshot took about a second to unpickle, holding the GIL, so the app could not
 answer a key meanwhile.
 
@@ -30,10 +30,11 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fxtui.engine.columnar import ColumnTable, Stored
-from fxtui.engine.commands import Command, Stop
-from fxtui.engine.snapshot import GraphInfo, ModuleStats, NodeStats, Snapshot, State
-from fxtui.engine.target import Target
+from fxtui.core.column_table import ColumnTable, Stored
+from fxtui.core.commands import Command, Stop
+from fxtui.core.nodes import ModuleStats, NodeStats
+from fxtui.core.settings import Target
+from fxtui.core.snapshot import GraphInfo, Snapshot, State
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +59,7 @@ class ChildOptions:
 
 
 class ProcessSource:
-    """A :class:`~fxtui.engine.snapshot.SnapshotSource` backed by a child process."""
+    """A :class:`~fxtui.core.snapshot.SnapshotSource` backed by a child process."""
 
     def __init__(self, options: ChildOptions) -> None:
         self.options = options

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 
 import tabulate
 
-from fxtui.engine import allocator
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.filters import FilterSpec, path_matches
-from fxtui.engine.findings import AtenOp, Hint, WhatIf
-from fxtui.engine.model import NodeRow, Spread
-from fxtui.engine.snapshot import page_fault_warning
-from fxtui.engine.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
-from fxtui.engine.whatif import text as whatif_text
+from fxtui.core import memory_policy, what_if_text
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec, path_matches
+from fxtui.core.findings import AtenOp, Hint, WhatIf
+from fxtui.core.nodes import NodeRow, Spread
+from fxtui.core.snapshot import page_fault_warning
+from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 
 if TYPE_CHECKING:
     from fxtui.engine.report import Report
@@ -58,7 +57,7 @@ def header(report: Report) -> str:
         lines.append(f"failures   {r.failures} runs failed; last: {r.last_error}")
     lines.extend(memory_lines(r))
     if r.malloc:
-        lines.append("memory     " + allocator.describe(r.malloc))
+        lines.append("memory     " + memory_policy.describe(r.malloc))
     faults = page_fault_warning(r.faults_per_run, r.malloc, (row.info for row in r.rows))
     lines.extend(f"warning    {w}" for w in (*r.warnings, *r.thread_warnings, *([faults] if faults else [])))
     return "\n".join(lines)
@@ -149,7 +148,7 @@ def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
     for h in hints:
         tried = measured.get(h.what_if)
         if tried is not None:
-            saving = f"measured (what-if {tried.name}): {whatif_text.summary(tried)}"
+            saving = f"measured (what-if {tried.name}): {what_if_text.summary(tried)}"
         elif h.saving_s is not None:
             saving = f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
         else:

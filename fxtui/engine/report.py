@@ -1,6 +1,6 @@
 """Headless results: the Python API's :class:`Report`, what one profile measured.
 
-The report is data: settings of the run, node and module rows (:mod:`fxtui.engine.model`),
+The report is data: settings of the run, node and module rows (:mod:`fxtui.core.nodes`),
 run figures and findings. Turning it into text is :mod:`fxtui.engine.render`'s job, into
 files :mod:`fxtui.engine.export`'s; the methods here that do either are conveniences.
 """
@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec, matches
+from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
+from fxtui.core.nodes import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals, subtree_sums
+from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
 from fxtui.engine import export, render
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.filters import FilterSpec, matches
-from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
-from fxtui.engine.model import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals, subtree_sums
-from fxtui.engine.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Module totals from node medians as tensor index additions, for the session's snapshots.
 
-:meth:`~fxtui.engine.module_totals.ModulePlan.roll_up` adds in Python, a few additions per node
+:meth:`~fxtui.core.rollup.ModulePlan.roll_up` adds in Python, a few additions per node
 and module: 10–15 ms per snapshot at 10,000 nodes, a third of the snapshot. The session
 adds with ``index_add_`` over every (node, enclosing module) pair instead, worked out once
 per graph (under 1 ms per snapshot). The plan's pure-Python roll-up stays for code
@@ -13,7 +13,7 @@ from array import array
 
 import torch
 
-from fxtui.engine.module_totals import ModulePlan
+from fxtui.core.rollup import ModulePlan
 from fxtui.engine.stats import floats
 
 

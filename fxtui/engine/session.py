@@ -22,18 +22,18 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxtui.core.column_table import ColumnTable, equal_tuples
+from fxtui.core.errors import FxtuiError, NodeError
+from fxtui.core.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
+from fxtui.core.nodes import ModuleStats, NodeStats
+from fxtui.core.rollup import ModulePlan, module_table
+from fxtui.core.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine import allocator
 from fxtui.engine.capture.program import Program, graph_program
-from fxtui.engine.columnar import ColumnTable, equal_tuples
-from fxtui.engine.errors import FxtuiError, NodeError
-from fxtui.engine.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
-from fxtui.engine.model import ModuleStats, NodeStats
-from fxtui.engine.module_totals import ModulePlan, module_table
 from fxtui.engine.rollup import TensorRollUp
-from fxtui.engine.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
 
@@ -340,7 +340,7 @@ class Session:
                 **self._findings(summary),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
-        # As columns (fxtui.engine.columnar): a record per node is made only when one is read.
+        # As columns (fxtui.core.column_table): a record per node is made only when one is read.
         nodes = ColumnTable.from_columns(
             NodeStats,
             self.timer.names,

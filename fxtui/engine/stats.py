@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fxtui.engine.model import Spread
+from fxtui.core.nodes import Spread
 
 #: Samples the window may hold in all (runs × nodes). The quantiles are recomputed over the
 #: whole window for every snapshot, and their cost grows with it: on this project's 2-core

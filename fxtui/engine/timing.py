@@ -32,8 +32,8 @@ import torch
 import torch.fx
 from torch.fx.node import Argument, Node
 
+from fxtui.core.errors import NodeError
 from fxtui.engine.capture.program import GraphPart, Program
-from fxtui.engine.errors import NodeError
 from fxtui.engine.inputs import Inputs
 
 Clock = Callable[[], int]

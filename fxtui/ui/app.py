@@ -1,4 +1,4 @@
-"""The fxtui app: a live view of a :class:`~fxtui.engine.snapshot.SnapshotSource`.
+"""The fxtui app: a live view of a :class:`~fxtui.core.snapshot.SnapshotSource`.
 
 The source runs in a worker thread and publishes snapshots; the worker never
 touches a widget. Each snapshot travels as a :class:`SnapshotReady` message to the
@@ -16,8 +16,8 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
-from fxtui.engine.commands import Stop
-from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
+from fxtui.core.commands import Stop
+from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.ui.actions import APP, PROFILER_GROUPS, bindings, help_rows, palette_actions, palette_help
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.help import HelpScreen

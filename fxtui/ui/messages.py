@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from fxtui.engine.snapshot import Snapshot
+from fxtui.core.snapshot import Snapshot
 
 
 class SnapshotReady(Message):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fxtui.engine.columnar import column_map
-from fxtui.engine.snapshot import NodeInfo, NodeStats
-from fxtui.ui.filtering import FilterSpec, matches, shown_ops, with_ops
+from fxtui.core.column_table import column_map
+from fxtui.core.filters import FilterSpec, matches
+from fxtui.core.nodes import NodeInfo, NodeStats
+from fxtui.ui.view_filter import shown_ops, with_ops
 from fxtui.ui.widgets.tree_labels import Entry
 
 

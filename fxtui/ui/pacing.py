@@ -17,7 +17,7 @@ from collections.abc import Callable
 from textual.message_pump import MessagePump
 from textual.timer import Timer
 
-from fxtui.engine.snapshot import Snapshot
+from fxtui.core.snapshot import Snapshot
 
 #: Input pauses this long before a held snapshot is shown.
 QUIET_S = 0.25

@@ -16,7 +16,8 @@ from typing import overload
 
 import numpy as np
 
-from fxtui.engine.snapshot import GraphInfo, NodeInfo
+from fxtui.core.nodes import NodeInfo
+from fxtui.core.snapshot import GraphInfo
 
 
 class Selection(Sequence[NodeInfo]):

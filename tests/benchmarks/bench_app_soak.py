@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_soak import rss_mb
 
+from fxtui.core.settings import Target
+from fxtui.core.snapshot import State
 from fxtui.engine.remote import ChildOptions, ProcessSource
-from fxtui.engine.snapshot import State
-from fxtui.engine.target import Target
 from fxtui.ui.app import FxtuiApp
 
 

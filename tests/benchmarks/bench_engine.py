@@ -23,9 +23,9 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxtui.core.settings import Target
 from fxtui.engine.pipeline import session_for_target
 from fxtui.engine.session import Session
-from fxtui.engine.target import Target
 
 CASES = [
     ("resnet18", (5, 3, 224, 224)),
@@ -335,10 +335,10 @@ def _first_timings(target: str) -> None:
     import json
 
     t0 = globals().get("TORCH_IMPORTED", time.perf_counter())
-    from fxtui.engine.commands import Stop
+    from fxtui.core.commands import Stop
+    from fxtui.core.snapshot import State
     from fxtui.engine.live import LiveSource
     from fxtui.engine.pipeline import session_for_target as build
-    from fxtui.engine.snapshot import State
 
     phases: list[tuple[str, float]] = []
     source: LiveSource

@@ -27,11 +27,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fxtui.core.settings import Target
 from fxtui.engine.interference import DISTURBED_SHARE
 from fxtui.engine.pipeline import session_for_target
 from fxtui.engine.session import Session
 from fxtui.engine.stats import SampleWindow
-from fxtui.engine.target import Target
 
 LOADER = """
 import random, time

@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui import PaintMeter, ms, p95, press_keys, print_latencies
 
+from fxtui.core.settings import Target, parse_shape
+from fxtui.core.snapshot import State
 from fxtui.engine.remote import ChildOptions, ProcessSource
-from fxtui.engine.snapshot import State
-from fxtui.engine.target import Target, parse_shape
 from fxtui.ui.app import FxtuiApp
 
 FACTORIES = {

@@ -19,11 +19,11 @@ import sys
 import time
 from collections.abc import Callable
 
+from fxtui.core.settings import Target
+from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.engine.live import LiveSource
 from fxtui.engine.pipeline import run_profile, session_for_target
 from fxtui.engine.remote import ChildOptions, ProcessSource
-from fxtui.engine.snapshot import Snapshot, SnapshotSource, State
-from fxtui.engine.target import Target
 from fxtui.ui.app import FxtuiApp
 
 

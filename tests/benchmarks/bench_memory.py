@@ -16,11 +16,11 @@ import time
 import torch
 import torchvision
 
+from fxtui.core.units import format_bytes
 from fxtui.engine.analysis.memory import measure_program_memory
 from fxtui.engine.capture import Program, capture
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.session import Session
-from fxtui.engine.units import format_bytes
 
 
 def main() -> None:

@@ -26,9 +26,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from fxtui.engine.commands import Explain, RequestHints, Reset, Stop
-from fxtui.engine.snapshot import Snapshot, State
-from fxtui.engine.target import Target
+from fxtui.core.commands import Explain, RequestHints, Reset, Stop
+from fxtui.core.settings import Target
+from fxtui.core.snapshot import Snapshot, State
 
 
 def rss_mb(pid: int | None = None) -> float:

@@ -40,11 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
 from fakes import FakeSource
 from textual import events
 
+from fxtui.core.filters import FilterSpec
+from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.engine.remote import Packer, Unpacker
-from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import build_graph, make_snapshot, synthetic_graph
-from fxtui.ui.filtering import FilterSpec
 from fxtui.ui.widgets.module_tree import Entry
 
 REFRESHES = 10

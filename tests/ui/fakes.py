@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
-from fxtui.engine.commands import Command, Explain, MeasureWhatIfs, RequestHints, Stop
-from fxtui.engine.model import NodeStats
-from fxtui.engine.snapshot import GraphInfo, RunError, Snapshot, State
+from fxtui.core.commands import Command, Explain, MeasureWhatIfs, RequestHints, Stop
+from fxtui.core.nodes import NodeStats
+from fxtui.core.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from fakes import resnet_snapshot
 
-from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.model import NodeStats
-from fxtui.ui.columns import COLUMNS, MEMORY_COLUMNS, Column, sort_names
+from fxtui.core.column_table import ColumnTable
+from fxtui.core.nodes import NodeStats
 from fxtui.ui.selection import Selection
+from fxtui.ui.table_columns import COLUMNS, MEMORY_COLUMNS, Column, sort_names
 
 #: The rows a table is handed: every node; a filter's (a Selection, as the app's filters give);
 #: some of them out of graph order (a caller's list).

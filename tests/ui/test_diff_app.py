@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static, TabbedContent
 
-from fxtui.engine.diff import RunDiff, diff_files
+from fxtui.core.diff import RunDiff, diff_files
 from fxtui.engine.report import Report
 from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_rows
 from fxtui.ui.diff_app import DiffApp

@@ -7,7 +7,7 @@ import dataclasses
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.widgets import Static
 
-from fxtui.engine.findings import Disturbance
+from fxtui.core.findings import Disturbance
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.status_bar import StatusBar
 

@@ -6,13 +6,13 @@ import pytest
 from fakes import FakeSource, graph_of, resnet_snapshot, settle, tree_entries
 from textual.widgets import Input
 
-from fxtui.engine.filters import matches, select
-from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import OPCODES, NodeInfo
-from fxtui.ui import filtering
+from fxtui.core.filters import FilterSpec, matches, select
+from fxtui.core.nodes import NodeInfo, module_ancestors
+from fxtui.core.snapshot import OPCODES
+from fxtui.ui import view_filter
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec, describe, shown_ops, with_ops
 from fxtui.ui.screens.op_filter import OpFilterScreen
+from fxtui.ui.view_filter import DEFAULT_FILTER, describe, shown_ops, with_ops
 from fxtui.ui.widgets.status_bar import StatusBar
 
 SIZE = (120, 36)
@@ -43,8 +43,8 @@ def test_shown_modules_keep_only_branches_with_matching_nodes() -> None:
     expected = {""}
     for layer in ("layer2", "layer3", "layer4"):
         expected |= {layer, f"{layer}.0", f"{layer}.0.downsample", f"{layer}.0.downsample.0", f"{layer}.0.downsample.1"}
-    assert filtering.Shown.of(graph, FilterSpec(path="downsample")).modules == expected
-    assert filtering.Shown.of(graph, FilterSpec(path="nothing*")).modules == {""}
+    assert view_filter.Shown.of(graph, FilterSpec(path="downsample")).modules == expected
+    assert view_filter.Shown.of(graph, FilterSpec(path="nothing*")).modules == {""}
 
 
 def enclosing_modules(nodes: list[NodeInfo]) -> set[str]:
@@ -71,7 +71,7 @@ def test_selection_by_columns_is_what_matches_says_of_each_node(spec: FilterSpec
     assert graph is not None
     expected = [n for n in graph.nodes if matches(n, spec)]
     assert select(graph.nodes, spec) == expected
-    shown = filtering.Shown.of(graph, spec)
+    shown = view_filter.Shown.of(graph, spec)
     assert list(shown.nodes) == expected and shown.names == {n.name for n in expected}
     assert shown.modules == enclosing_modules(expected)
 
@@ -85,7 +85,7 @@ def test_filtered_tree_totals_sum_what_the_filter_lets_through(spec: FilterSpec)
     for n in select(graph.nodes, spec):
         for path in module_ancestors(n.module_path):
             expected[path] = expected.get(path, 0.0) + snapshot.nodes[n.name].median_s
-    totals, backward = filtering.tree_totals(snapshot, filtering.Shown.of(graph, spec))
+    totals, backward = view_filter.tree_totals(snapshot, view_filter.Shown.of(graph, spec))
     assert backward == {}  # not a training step
     assert {p: totals[p] for p in expected} == pytest.approx(expected)
     assert all(totals[p] == 0.0 for p in graph.modules if p not in expected)

@@ -14,12 +14,12 @@ import pytest
 from fakes import FakeSource, settle, tree_cursor
 from textual.pilot import Pilot
 
-from fxtui.engine.columnar import ColumnTable
+from fxtui.core.column_table import ColumnTable
+from fxtui.core.filters import FilterSpec
+from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.engine.remote import Packer, Unpacker
-from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import build_graph, make_snapshot
-from fxtui.ui.filtering import FilterSpec
 from fxtui.ui.widgets.module_tree import Entry
 
 LAYERS = 10_000

@@ -17,9 +17,9 @@ from fakes import (
 )
 from textual.widgets import Label, OptionList
 
-from fxtui.engine.findings import AtenOp, Hint
-from fxtui.engine.model import GraphBreak
-from fxtui.engine.snapshot import Snapshot, State
+from fxtui.core.findings import AtenOp, Hint
+from fxtui.core.nodes import GraphBreak
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.hints import HintsScreen

@@ -6,9 +6,9 @@ import dataclasses
 
 from fakes import FakeSource, resnet18_graph_cached, resnet_snapshot, settle
 
-from fxtui.engine.findings import MemorySummary
-from fxtui.engine.snapshot import GraphInfo, Snapshot
-from fxtui.engine.units import format_bytes
+from fxtui.core.findings import MemorySummary
+from fxtui.core.snapshot import GraphInfo, Snapshot
+from fxtui.core.units import format_bytes
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.memory_plot import MemoryPlot, plot_rows

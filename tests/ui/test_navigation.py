@@ -5,11 +5,12 @@ from __future__ import annotations
 from fakes import FakeSource, graph_of, resnet_snapshot, settle, stats_of, tree_cursor, tree_entries
 from textual.app import App, ComposeResult
 
-from fxtui.engine.model import NodeStats
+from fxtui.core.filters import FilterSpec
+from fxtui.core.nodes import NodeStats
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec
 from fxtui.ui.navigation import filter_showing, hottest, step_hotspot
 from fxtui.ui.screens.help import HelpScreen
+from fxtui.ui.view_filter import DEFAULT_FILTER
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.node_table import NodeTable

@@ -11,8 +11,8 @@ from contextlib import asynccontextmanager
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.pilot import Pilot
 
-from fxtui.engine.snapshot import Snapshot, State
-from fxtui.ui import collection
+from fxtui.core.snapshot import Snapshot, State
+from fxtui.ui import gc_pauses
 from fxtui.ui.app import FxtuiApp
 
 SIZE = (120, 36)
@@ -104,8 +104,8 @@ async def test_a_due_full_collection_runs_when_keys_pause_not_while_they_come() 
     async with live() as (_first, _source, app, pilot):
         pacer = app.main.keys_first
         pacer.quiet_s = 0.3
-        assert gc.get_threshold()[2] >= collection.DEFERRED  # the app defers full passes while it runs
-        for _ in range(collection.DUE_AFTER):
+        assert gc.get_threshold()[2] >= gc_pauses.DEFERRED  # the app defers full passes while it runs
+        for _ in range(gc_pauses.DUE_AFTER):
             gc.collect(1)  # each young pass counts towards the next full one
         gc.callbacks.append(record)
         try:
@@ -118,7 +118,7 @@ async def test_a_due_full_collection_runs_when_keys_pause_not_while_they_come() 
         finally:
             gc.callbacks.remove(record)
         assert 2 in passes and not pacer.input_coming
-        assert gc.get_count()[2] < collection.DUE_AFTER
+        assert gc.get_count()[2] < gc_pauses.DUE_AFTER
     assert gc.get_threshold() == before  # Python's own policy again once the app is gone
 
 
@@ -126,10 +126,10 @@ def test_a_full_collection_is_due_only_after_enough_young_passes() -> None:
     gc.disable()  # no automatic pass may reset the count meanwhile
     try:
         gc.collect()
-        for _ in range(collection.DUE_AFTER - 1):
+        for _ in range(gc_pauses.DUE_AFTER - 1):
             gc.collect(1)
-        assert not collection.collect_if_due() and gc.get_count()[2] == collection.DUE_AFTER - 1
+        assert not gc_pauses.collect_if_due() and gc.get_count()[2] == gc_pauses.DUE_AFTER - 1
         gc.collect(1)
-        assert collection.collect_if_due() and gc.get_count()[2] == 0
+        assert gc_pauses.collect_if_due() and gc.get_count()[2] == 0
     finally:
         gc.enable()

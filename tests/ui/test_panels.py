@@ -7,8 +7,8 @@ import dataclasses
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.widgets import OptionList, Static
 
-from fxtui.engine.findings import Hint, WhatIf
-from fxtui.engine.snapshot import Snapshot
+from fxtui.core.findings import Hint, WhatIf
+from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.screens.hints import HintsScreen

@@ -7,7 +7,7 @@ from fakes import FakeSource, settle
 from textual.strip import Strip
 
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.columns import BY_KEY
+from fxtui.ui.table_columns import BY_KEY
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 
-from fxtui.engine.model import NodeInfo, build_module_tree
-from fxtui.engine.snapshot import GraphInfo, Snapshot
-from fxtui.ui import filtering
+from fxtui.core.filters import FilterSpec
+from fxtui.core.nodes import NodeInfo, build_module_tree
+from fxtui.core.snapshot import GraphInfo, Snapshot
+from fxtui.ui import view_filter
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import make_snapshot
-from fxtui.ui.filtering import FilterSpec
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
@@ -106,8 +106,8 @@ def test_a_filtered_tree_counts_the_backward_part_of_what_it_shows() -> None:
     snapshot = training_snapshot()
     graph = snapshot.graph
     assert graph is not None
-    shown = filtering.Shown.of(graph, FilterSpec(path="fc"))
-    totals, backward = filtering.tree_totals(snapshot, shown)
+    shown = view_filter.Shown.of(graph, FilterSpec(path="fc"))
+    totals, backward = view_filter.tree_totals(snapshot, shown)
     assert totals["fc"] == pytest.approx((100.0 + 150.0 + 50.0) * 1e-6)  # addmm and its two gradients
     assert backward["fc"] == pytest.approx((150.0 + 50.0) * 1e-6)
     assert totals[""] == totals["fc"]  # the root holds only what the filter lets through

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fxtui.engine.model import NodeInfo, module_ancestors
-from fxtui.ui import filtering
+from fxtui.core.filters import FilterSpec
+from fxtui.core.nodes import NodeInfo, module_ancestors
+from fxtui.ui import view_filter
 from fxtui.ui.demo.source import build_graph, resnet18_graph
-from fxtui.ui.filtering import FilterSpec
 from fxtui.ui.widgets.tree_labels import Entry
 from fxtui.ui.widgets.tree_lines import Outline
 
@@ -15,9 +15,9 @@ def _enclosing(nodes: list[NodeInfo]) -> set[str]:
     return {""} | {path for n in nodes for path in module_ancestors(n.module_path)}
 
 
-def _outline(spec: FilterSpec = filtering.DEFAULT_FILTER) -> Outline:
+def _outline(spec: FilterSpec = view_filter.DEFAULT_FILTER) -> Outline:
     graph = resnet18_graph()
-    shown = [n for n in graph.nodes if filtering.matches(n, spec)]
+    shown = [n for n in graph.nodes if view_filter.matches(n, spec)]
     return Outline(graph, _enclosing(shown), {n.name for n in shown})
 
 
@@ -57,7 +57,7 @@ def test_opening_and_closing_a_branch_splices_its_lines() -> None:
 
 
 def test_a_filter_keeps_only_branches_with_a_visible_node() -> None:
-    outline = _outline(FilterSpec(ops=filtering.DEFAULT_FILTER.ops, path="layer2*"))
+    outline = _outline(FilterSpec(ops=view_filter.DEFAULT_FILTER.ops, path="layer2*"))
     outline.open_all({"layer2", "layer2.0"})
     keys = _keys(outline)
     assert keys[:3] == ["", "layer2", "layer2.0"]

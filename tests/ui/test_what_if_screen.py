@@ -7,8 +7,8 @@ import dataclasses
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.widgets import Label, OptionList, Static
 
-from fxtui.engine.findings import WhatIf, WhatIfOption
-from fxtui.engine.snapshot import Snapshot
+from fxtui.core.findings import WhatIf, WhatIfOption
+from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.what_ifs import demo_what_ifs
 from fxtui.ui.screens.what_if import WhatIfScreen

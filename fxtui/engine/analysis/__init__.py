@@ -10,5 +10,5 @@ frozen dataclasses keyed by FX node name:
 * :mod:`~fxtui.engine.analysis.source` — where it is in the model's code;
 * :mod:`~fxtui.engine.analysis.threads` — are the threads set right;
 * :mod:`~fxtui.engine.analysis.hints` — what to change, with the estimated saving;
-* :mod:`~fxtui.engine.analysis.fusion` — the Conv→BatchNorm folding what-if.
+* :mod:`~fxtui.engine.whatif.fold_bn` — the Conv→BatchNorm folding what-if.
 """

@@ -20,9 +20,9 @@ import torch.fx
 from torch.fx.node import Node
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from fxtui.core.errors import NodeError
+from fxtui.core.findings import AtenOp
 from fxtui.engine.capture.program import GraphPart, Program, graph_program
-from fxtui.engine.errors import NodeError
-from fxtui.engine.findings import AtenOp
 from fxtui.engine.inputs import Inputs
 
 #: Prefix of the profiler ranges fxtui opens around nodes, so a node called ``conv2d``

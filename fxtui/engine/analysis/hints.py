@@ -17,15 +17,15 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.analysis.fusion import find_conv_bn
+from fxtui.core.findings import Hint, MemorySummary
+from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_RATIO, NodeInfo, is_unsteady
+from fxtui.core.units import format_seconds
 from fxtui.engine.analysis.memory_hints import memory_hints
 from fxtui.engine.analysis.threads import ThreadInfo
 from fxtui.engine.analysis.work import NodeWork
 from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import Program, ProgramNode, graph_program
-from fxtui.engine.findings import Hint, MemorySummary
-from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_RATIO, NodeInfo, is_unsteady
-from fxtui.engine.units import format_seconds
+from fxtui.engine.whatif.fold_bn import find_conv_bn
 
 #: A node faster than this is mostly per-call overhead (Python, dispatch, allocation).
 TINY_NODE_S = 20e-6

@@ -32,10 +32,10 @@ import torch.utils._pytree as pytree
 from torch.fx.node import Node
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from fxtui.core.errors import NodeError
+from fxtui.core.findings import MemorySummary
 from fxtui.engine.analysis.aten import _silenced_fd
 from fxtui.engine.capture.program import GraphPart, Program
-from fxtui.engine.errors import NodeError
-from fxtui.engine.findings import MemorySummary
 from fxtui.engine.inputs import Inputs
 
 #: Prefix of the profiler ranges the memory pass opens around nodes (distinct from the aten pass's).

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fxtui.engine.findings import Hint, MemorySummary
-from fxtui.engine.model import NodeInfo, module_memory
-from fxtui.engine.units import format_bytes
+from fxtui.core.findings import Hint, MemorySummary
+from fxtui.core.nodes import NodeInfo, module_memory
+from fxtui.core.units import format_bytes
 
 #: One node's temporaries dominate the peak when they are at least this share of the allocator's high-water mark.
 TEMP_SHARE = 0.5

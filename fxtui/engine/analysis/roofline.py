@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
+from fxtui.core.findings import MachinePeaks, Roofline, place_on_roofline
 from fxtui.engine.analysis.work import NodeWork
-from fxtui.engine.findings import MachinePeaks, Roofline, place_on_roofline
 
 
 def measure_peaks(

@@ -18,10 +18,10 @@ import torch.utils._pytree as pytree
 from torch.fx.node import Node
 from torch.utils.flop_counter import FlopCounterMode
 
+from fxtui.core.errors import NodeError
+from fxtui.core.nodes import module_ancestors
 from fxtui.engine.capture.program import GraphPart, Program
-from fxtui.engine.errors import NodeError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import module_ancestors
 
 
 @dataclass(frozen=True, slots=True)

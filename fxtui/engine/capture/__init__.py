@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from fxtui.core.errors import FxtuiError
 from fxtui.engine.capture.program import GraphPart, Program, ProgramNode, graph_program
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
 
 __all__ = ["CAPTURES", "GraphPart", "Program", "ProgramNode", "capture", "graph_program"]

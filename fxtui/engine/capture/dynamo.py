@@ -27,11 +27,11 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxtui.core.errors import FxtuiError, NodeError
+from fxtui.core.nodes import GraphBreak
 from fxtui.engine.capture.names import Namer
 from fxtui.engine.capture.program import GraphPart, Program
-from fxtui.engine.errors import FxtuiError, NodeError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import GraphBreak
 
 #: Runs of the model during capture: the first compiles; the second compiles what the first
 #: could not know yet (a resume function guarded on a value the first run produced).

@@ -25,10 +25,10 @@ import torch
 import torch.fx
 from torch.fx.proxy import TraceError
 
+from fxtui.core.errors import FxtuiError
+from fxtui.core.nodes import module_ancestors
 from fxtui.engine.capture.program import Program, graph_program
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import module_ancestors
 
 #: Retrace at most this many times; each retry turns one more submodule into a leaf.
 MAX_LEAF_RETRIES = 64

@@ -10,7 +10,7 @@ import torch
 import torch.fx
 from torch.fx.node import Node, _get_qualified_name
 
-from fxtui.engine.model import module_ancestors
+from fxtui.core.nodes import module_ancestors
 
 
 def describe_target(gm: torch.fx.GraphModule, node: Node) -> tuple[str, str]:

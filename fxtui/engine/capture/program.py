@@ -22,8 +22,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxtui.core.nodes import GraphBreak
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import GraphBreak
 
 Executor = Callable[..., Any]
 
@@ -44,7 +44,7 @@ class GraphPart:
         self.index = index
         self.phase = phase
         """``forward`` (with the loss), ``backward`` (AOTAutograd's gradients) or ``optimizer`` in a training
-        step (:data:`fxtui.engine.model.PHASES`); ``""`` for inference."""
+        step (:data:`fxtui.core.nodes.PHASES`); ``""`` for inference."""
         self.executor: Executor = gm.forward
 
     def __call__(self, *args: Any) -> Any:

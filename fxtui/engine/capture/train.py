@@ -27,6 +27,8 @@ import torch.fx
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
+from fxtui.core.errors import FxtuiError
+from fxtui.core.nodes import GraphBreak
 from fxtui.engine.capture.dynamo import (
     CAPTURE_RUNS,
     failure_text,
@@ -37,9 +39,7 @@ from fxtui.engine.capture.dynamo import (
 )
 from fxtui.engine.capture.names import Namer
 from fxtui.engine.capture.program import GraphPart, Program
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.model import GraphBreak
 
 #: The optimizers ``--optimizer`` offers, with the learning rate each starts from. The rates are
 #: small so that random labels do not drive a long session's loss to infinity.

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
-from fxtui.engine.errors import FxtuiError
+from fxtui.core.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.targets.inputs import SEED, convert, inputs_from_shapes, own_dtype
+from fxtui.engine.targets.default_inputs import SEED, convert, inputs_from_shapes, own_dtype
 
 #: Accepted ``--dtype`` spellings and the torch dtype each means.
 DTYPES: dict[str, torch.dtype] = {

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from fxtui.engine.errors import FxtuiError, exception_text
+from fxtui.core.errors import FxtuiError, exception_text
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.targets.inputs import SEED
+from fxtui.engine.targets.default_inputs import SEED
 
 PREFIX = "hf:"
 #: Token ids per sequence of the default text input.

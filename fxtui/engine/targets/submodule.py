@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from fxtui.engine.errors import FxtuiError, exception_text
+from fxtui.core.errors import FxtuiError, exception_text
 from fxtui.engine.inputs import Inputs
 
 

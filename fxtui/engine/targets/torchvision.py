@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.targets.inputs import SEED
+from fxtui.core.errors import FxtuiError
+from fxtui.engine.targets.default_inputs import SEED
 
 #: Segmentation models are fully convolutional and accept any size. Their weights
 #: metadata says 520, but at 520 a dilated ResNet-101 takes seconds per run on a CPU,

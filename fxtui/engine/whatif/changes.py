@@ -30,10 +30,10 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
+from fxtui.core.errors import FxtuiError
+from fxtui.core.what_ifs import thread_count
 from fxtui.engine.capture.program import Program, graph_program
-from fxtui.engine.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.whatif import thread_count
 
 if TYPE_CHECKING:
     from fxtui.engine.session import Session
@@ -122,7 +122,7 @@ def _check_bf16(session: Session) -> str:
 
 
 def _check_fold(session: Session) -> str:
-    from fxtui.engine.analysis.fusion import find_conv_bn
+    from fxtui.engine.whatif.fold_bn import find_conv_bn
 
     if session.program.capture != "fx":
         return (
@@ -242,8 +242,8 @@ def _bf16(session: Session) -> Variant:
 
 
 def _fold_bn(session: Session) -> Variant:
-    from fxtui.engine.analysis.fusion import fuse_conv_bn
     from fxtui.engine.capture.fx import positional_inputs
+    from fxtui.engine.whatif.fold_bn import fuse_conv_bn
 
     started = time.perf_counter()
     original = session.program

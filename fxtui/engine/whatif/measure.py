@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fxtui.engine.errors import FxtuiError
-from fxtui.engine.findings import ModuleChange, NodeChange, WhatIf
+from fxtui.core.errors import FxtuiError
+from fxtui.core.findings import ModuleChange, NodeChange, WhatIf
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.whatif.changes import Context, Variant
 from fxtui.engine.whatif.outputs import output_difference

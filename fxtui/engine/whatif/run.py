@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from fxtui.engine.findings import WhatIf, WhatIfOption
-from fxtui.engine.whatif import CATALOGUE, describe
+from fxtui.core.findings import WhatIf, WhatIfOption
+from fxtui.core.what_ifs import CATALOGUE, describe
 from fxtui.engine.whatif.changes import CannotApply, make_variant, reason_not
 from fxtui.engine.whatif.measure import BUDGET_S, MAX_PAIRS, Cancelled, measure
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from fxtui.engine.diff import RunDiff, diff_reports
-from fxtui.engine.findings import Hint, MemorySummary
+from fxtui.core.diff import RunDiff, diff_reports
+from fxtui.core.findings import Hint, MemorySummary
+from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.engine.report import Report
-from fxtui.engine.snapshot import GraphInfo, Snapshot
 from fxtui.ui.demo.source import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
 from fxtui.ui.demo.what_ifs import demo_what_if_options, demo_what_ifs
 

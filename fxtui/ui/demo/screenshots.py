@@ -18,8 +18,8 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from fxtui.engine.diff import RunDiff
-from fxtui.engine.snapshot import SnapshotSource
+from fxtui.core.diff import RunDiff
+from fxtui.core.snapshot import SnapshotSource
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.findings import resnet18_diff, resnet18_findings_source
 from fxtui.ui.diff_app import DiffApp

@@ -10,18 +10,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from fxtui.engine.commands import Command, Stop
-from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import (
-    GraphInfo,
-    NodeInfo,
-    NodeStats,
-    RunError,
-    Snapshot,
-    State,
-    build_module_tree,
-    module_stats,
-)
+from fxtui.core.commands import Command, Stop
+from fxtui.core.nodes import NodeInfo, NodeStats, build_module_tree, module_ancestors
+from fxtui.core.rollup import module_stats
+from fxtui.core.snapshot import GraphInfo, RunError, Snapshot, State
 
 # (name, op, target, type_name, module path, output shape, median in µs)
 _Row = tuple[str, str, str, str, str, str, float]
@@ -183,7 +175,7 @@ def make_snapshot(
 ) -> Snapshot:
     """A snapshot with the given per-node medians (µs, graph order), derived statistics and module totals.
 
-    The module totals are the engine's own roll-up (:func:`~fxtui.engine.module_totals.module_stats`),
+    The module totals are the engine's own roll-up (:func:`~fxtui.core.rollup.module_stats`),
     as in a live session.
     """
     nodes: dict[str, NodeStats] = {}
@@ -263,7 +255,7 @@ def synthetic_graph(n_nodes: int) -> tuple[GraphInfo, list[float]]:
 
 @dataclass
 class DemoSource:
-    """A :class:`~fxtui.engine.snapshot.SnapshotSource` that publishes fixed snapshots.
+    """A :class:`~fxtui.core.snapshot.SnapshotSource` that publishes fixed snapshots.
 
     ``run`` publishes ``snapshots`` in order and then waits for a ``Stop`` command; nothing
     depends on the clock, so what the app shows is the same on every run.
@@ -281,6 +273,6 @@ class DemoSource:
         self._stop.wait()
 
     def send(self, command: Command) -> None:
-        """Only :class:`~fxtui.engine.commands.Stop` does anything: the demo's numbers and findings are fixed."""
+        """Only :class:`~fxtui.core.commands.Stop` does anything: the demo's numbers and findings are fixed."""
         if isinstance(command, Stop):
             self._stop.set()

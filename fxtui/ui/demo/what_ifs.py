@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fxtui.engine.findings import ModuleChange, NodeChange, WhatIf, WhatIfOption
-from fxtui.engine.model import subtree_sums
-from fxtui.engine.whatif import describe
+from fxtui.core.findings import ModuleChange, NodeChange, WhatIf, WhatIfOption
+from fxtui.core.nodes import subtree_sums
+from fxtui.core.what_ifs import describe
 from fxtui.ui.demo.source import resnet18_rows
 
 #: The what-ifs a resnet18 session on 2 cores offers, in the session's order.

@@ -21,10 +21,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from fxtui.engine.findings import Hint, WhatIf
-from fxtui.engine.snapshot import Snapshot
-from fxtui.engine.units import format_pct, format_seconds
-from fxtui.engine.whatif.text import summary
+from fxtui.core.findings import Hint, WhatIf
+from fxtui.core.snapshot import Snapshot
+from fxtui.core.units import format_pct, format_seconds
+from fxtui.core.what_if_text import summary
 from fxtui.ui.actions import HINTS, bindings
 
 

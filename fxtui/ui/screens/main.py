@@ -19,14 +19,13 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 
-from fxtui.engine.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume
-from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats, Snapshot, SnapshotSource, State
-from fxtui.engine.whatif.text import summary
-from fxtui.ui import collection, filtering
+from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume
+from fxtui.core.filters import FilterSpec
+from fxtui.core.nodes import NodeInfo, NodeStats, module_ancestors
+from fxtui.core.snapshot import GraphInfo, Snapshot, SnapshotSource, State
+from fxtui.core.what_if_text import summary
+from fxtui.ui import gc_pauses, view_filter
 from fxtui.ui.actions import MAIN, actions, bindings
-from fxtui.ui.columns import Sort, clicked_sort, hotspots, next_sort, sort_label
-from fxtui.ui.filtering import DEFAULT_FILTER, FilterSpec
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.navigation import filter_showing, hottest, step_hotspot
 from fxtui.ui.pacing import KeysFirst
@@ -34,6 +33,8 @@ from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.screens.what_if import WhatIfScreen, answers, requests
+from fxtui.ui.table_columns import Sort, clicked_sort, hotspots, next_sort, sort_label
+from fxtui.ui.view_filter import DEFAULT_FILTER
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner
 from fxtui.ui.widgets.filter_input import FilterInput, FilterKind
@@ -85,11 +86,11 @@ class MainScreen(Screen[None]):
         """Called when the session failed before there was anything to show."""
         self.applied = 0
         """How many snapshots were applied (tests wait on it)."""
-        self.keys_first = KeysFirst(self, self.apply_snapshot, on_pause=collection.collect_if_due)
+        self.keys_first = KeysFirst(self, self.apply_snapshot, on_pause=gc_pauses.collect_if_due)
         """Holds new numbers back while keys come (the app tells it about input)."""
         self.asked_after: dict[str, int] = {}
         """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
-        self._shown = filtering.Shown((), frozenset(), frozenset({""}))
+        self._shown = view_filter.Shown((), frozenset(), frozenset({""}))
         self._hotspots: tuple[object, object, tuple[str, ...]] = ((), {}, ())
         """The view and statistics the hotspot order was sorted for, and the order (n, N sort once per snapshot)."""
 
@@ -111,10 +112,10 @@ class MainScreen(Screen[None]):
         self.module_tree.on_node = self._tree_node
         self.module_tree.on_module = self._tree_module
         self.table.focus()
-        collection.defer_full_passes()
+        gc_pauses.defer_full_passes()
 
     def on_unmount(self) -> None:
-        collection.restore()
+        gc_pauses.restore()
 
     # -- widgets and derived state -------------------------------------------
 
@@ -148,7 +149,7 @@ class MainScreen(Screen[None]):
             shown=len(self.view),
             total=len(graph.nodes) if graph is not None else 0,
             sort=sort_label(self.sort),
-            filters=filtering.describe(self.spec),
+            filters=view_filter.describe(self.spec),
             paused=self.paused,
             measuring=self._measuring_text(),
         )
@@ -192,8 +193,8 @@ class MainScreen(Screen[None]):
             if new_graph:
                 self.table.set_graph(snapshot.graph)
                 self._refilter()
-                filtering.prepare(snapshot.graph)
-                collection.exempt_what_lives()  # the graph, and what the view keeps of it
+                view_filter.prepare(snapshot.graph)
+                gc_pauses.exempt_what_lives()  # the graph, and what the view keeps of it
             else:
                 self.table.set_stats(snapshot.nodes)
                 self._show_numbers()
@@ -205,7 +206,7 @@ class MainScreen(Screen[None]):
 
     def _show_numbers(self) -> None:
         if (snapshot := self.snapshot) is not None and snapshot.graph is not None:
-            totals, backward = filtering.tree_totals(snapshot, self._shown)
+            totals, backward = view_filter.tree_totals(snapshot, self._shown)
             self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
 
     def _collect_what_ifs(self, snapshot: Snapshot) -> None:
@@ -249,7 +250,7 @@ class MainScreen(Screen[None]):
         if graph is None:
             return
         spec = self.spec
-        shown = self._shown = filtering.Shown.of(graph, spec)
+        shown = self._shown = view_filter.Shown.of(graph, spec)
         modules = shown.modules
         with self.app.batch_update():
             self.module_tree.show(graph, modules, shown.names)
@@ -289,7 +290,7 @@ class MainScreen(Screen[None]):
             return
         node = self.graph.node(name)
         self.spec = filter_showing(node, self.spec)
-        if not filtering.in_scope(node.module_path, self.scope):
+        if not view_filter.in_scope(node.module_path, self.scope):
             self.set_scope("", reveal=False)
         self.select_node(name)
         self.table.focus()
@@ -352,7 +353,7 @@ class MainScreen(Screen[None]):
 
     def action_cycle_phase(self) -> None:
         """In a training step: every phase, then forward, backward or optimizer nodes only."""
-        self.spec = filtering.next_phase(self.spec)
+        self.spec = view_filter.next_phase(self.spec)
 
     def action_toggle_pause(self) -> None:
         """Pause the reruns, or resume them."""
@@ -401,9 +402,9 @@ class MainScreen(Screen[None]):
 
         def chosen(ops: frozenset[str] | None) -> None:
             if ops is not None:
-                self.spec = filtering.with_ops(self.spec, ops)
+                self.spec = view_filter.with_ops(self.spec, ops)
 
-        self.app.push_screen(OpFilterScreen(filtering.shown_ops(self.spec)), chosen)
+        self.app.push_screen(OpFilterScreen(view_filter.shown_ops(self.spec)), chosen)
 
     def action_clear_filters(self) -> None:
         """Esc: clear the filter being typed, or else the path and type filters, or else the op types."""

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, SelectionList
 
-from fxtui.engine.snapshot import OPCODES
+from fxtui.core.snapshot import OPCODES
 
 
 class OpFilterScreen(ModalScreen[frozenset[str] | None]):

@@ -16,8 +16,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from fxtui.engine import allocator
-from fxtui.engine.snapshot import GraphInfo, Snapshot
+from fxtui.core import memory_policy
+from fxtui.core.snapshot import GraphInfo, Snapshot
 
 
 def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "", disturbance: str = "") -> Text:
@@ -62,7 +62,7 @@ class ThreadsScreen(ModalScreen[None]):
         """The panel for ``snapshot``, whose graph must be traced: its page-fault and disturbance warnings,
         how memory is kept."""
         assert snapshot.graph is not None
-        memory = allocator.describe(snapshot.malloc) if snapshot.malloc else ""
+        memory = memory_policy.describe(snapshot.malloc) if snapshot.malloc else ""
         disturbance = snapshot.disturbance.line() if snapshot.disturbance else ""
         return cls(snapshot.graph, snapshot.fault_warning, memory, disturbance)
 

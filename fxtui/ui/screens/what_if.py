@@ -23,10 +23,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from fxtui.engine.findings import WhatIf, WhatIfOption
-from fxtui.engine.snapshot import Snapshot
-from fxtui.engine.units import format_seconds
-from fxtui.engine.whatif.text import change_text, diff_text, spread, summary
+from fxtui.core.findings import WhatIf, WhatIfOption
+from fxtui.core.snapshot import Snapshot
+from fxtui.core.units import format_seconds
+from fxtui.core.what_if_text import change_text, diff_text, spread, summary
 from fxtui.ui.actions import WHAT_IFS, bindings
 from fxtui.ui.widgets.change_table import ChangeTable
 

@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import var
 from textual.widgets import DataTable
 
-from fxtui.engine.findings import WhatIf
-from fxtui.engine.whatif.text import module_rows, node_rows
+from fxtui.core.findings import WhatIf
+from fxtui.core.what_if_text import module_rows, node_rows
 
 #: Column headers per kind. The node table leaves the module path out: node names say it (``layer1_0_conv1``,
 #: ``encoder.layer.0.attention.self.query · linear``), and the module table has the modules.

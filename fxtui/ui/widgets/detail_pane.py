@@ -11,9 +11,10 @@ from textual.containers import VerticalScroll
 from textual.reactive import var
 from textual.widgets import Static
 
-from fxtui.engine.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
-from fxtui.engine.snapshot import NodeInfo, NodeStats, RunError, Snapshot
-from fxtui.engine.units import format_bytes, format_pct, format_seconds
+from fxtui.core.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
+from fxtui.core.nodes import NodeInfo, NodeStats
+from fxtui.core.snapshot import RunError, Snapshot
+from fxtui.core.units import format_bytes, format_pct, format_seconds
 from fxtui.ui.widgets.field_list import FieldList
 from fxtui.ui.widgets.sparkline import Sparkline
 

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import var
 from textual.widgets import Static
 
-from fxtui.engine.snapshot import Snapshot, State
+from fxtui.core.snapshot import Snapshot, State
 
 
 def error_text(snapshot: Snapshot | None) -> Text | None:

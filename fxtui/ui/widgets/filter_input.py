@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Input
 
-from fxtui.engine.filters import FilterSpec, parse_types
+from fxtui.core.filters import FilterSpec, parse_types
 
 FilterKind = Literal["path", "type"]
 

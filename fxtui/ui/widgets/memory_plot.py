@@ -15,8 +15,8 @@ from rich.text import Text
 from textual.reactive import var
 from textual.widget import Widget
 
-from fxtui.engine.snapshot import GraphInfo, Snapshot
-from fxtui.engine.units import format_bytes
+from fxtui.core.snapshot import GraphInfo, Snapshot
+from fxtui.core.units import format_bytes
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 

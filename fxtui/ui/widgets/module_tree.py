@@ -16,8 +16,8 @@ from typing import ClassVar
 from rich.cells import cell_len
 from textual.message import Message
 
-from fxtui.engine.model import module_ancestors
-from fxtui.engine.snapshot import GraphInfo, NodeStats
+from fxtui.core.nodes import NodeStats, module_ancestors
+from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.outline_view import OutlineView
 from fxtui.ui.widgets.tree_labels import Entry, Part, bar, fit_label, op_label, short_node_name
 from fxtui.ui.widgets.tree_lines import Outline

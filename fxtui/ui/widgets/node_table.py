@@ -24,8 +24,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fxtui.engine.snapshot import GraphInfo, NodeInfo, NodeStats
-from fxtui.ui.columns import BY_KEY, Column, columns_for, sort_names
+from fxtui.core.nodes import NodeInfo, NodeStats
+from fxtui.core.snapshot import GraphInfo
+from fxtui.ui.table_columns import BY_KEY, Column, columns_for, sort_names
 
 
 class NodeTable(ScrollView, can_focus=True):
@@ -80,7 +81,7 @@ class NodeTable(ScrollView, can_focus=True):
         self.columns: tuple[Column, ...] = columns_for(training=False)
         self._widths: dict[str, int] = {c.key: c.width for c in BY_KEY.values()}
         self.column_set = "time"
-        """Which columns the table shows: ``time`` or ``memory`` (:data:`fxtui.ui.columns.COLUMN_SETS`)."""
+        """Which columns the table shows: ``time`` or ``memory`` (:data:`fxtui.ui.table_columns.COLUMN_SETS`)."""
         self._graph: GraphInfo | None = None
         self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}

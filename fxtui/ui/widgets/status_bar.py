@@ -8,9 +8,9 @@ from rich.text import Text
 from textual.reactive import var
 from textual.widgets import Static
 
-from fxtui.engine.columnar import column_total
-from fxtui.engine.snapshot import RunFigures, Snapshot, State
-from fxtui.engine.units import format_ratio, format_seconds
+from fxtui.core.column_table import column_total
+from fxtui.core.snapshot import RunFigures, Snapshot, State
+from fxtui.core.units import format_ratio, format_seconds
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fxtui.engine.units import format_pct, format_seconds
+from fxtui.core.units import format_pct, format_seconds
 
 BAR_WIDTH = 8
 #: Tree widths (cells) from which the time, then the bar, join the share.

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from fxtui.engine.snapshot import GraphInfo
+from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.tree_labels import Entry
 
 ROOT = Entry("module", "")

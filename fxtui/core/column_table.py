@@ -1,6 +1,6 @@
 """Records of one kind (``NodeStats``, ``ModuleStats``) held as columns, a record made only when read.
 
-A snapshot maps every node name to a :class:`~fxtui.engine.model.NodeStats`. As objects,
+A snapshot maps every node name to a :class:`~fxtui.core.nodes.NodeStats`. As objects,
 a 50,000-node snapshot is 50,000 frozen dataclasses (and as many tuples of recent
 samples): pickling them in the engine's child and unpickling them in the app took
 about a second a snapshot, and unpickling holds the GIL the whole time, so the app

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from fxtui.engine.columnar import column_total
-from fxtui.engine.commands import Command
-from fxtui.engine.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
-from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
+from fxtui.core.column_table import column_total
+from fxtui.core.commands import Command
+from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
+from fxtui.core.nodes import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
     ModuleStats,
@@ -35,7 +35,7 @@ from fxtui.engine.model import (  # noqa: F401 (the data a snapshot is made of, 
     node_medians,
     phase_totals,
 )
-from fxtui.engine.module_totals import ModulePlan, module_stats  # noqa: F401 (importable from here too)
+from fxtui.core.rollup import ModulePlan, module_stats  # noqa: F401 (importable from here too)
 
 #: The six FX opcodes, in the order the UI lists them.
 OPCODES: tuple[str, ...] = (
@@ -98,7 +98,7 @@ class GraphInfo:
 
     @cached_property
     def module_plan(self) -> ModulePlan:
-        """How node times roll up into modules (:func:`~fxtui.engine.module_totals.module_stats`), worked out once."""
+        """How node times roll up into modules (:func:`~fxtui.core.rollup.module_stats`), worked out once."""
         return ModulePlan(self.nodes, self.modules)
 
     @cached_property
@@ -296,7 +296,7 @@ class SnapshotSource(Protocol):
     """Anything that produces snapshots: a live session, a child process, a demo, a test fake.
 
     ``run`` blocks in a worker thread and calls ``publish`` with each new snapshot until a
-    :class:`~fxtui.engine.commands.Stop` arrives; ``send`` is called from the UI thread and
+    :class:`~fxtui.core.commands.Stop` arrives; ``send`` is called from the UI thread and
     returns at once (the source acts on the command between runs).
     """
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from fxtui.engine.errors import FxtuiError
+from fxtui.core.errors import FxtuiError
 
 #: Seeds the random weights and inputs, so every session profiles the same numbers.
 SEED = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fxtui.engine.errors import FxtuiError
+from fxtui.core.errors import FxtuiError
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from fxtui.engine.columnar import column_map
-from fxtui.engine.filters import FilterSpec, NodeColumns, matches
-from fxtui.engine.model import PHASES
-from fxtui.engine.snapshot import OPCODES, GraphInfo, ModulePlan, NodeInfo, Snapshot
+from fxtui.core.column_table import column_map
+from fxtui.core.filters import FilterSpec, NodeColumns, matches
+from fxtui.core.nodes import PHASES, NodeInfo
+from fxtui.core.rollup import ModulePlan
+from fxtui.core.snapshot import OPCODES, GraphInfo, Snapshot
 from fxtui.ui.selection import Selection
 
 __all__ = [

@@ -12,9 +12,9 @@ from typing import Any
 
 import tabulate
 
-from fxtui.engine.model import NodeRow
+from fxtui.core.nodes import NodeRow
+from fxtui.core.units import format_bytes, format_seconds
 from fxtui.engine.report import Report
-from fxtui.engine.units import format_bytes, format_seconds
 
 SPREAD_MARK = "~"
 """Marks a node change that lies within either run's own spread."""

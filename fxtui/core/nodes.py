@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from fxtui.engine.columnar import column_map
+from fxtui.core.column_table import column_map
 
 #: A node is flagged noisy when its IQR exceeds this fraction of its median
 #: (the threshold torch.utils.benchmark uses).
@@ -231,7 +231,7 @@ class ModuleStats:
 
 
 def node_medians(stats: Mapping[str, NodeStats]) -> Mapping[str, float]:
-    """Each node's median, read by column from a :class:`~fxtui.engine.columnar.ColumnTable` (no per-node objects)."""
+    """Each node's median, read by column from a :class:`~fxtui.core.column_table.ColumnTable` (no per-node objects)."""
     return column_map(stats, "median_s")
 
 

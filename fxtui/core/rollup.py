@@ -13,8 +13,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.model import ModuleStats, NodeInfo, NodeStats, module_ancestors, node_medians
+from fxtui.core.column_table import ColumnTable
+from fxtui.core.nodes import ModuleStats, NodeInfo, NodeStats, module_ancestors, node_medians
 
 
 class ModulePlan:

@@ -1,6 +1,6 @@
 """What-if results as text: one block per what-if for the terminal, and the sentences the app reuses.
 
-Torch-free, like the results themselves (:class:`~fxtui.engine.findings.WhatIf`).
+Torch-free, like the results themselves (:class:`~fxtui.core.findings.WhatIf`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 import tabulate
 
-from fxtui.engine.findings import ModuleChange, NodeChange, WhatIf
-from fxtui.engine.units import format_seconds
+from fxtui.core.findings import ModuleChange, NodeChange, WhatIf
+from fxtui.core.units import format_seconds
 
 #: How the relative output difference is defined, said once wherever it is shown.
 REL_DIFF_DEFINITION = "max|a−b| ÷ max|a| per floating output"

@@ -10,10 +10,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from fxtui.engine.columnar import ColumnTable
-from fxtui.engine.model import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO
-from fxtui.engine.snapshot import NodeInfo, NodeStats
-from fxtui.engine.units import format_bytes, format_pct, format_seconds
+from fxtui.core.column_table import ColumnTable
+from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO, NodeInfo, NodeStats
+from fxtui.core.units import format_bytes, format_pct, format_seconds
 from fxtui.ui.selection import Selection
 
 SortValue = float | str

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fxtui.engine.model import PHASES, NodeInfo
-from fxtui.engine.snapshot import OPCODES
+from fxtui.core.nodes import PHASES, NodeInfo
+from fxtui.core.snapshot import OPCODES
 
 _GLOB_CHARS = frozenset("*?[")
 
