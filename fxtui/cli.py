@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
-from fxtui.core.settings import Target, parse_shape
+from fxtui.core.settings import OutputSettings, RunSettings, Target, parse_hf_config, parse_shape
 from fxtui.output import say
 
 EXIT_USAGE = 2
@@ -219,11 +219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["diff"]:
             return _diff(build_diff_parser().parse_args(argv[1:]))
         args = build_parser().parse_args(argv)
+        settings, output = run_settings(args), output_settings(args)
         if args.once or not sys.stdout.isatty():
             from fxtui import headless
 
-            return headless.run(args, _filter_spec(args), _target(args))
-        return _live(args)
+            return headless.run(settings, output)
+        return _live(settings, output)
     except FxtuiError as e:
         if debug:
             traceback.print_exc()
@@ -260,8 +261,6 @@ def _filter_spec(args: argparse.Namespace) -> FilterSpec:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    from fxtui.core.settings import parse_hf_config
-
     shapes = tuple(args.input_shape) if args.input_shape else None
     return Target(
         args.target,
@@ -275,12 +274,65 @@ def _target(args: argparse.Namespace) -> Target:
     )
 
 
+def _columns(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
+
+
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """What ``args`` ask of the profile, as one immutable value."""
+    from fxtui.core.columns import MEMORY
+    from fxtui.core.what_ifs import parse_what_ifs
+
+    names = parse_what_ifs(args.what_if) if args.what_if else ()
+    names += tuple(f"threads={n}" for n in (args.threads or ())[1:])
+    columns = _columns(args)
+    # A memory column or sort asks for the memory pass as --memory does.
+    memory = args.memory or bool({*columns, args.sort} & {*MEMORY, "saved"})
+    exporting = bool(args.json or args.csv or args.chrome_trace)
+    return RunSettings(
+        target=_target(args),
+        threads=tuple(args.threads or ()),
+        runs=args.runs,
+        warmup=args.warmup,
+        malloc=args.malloc,
+        keep_disturbed=args.keep_disturbed,
+        memory=memory,
+        what_ifs=tuple(dict.fromkeys(names)),
+        hints=args.hints,
+        aten=args.aten,
+        # FLOPs, bytes, source lines and the machine's peaks cost about a second more; only
+        # when the output shows them.
+        analyse=exporting or args.hints or bool(set(columns) - {"mean", "min", "max", "iqr"}),
+    )
+
+
+def output_settings(args: argparse.Namespace) -> OutputSettings:
+    """How ``args`` ask the headless command to show the profile."""
+    from fxtui.core.columns import MEMORY
+
+    columns = _columns(args)
+    if args.memory or {*columns, args.sort} & {*MEMORY, "saved"}:
+        wanted = (*MEMORY, "saved") if args.train else MEMORY
+        columns += tuple(c for c in wanted if c not in columns)
+    exports = (("json", args.json), ("csv", args.csv), ("chrome_trace", args.chrome_trace))
+    return OutputSettings(
+        sort=args.sort,
+        top=args.top,
+        spec=_filter_spec(args),
+        modules=args.modules,
+        columns=columns,
+        exports=tuple((name, path) for name, path in exports if path),
+    )
+
+
 def _diff(args: argparse.Namespace) -> int:
     from fxtui.core.diff import diff_files
 
     diff = diff_files(args.before, args.after)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        say(diff.table(top=args.top or None))
+        from fxtui.engine.findings_text import diff_table
+
+        say(diff_table(diff, top=args.top or None))
         return 0
     # On a terminal the comparison opens as an app; the UI is imported only then.
     from fxtui.ui.diff_app import DiffApp
@@ -289,28 +341,17 @@ def _diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _live(args: argparse.Namespace) -> int:
-    from fxtui.headless import what_if_names
-
-    _filter_spec(args)  # fail on a bad --op or --what-if before the screen is taken over
-    names = what_if_names(args)
+def _live(settings: RunSettings, output: OutputSettings) -> int:
     # torch is imported by the engine's child process only; the app stays light.
     from fxtui.core.commands import MeasureWhatIfs, Stop
     from fxtui.engine.remote import ChildOptions, ProcessSource
     from fxtui.ui.app import FxtuiApp
 
-    options = ChildOptions(
-        target=_target(args),
-        threads=args.threads[0] if args.threads else None,
-        warmup=args.warmup,
-        keep_freed_memory=args.malloc == "keep",
-        keep_disturbed=args.keep_disturbed,
-    )
-    source = ProcessSource(options)
+    source = ProcessSource(ChildOptions(settings))
     source.start()
-    if names:  # measured once the session has warmed up; the what-if screen (w) shows them
-        source.send(MeasureWhatIfs(names))
-    app = FxtuiApp(source, title=f"fxtui {args.target}")
+    if settings.what_ifs:  # measured once the session has warmed up; the what-if screen (w) shows them
+        source.send(MeasureWhatIfs(settings.what_ifs))
+    app = FxtuiApp(source, title=f"fxtui {settings.target.target}")
     try:
         app.run()
     finally:

@@ -9,7 +9,8 @@ import pytest
 
 from fxtui.cli import main
 from fxtui.core.diff import diff_reports
-from fxtui.engine.export import SCHEMA, SCHEMA_VERSION
+from fxtui.core.report import SCHEMA, SCHEMA_VERSION
+from fxtui.engine.findings_text import diff_table
 from fxtui.engine.report import Report
 
 
@@ -39,7 +40,7 @@ def test_changes_are_sorted_by_size_and_one_sided_nodes_are_listed() -> None:
     assert d.nodes[1].delta_pct == pytest.approx(50.0)
     assert d.only_before == ["bn_1"] and d.only_after == ["add_1"]
     assert d.run.delta_pct == pytest.approx(-100 / 3)
-    text = d.table()
+    text = diff_table(d)
     assert "only in before (1): bn_1" in text and "only in after (1): add_1" in text
     assert text.index("conv_1") < text.index("relu_1")
 
@@ -87,7 +88,7 @@ def test_a_change_within_either_runs_own_spread_is_marked() -> None:
     marked = {c.name: c.within_spread for c in d.nodes}
     # bare_1 has no range (a file saved without min/p90): no evidence either way, no mark.
     assert marked == {"steady_1": True, "real_1": False, "flip_1": True, "bare_1": False}
-    text = d.table()
+    text = diff_table(d)
     row = {name: next(line for line in text.splitlines() if line.startswith(name)) for name in marked}
     assert {name for name in marked if row[name].rstrip().endswith("~")} == {"steady_1", "flip_1"}
     assert "~ 2 of 4 node changes lie within what either run measured" in text
@@ -111,9 +112,9 @@ def test_overlapping_median_ranges_mark_a_change_their_fastest_to_p90_ranges_wou
 def test_no_mark_no_legend_and_settings_that_differ_are_named() -> None:
     before, after = saved({"x_1": 1e-3}, {}, 1e-3), saved({"x_1": 2e-3}, {}, 2e-3)
     same = diff_reports(Report.from_dict(before), Report.from_dict(after))
-    assert same.differences == [] and "settings" not in same.table() and "~" not in same.table()
+    assert same.differences == [] and "settings" not in diff_table(same) and "~" not in diff_table(same)
     after["metadata"]["threads"] = 2
     after["metadata"]["inputs"] = ["2×4"]
     d = diff_reports(Report.from_dict(before), Report.from_dict(after))
     assert d.differences == ["inputs 1×4 → 2×4", "threads 1 → 2"]
-    assert "settings   differ: inputs 1×4 → 2×4; threads 1 → 2" in d.table()
+    assert "settings   differ: inputs 1×4 → 2×4; threads 1 → 2" in diff_table(d)

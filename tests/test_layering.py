@@ -1,4 +1,5 @@
-"""The engine never imports the UI toolkit; the UI never imports torch."""
+"""The layers, by package: core is torch-free data both others share; the engine never imports the UI
+toolkit; the UI imports core, never the engine or torch."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ def files(layer: str) -> list[Path]:
     return found
 
 
+@pytest.mark.parametrize("path", files("core"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_imports_neither_torch_nor_the_ui_toolkit_nor_the_other_layers(path: Path) -> None:
+    bad = {
+        m
+        for m in imported_modules(path)
+        if m.split(".")[0] in {"torch", "torchvision", "textual", "rich", "transformers"}
+        or m.startswith(("fxtui.engine", "fxtui.ui"))
+        or m in {"fxtui.cli", "fxtui.headless"}
+    }
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
 @pytest.mark.parametrize("path", files("engine"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_engine_does_not_import_the_ui_toolkit(path: Path) -> None:
     bad = {m for m in imported_modules(path) if m.split(".")[0] in {"textual", "rich"} or m.startswith("fxtui.ui")}
@@ -38,7 +51,7 @@ def test_engine_does_not_import_the_ui_toolkit(path: Path) -> None:
 @pytest.mark.parametrize("path", files("ui"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_ui_does_not_import_torch_or_a_timing_clock(path: Path) -> None:
     modules = imported_modules(path)
-    bad = {m for m in modules if m.split(".")[0] in {"torch", "torchvision"}}
+    bad = {m for m in modules if m.split(".")[0] in {"torch", "torchvision"} or m.startswith("fxtui.engine")}
     assert not bad, f"{path.name} imports {sorted(bad)}"
     text = path.read_text(encoding="utf-8")
     assert "perf_counter" not in text or path.name.startswith("bench"), f"{path.name} reads a timing clock"

@@ -12,7 +12,7 @@ import pytest
 
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
-from fxtui.core.settings import Target
+from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine.remote import ChildOptions, ProcessSource
 
@@ -49,7 +49,7 @@ class Collector:
 
 
 def start(target: str, **kwargs) -> tuple[ProcessSource, Collector, threading.Thread]:  # type: ignore[no-untyped-def]
-    source = ProcessSource(ChildOptions(Target(target), warmup=1, interval=0.05, **kwargs))
+    source = ProcessSource(ChildOptions(RunSettings(Target(target), warmup=1, **kwargs), interval=0.05))
     collector = Collector()
     worker = threading.Thread(target=source.run, args=(collector,), daemon=True)
     worker.start()
@@ -64,7 +64,7 @@ def model_file(tmp_path: Path) -> str:
 
 
 def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str) -> None:
-    source, got, worker = start(model_file, threads=1)
+    source, got, worker = start(model_file, threads=(1,))
     running = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
     assert running.graph is not None and running.graph.threads == 1
     assert {n.name for n in running.graph.nodes} >= {"_0", "_1", "_2"}
@@ -83,7 +83,7 @@ def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str)
 
 
 def test_first_timings_come_before_the_analysis_which_fills_in_the_graph_later(model_file: str) -> None:
-    source, got, worker = start(model_file, threads=1)
+    source, got, worker = start(model_file, threads=(1,))
     first = got.wait_for(lambda s: s.runs > 0)
     assert first.graph is not None and first.graph.peaks is None  # numbers first, no analysis pass yet
     assert all(n.flops is None for n in first.graph.nodes)
@@ -150,7 +150,7 @@ def test_a_large_graph_crosses_as_columns_whose_names_are_sent_once(tmp_path: Pa
     layers = 3000
     path = tmp_path / "large.py"
     path.write_text(LARGE.format(layers=layers))
-    source, got, worker = start(f"{path}:make", threads=1)
+    source, got, worker = start(f"{path}:make", threads=(1,))
     first = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 2, timeout=180)
     later = got.wait_for(lambda s: s.seq > first.seq and s.runs > first.runs, timeout=180)
     source.send(Stop())

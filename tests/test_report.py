@@ -15,7 +15,8 @@ from torch import nn
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, path_matches
 from fxtui.core.nodes import NodeRow
-from fxtui.engine.export import load_json, write_atomic
+from fxtui.core.report import load_json
+from fxtui.engine.export import write_atomic, write_file
 from fxtui.engine.pipeline import make_report
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
@@ -153,9 +154,9 @@ def test_write_is_whole_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_unwritable_paths_fail_in_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(FxtuiError, match="does not exist"):
-        write_atomic(tmp_path / "missing" / "x.json", "{}")
+        write_file(tmp_path / "missing" / "x.json", "{}")
     with pytest.raises(FxtuiError, match="is a directory"):
-        write_atomic(tmp_path, "{}")
+        write_file(tmp_path, "{}")
 
 
 @pytest.mark.parametrize(

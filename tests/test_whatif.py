@@ -335,7 +335,7 @@ def test_what_ifs_round_trip_through_the_json_report(convnet: Session, tmp_path)
     convnet.what_ifs["compile"] = WhatIf("compile", "torch.compile", error="torch.compile failed: boom")
     report = make_report(convnet, timeline=False)
     path = tmp_path / "r.json"
-    export(report, json_path=str(path))
+    export(report, {"json": str(path)})
     loaded = Report.load(path)
     assert loaded.what_ifs == report.what_ifs
     data = report.metadata()["what_ifs"]
@@ -352,7 +352,8 @@ def test_an_infinite_output_difference_is_written_as_null() -> None:
 
 
 def test_the_text_says_a_large_slowdown_as_a_factor_and_gives_no_verdict_within_the_spread() -> None:
-    from fxtui.core.what_if_text import change_text, what_if_text
+    from fxtui.core.what_if_text import change_text
+    from fxtui.engine.findings_text import what_if_text
 
     assert change_text(result((0.9, 1.0, 1.1), (11.0, 12.0, 13.0))) == "12.0× slower"
     assert change_text(result((9.0, 10.0, 11.0), (11.5, 12.0, 13.0))) == "20.0% slower"

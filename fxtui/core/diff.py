@@ -10,11 +10,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import tabulate
-
 from fxtui.core.nodes import NodeRow
-from fxtui.core.units import format_bytes, format_seconds
-from fxtui.engine.report import Report
+from fxtui.core.report import ReportData
+from fxtui.core.units import format_bytes
 
 SPREAD_MARK = "~"
 """Marks a node change that lies within either run's own spread."""
@@ -96,47 +94,6 @@ class RunDiff:
             f"{self.before.get('peak_node', '')} → {self.after.get('peak_node', '')}"
         )
 
-    def table(self, top: int | None = 20) -> str:
-        """Totals, then nodes by absolute change, modules, and nodes found in one run only."""
-        lines = [
-            f"before     {_describe(self.before)}",
-            f"after      {_describe(self.after)}",
-            f"run        {_change_text(self.run)} (profiled median)",
-            f"uninstr.   {_change_text(self.eager)} (uninstrumented median)",
-        ]
-        if self.memory_line:
-            lines.append(self.memory_line)
-        if self.differences:
-            lines.append(f"settings   differ: {'; '.join(self.differences)}")
-        lines.append("")
-        rows = self.nodes[:top] if top else self.nodes
-        lines.append(
-            tabulate.tabulate(
-                [[*_row(c, c.name), SPREAD_MARK if c.within_spread else ""] for c in rows],
-                headers=["node", "module path", "before", "after", "Δ", "Δ%", ""],
-                disable_numparse=True,
-            )
-        )
-        if top and len(self.nodes) > top:
-            lines.append(f"… {len(self.nodes) - top} more nodes (--top 0 shows all)")
-        if self.within_spread:
-            lines.append(spread_legend(self))
-        if self.only_before:
-            lines.append(f"\nonly in before ({len(self.only_before)}): " + ", ".join(self.only_before))
-        if self.only_after:
-            lines.append(f"only in after ({len(self.only_after)}): " + ", ".join(self.only_after))
-        mods = [m for m in self.modules if m.name][: top or None]
-        if mods:
-            lines.append("")
-            lines.append(
-                tabulate.tabulate(
-                    [_row(c, c.name)[1:] for c in mods],
-                    headers=["module path", "before", "after", "Δ", "Δ%"],
-                    disable_numparse=True,
-                )
-            )
-        return "\n".join(lines)
-
 
 def spread_legend(diff: RunDiff) -> str:
     """The line that explains the ``~`` mark, with how many node changes carry it."""
@@ -148,10 +105,10 @@ def spread_legend(diff: RunDiff) -> str:
 
 def diff_files(before: str | os.PathLike[str], after: str | os.PathLike[str]) -> RunDiff:
     """Load and compare two saved runs; FxtuiError when either is not an fxtui report."""
-    return diff_reports(Report.load(before), Report.load(after))
+    return diff_reports(ReportData.load(before), ReportData.load(after))
 
 
-def diff_reports(before: Report, after: Report) -> RunDiff:
+def diff_reports(before: ReportData, after: ReportData) -> RunDiff:
     """Compare two reports (profiled now or loaded from files)."""
     b_rows = {r.name: r for r in before.rows}
     a_rows = {r.name: r for r in after.rows}
@@ -203,33 +160,3 @@ def _within_spread(before: NodeRow, after: NodeRow) -> bool:
 
 def _setting_text(value: Any) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
-def _describe(meta: dict[str, Any]) -> str:
-    inputs = ", ".join(str(i) for i in meta.get("inputs", []))
-    threads, runs = meta.get("threads", "?"), meta.get("runs", "?")
-    return f"{meta.get('model', '?')}   inputs {inputs}   threads {threads}   runs {runs}"
-
-
-def _pct_text(pct: float | None) -> str:
-    return "–" if pct is None else f"{pct:+.1f}%".replace("-", "−")
-
-
-def _change_text(c: Change) -> str:
-    sign = "+" if c.delta_s >= 0 else "−"
-    return (
-        f"{format_seconds(c.before_s)} → {format_seconds(c.after_s)}   "
-        f"Δ {sign}{format_seconds(abs(c.delta_s))} ({_pct_text(c.delta_pct)})"
-    )
-
-
-def _row(c: Change, name: str) -> list[str]:
-    sign = "+" if c.delta_s >= 0 else "−"
-    return [
-        name,
-        c.module_path or "(root)",
-        format_seconds(c.before_s),
-        format_seconds(c.after_s),
-        sign + format_seconds(abs(c.delta_s)),
-        _pct_text(c.delta_pct),
-    ]

@@ -327,6 +327,19 @@ class NodeRow:
         """Median time of one run of the node, seconds."""
         return self.stats.median_s
 
+    def __getattr__(self, name: str) -> Any:
+        """Every field of the node's facts, statistics and rates reads as the row's own: ``row.op``,
+        ``row.shape``, ``row.p90_s``, ``row.count``, ``row.pct``, ``row.gflops_s`` …"""
+        if name in ("info", "stats", "rates"):  # not set yet (while unpickling): no parts to read through
+            raise AttributeError(name)
+        for part in (self.info, self.stats, self.rates):
+            if name in _FIELDS[type(part)]:
+                return getattr(part, name)
+        raise AttributeError(f"'NodeRow' object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *(name for names in _FIELDS.values() for name in names)})
+
     def to_dict(self) -> dict[str, Any]:
         """One flat JSON-ready mapping: facts, statistics, ``noisy``/``unsteady`` and rates."""
         out: dict[str, Any] = {}
@@ -383,6 +396,13 @@ class ModuleRow:
     def from_dict(cls, data: Mapping[str, Any]) -> ModuleRow:
         """The row :meth:`to_dict` wrote."""
         return _build(cls, data, class_name="", self_s=0.0, pct=0.0, nodes=0, leaf_fallback=False)
+
+
+#: The fields a :class:`NodeRow` reads through from its parts.
+_FIELDS: dict[type, frozenset[str]] = {
+    kind: frozenset(f.name for f in fields(kind)) | ({"noisy", "unsteady"} if kind is NodeStats else set())
+    for kind in (NodeInfo, NodeStats, Rates)
+}
 
 
 def _build(kind: Any, data: Mapping[str, Any], **defaults: Any) -> Any:

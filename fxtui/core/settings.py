@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,57 @@ def parse_hf_config(text: str) -> tuple[tuple[str, str], ...]:
             raise FxtuiError(f"--hf-config takes key=value pairs separated by commas, not {item!r}")
         pairs.append((key.strip(), value.strip()))
     return tuple(pairs)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the user asked of one profile, whole and never changed once made (the command line builds it;
+    the headless command, the app's engine process and ``fxtui run`` read it).
+
+    What was measured is a :class:`~fxtui.core.report.ReportData`; how it is shown is
+    :class:`OutputSettings`.
+    """
+
+    target: Target
+    threads: tuple[int, ...] = ()
+    """Intra-op thread counts: the session runs at the first; each other one is measured as ``threads=N``."""
+    runs: int = 30
+    """Profiled runs of a headless profile."""
+    warmup: int = 3
+    malloc: str = "keep"
+    """``keep``: freed memory stays in the process (:mod:`fxtui.engine.allocator`); ``glibc``: its own policy."""
+    keep_disturbed: bool = False
+    memory: bool = False
+    """Measure each node's memory in one run before the timed ones."""
+    what_ifs: tuple[str, ...] = ()
+    """What-ifs to measure after the profile (``--what-if`` and the extra thread counts)."""
+    hints: bool = False
+    aten: int | None = None
+    """Explain the top N nodes of the table with their aten operators."""
+    analyse: bool = True
+    """Measure FLOPs, bytes, source lines and the machine's peaks (about a second more)."""
+
+    @property
+    def session_threads(self) -> int | None:
+        """The thread count the session runs at (None: torch's default)."""
+        return self.threads[0] if self.threads else None
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """How the headless command shows a profile: the table, its filters, and the files it writes."""
+
+    sort: str = "median"
+    top: int | None = 20
+    spec: FilterSpec = field(default_factory=FilterSpec)
+    """Which nodes the table shows (its path filter applies to ``--modules`` too)."""
+    modules: bool = False
+    """A table of modules instead of nodes."""
+    columns: tuple[str, ...] = ()
+    exports: tuple[tuple[str, str], ...] = ()
+    """(format, path) pairs: ``("json", "run.json")`` (:data:`fxtui.engine.export.FORMATS`)."""
+
+    @property
+    def export_paths(self) -> dict[str, str]:
+        """Format → path of every export asked for."""
+        return dict(self.exports)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import tabulate
-
 from fxtui.core.findings import ModuleChange, NodeChange, WhatIf
 from fxtui.core.units import format_seconds
 
@@ -121,38 +119,3 @@ def module_rows(changes: Iterable[ModuleChange]) -> list[list[str]]:
         ]
         for c in changes
     ]
-
-
-def what_if_text(result: WhatIf, top: int | None = 10) -> str:
-    """One what-if: what was done, the run before → after, the outputs, then nodes and modules by change."""
-    lines = [f"what-if    {result.name}: {result.title}"]
-    if result.error:
-        lines.append(f"           cannot apply: {result.error}")
-        return "\n".join(lines)
-    lines.append(f"run        {run_line(result)}")
-    lines.append(f"outputs    {outputs_line(result)}")
-    if setup := setup_line(result):
-        lines.append(f"setup      {setup}")
-    if result.note:
-        lines.append(f"note       {result.note}")
-    if not result.nodes:
-        lines.append("nodes      none: measured as one whole run")
-        return "\n".join(lines)
-    shown = result.nodes[:top] if top else result.nodes
-    lines += ["", _table(node_rows(shown), ["node", "module path", "before", "after", "change", "after ÷ before"])]
-    if len(shown) < len(result.nodes):
-        lines.append(f"… {len(result.nodes) - len(shown)} more nodes (--top 0 or --json shows all)")
-    modules = result.modules[: max(top // 2, 1)] if top else result.modules
-    lines += ["", _table(module_rows(modules), ["module path", "before", "after", "change", "after ÷ before"])]
-    if len(modules) < len(result.modules):
-        lines.append(f"… {len(result.modules) - len(modules)} more modules")
-    return "\n".join(lines)
-
-
-def what_ifs_text(results: Iterable[WhatIf], top: int | None = 10) -> str:
-    """Every what-if, one block each."""
-    return "\n\n".join(what_if_text(r, top) for r in results)
-
-
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    return tabulate.tabulate(rows, headers=headers, disable_numparse=True)

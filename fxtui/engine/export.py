@@ -1,7 +1,18 @@
-"""Reports as files: JSON (and loading it back), CSV, the Chrome trace; every write atomic.
+"""Reports as files: one table of formats (JSON, CSV, Chrome trace) and writes that lose nothing.
 
-Exports are written whole or not at all: to a temporary file beside the target, then
-renamed over it. :func:`load_json` validates a saved report before anything reads it.
+Each format is one entry of :data:`FORMATS`: the command-line option that asks for it and
+the function that renders a report as its text. An export is rendered whole before anything
+is written, then written whole or not at all:
+
+* a regular file (or a new path) through a temporary file beside it, renamed over it, so a
+  reader never sees half a file and a failed write leaves the old one;
+* anything else at the path — a device (``/dev/null``, ``/dev/full``), a FIFO, a terminal, a
+  descriptor (``/dev/stdout``, ``/dev/fd/63`` from ``--csv >(wc -c)``) — is written straight
+  into, as a shell redirection would: renaming over it would replace a device file (as root)
+  or leave the reader of a pipe waiting forever.
+
+A directory is refused, and so is one path given to two exports (the second would replace
+the first), before anything is profiled.
 """
 
 from __future__ import annotations
@@ -11,56 +22,46 @@ import csv
 import io
 import json
 import os
+import re
+import stat
 import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.nodes import module_ancestors
-
-if TYPE_CHECKING:
-    from fxtui.engine.report import Report
-
-#: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
-SCHEMA = "fxtui.report"
-SCHEMA_VERSION = 1
-#: The CSV's columns, in order: a node's facts, its statistics, then its rates.
-CSV_COLUMNS = (
-    "name", "op", "target", "type_name", "module_path", "shape", "dtype", "median_s", "mean_s", "p90_s", "min_s",
-    "max_s", "iqr_s", "count", "pct", "noisy", "index", "unsteady", "flops", "bytes_moved", "params", "gflops_s",
-    "gbytes_s", "intensity", "bound", "roofline_fraction", "source", "forward_source", "graph", "calls", "phase",
-    "output_bytes", "alloc_bytes", "live_bytes", "saved_bytes", "page_faults",
-)  # fmt: skip
+from fxtui.core.report import ReportData
 
 
-def report_dict(report: Report) -> dict[str, Any]:
-    """Everything in ``report`` as JSON-ready data, with the schema's name and version."""
-    return {
-        "schema": SCHEMA,
-        "version": SCHEMA_VERSION,
-        "metadata": report.metadata(),
-        "rows": [r.to_dict() for r in report.rows],
-        "modules": [m.to_dict() for m in report.modules],
-    }
+def report_json(report: ReportData) -> str:
+    """``report`` as JSON text (:meth:`~fxtui.core.report.ReportData.to_dict`)."""
+    return json.dumps(report.to_dict(), indent=1, allow_nan=False, default=_json_default)
 
 
-def report_json(report: Report) -> str:
-    """``report`` as JSON text."""
-    return json.dumps(report_dict(report), indent=1, allow_nan=False, default=_json_default)
-
-
-def report_csv(report: Report) -> str:
-    """One CSV line per node, graph order, with a header line."""
+def report_csv(report: ReportData) -> str:
+    """One CSV line per node, graph order: every field a saved row has, a header line first."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(CSV_COLUMNS)
-    for r in report.rows:
-        row = r.to_dict()
-        writer.writerow([row.get(c) for c in CSV_COLUMNS])
+    rows = [r.to_dict() for r in report.rows]
+    header = list(rows[0]) if rows else []
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([row.get(c) for c in header])
     return out.getvalue()
 
 
-def chrome_trace(report: Report) -> dict[str, Any]:
+def dataframe(report: ReportData) -> Any:
+    """The node rows as a ``pandas.DataFrame``; one sentence when pandas is not installed."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise FxtuiError("report.to_dataframe() needs pandas: pip install pandas") from None
+    return pd.DataFrame([r.to_dict() for r in report.rows])
+
+
+def chrome_trace(report: ReportData) -> dict[str, Any]:
     """One representative run as nested spans (module → node) in the Chrome trace event format."""
     if not report.timeline:
         raise FxtuiError("this report has no recorded run to export as a trace")
@@ -110,24 +111,171 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
+def trace_json(report: ReportData) -> str:
+    """:func:`chrome_trace` as JSON text."""
+    return json.dumps(chrome_trace(report))
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One kind of file a report can be written as."""
+
+    option: str
+    """The command-line option that asks for it (``--json``)."""
+    render: Callable[[ReportData], str]
+    """The report as the file's text."""
+    needs_timeline: bool = False
+    """It needs one representative run recorded (the Chrome trace)."""
+
+
+#: Every export format, by the name the Python API and ``--OPTION FILE`` use.
+FORMATS: dict[str, ExportFormat] = {
+    "json": ExportFormat("--json", report_json),
+    "csv": ExportFormat("--csv", report_csv),
+    "chrome_trace": ExportFormat("--chrome-trace", trace_json, needs_timeline=True),
+}
+
+
+class ExportError(FxtuiError):
+    """Some exports could not be written; :attr:`written` lists those that were."""
+
+    def __init__(self, message: str, written: list[str]) -> None:
+        super().__init__(message)
+        self.written = written
+
+
+def check_exports(paths: Mapping[str, str | None]) -> None:
+    """Fail early, in one sentence, when an export cannot be written (before any profiling).
+
+    ``paths`` maps a format of :data:`FORMATS` to its path (None: not asked for).
+    """
+    seen: dict[str, str] = {}
+    for name, path in paths.items():
+        if not path:
+            continue
+        check_writable(path)
+        key = _identity(path)
+        if key in seen:
+            raise FxtuiError(
+                f"{FORMATS[seen[key]].option} and {FORMATS[name].option} both name {path}: the second would "
+                "replace the first; give each export its own file"
+            )
+        seen[key] = name
+
+
+def export(report: ReportData, paths: Mapping[str, str | None]) -> list[str]:
+    """Write each asked-for export (format → path); returns the paths written.
+
+    Every export is tried; when any fails, :class:`ExportError` says which and lists those written.
+    """
+    written: list[str] = []
+    failed: list[str] = []
+    for name, path in paths.items():
+        if not path:
+            continue
+        try:
+            write_file(path, FORMATS[name].render(report))
+        except FxtuiError as e:
+            failed.append(str(e))
+        else:
+            written.append(path)
+    if failed:
+        raise ExportError("; ".join(failed), written)
+    return written
+
+
 def check_writable(path: str | os.PathLike[str]) -> Path:
     """Fail early, in one sentence, when ``path`` cannot be written (before any profiling)."""
     p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise FxtuiError(f"cannot write {p}: it is a directory")
+    if _is_stream(p):
+        if not os.access(p, os.W_OK):
+            raise FxtuiError(f"cannot write {p}: it is not writable")
+        return p
+    target = _regular_target(p)
+    parent = target.parent
     if not parent.is_dir():
         raise FxtuiError(f"cannot write {p}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise FxtuiError(f"cannot write {p}: the directory {parent} is not writable")
-    if p.exists() and not os.access(p, os.W_OK):
+    if target.exists() and not os.access(target, os.W_OK):
         raise FxtuiError(f"cannot write {p}: the file is not writable")
     return p
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (temporary file, then rename)."""
+def write_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: atomically to a regular file, straight into anything else."""
     p = check_writable(path)
+    if _is_stream(p):
+        _write_straight(p, text)
+    else:
+        write_atomic(_regular_target(p), text)
+
+
+def _is_stream(p: Path) -> bool:
+    """True when ``p`` names something other than a regular file or a new path: a device, a FIFO, a socket, a
+    terminal, or an open descriptor (``/dev/stdout`` → ``/proc/self/fd/1``, ``/dev/fd/63``) even where the
+    descriptor is a regular file (``fxtui … --json /dev/stdout > out.json``): written into as a redirection
+    would, not replaced beside it."""
+    try:
+        mode = os.stat(p).st_mode  # follows links: what is written into
+    except OSError:
+        return False  # a new file (or a dangling link: written as a new file where the link points)
+    return not stat.S_ISREG(mode) or _through_descriptor(p)
+
+
+def _through_descriptor(p: Path) -> bool:
+    """True when ``p`` or a link it leads through is an entry of a process's descriptor table (``/proc/N/fd``)."""
+    seen = 0
+    current = str(p)
+    while seen < 40:  # the kernel's own limit on links followed
+        parent = os.path.realpath(os.path.dirname(os.path.abspath(current)))
+        if _FD_DIR.match(parent):
+            return True
+        if not os.path.islink(current):
+            return False
+        target = os.readlink(current)
+        current = target if os.path.isabs(target) else os.path.join(os.path.dirname(current), target)
+        seen += 1
+    return False
+
+
+_FD_DIR = re.compile(r"^/proc/[^/]+/fd$")
+
+
+def _regular_target(p: Path) -> Path:
+    """The file a write should replace: the target of a symbolic link, not the link itself."""
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+def _identity(path: str) -> str:
+    """What two paths share when they name one file: the device and inode, or the resolved path of a new file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return f"{st.st_dev}:{st.st_ino}" if stat.S_ISREG(st.st_mode) else os.path.realpath(path)
+
+
+def _write_straight(p: Path, text: str) -> None:
+    data = text.encode("utf-8")
+    try:
+        # No O_TRUNC on a device or a pipe, and no O_CREAT: the path already names what is written into.
+        fd = os.open(p, os.O_WRONLY)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise FxtuiError(f"cannot write {p}: {e.strerror or e}") from e
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to the regular file ``path`` whole or not at all (temporary file, then rename)."""
+    p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
     try:
         # mkstemp makes the file private (0600); an export should get the mode any new
@@ -152,64 +300,3 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def export(
-    report: Report, *, json_path: str | None = None, csv_path: str | None = None, trace_path: str | None = None
-) -> list[str]:
-    """Write the requested exports; returns the paths written."""
-    written = []
-    if json_path:
-        write_atomic(json_path, report_json(report))
-        written.append(json_path)
-    if csv_path:
-        write_atomic(csv_path, report_csv(report))
-        written.append(csv_path)
-    if trace_path:
-        write_atomic(trace_path, json.dumps(chrome_trace(report)))
-        written.append(trace_path)
-    return written
-
-
-def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a report written by ``--json``/``--save``; FxtuiError when it is not one."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FxtuiError(f"{p} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise FxtuiError(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
-    except json.JSONDecodeError as e:
-        raise FxtuiError(f"{p} is not valid JSON (line {e.lineno}: {e.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise FxtuiError(f'{p} is not an fxtui report (no "schema": "{SCHEMA}")')
-    if data.get("version") != SCHEMA_VERSION:
-        raise FxtuiError(
-            f"{p} is an fxtui report of version {data.get('version')!r}; this fxtui reads version {SCHEMA_VERSION}"
-        )
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not all(_valid_row(r) for r in rows):
-        raise FxtuiError(f"{p} is damaged: its rows are not fxtui node rows")
-    if not isinstance(data.get("metadata"), dict) or not isinstance(data.get("modules"), list):
-        raise FxtuiError(f"{p} is damaged: metadata or modules are missing")
-    if not all(_valid_module(m) for m in data["modules"]):
-        raise FxtuiError(f"{p} is damaged: its modules are not fxtui module rows")
-    return data
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _valid_module(row: object) -> bool:
-    return isinstance(row, dict) and isinstance(row.get("path"), str) and _is_number(row.get("inclusive_s"))
-
-
-def _valid_row(row: object) -> bool:
-    return (
-        isinstance(row, dict)
-        and isinstance(row.get("name"), str)
-        and isinstance(row.get("module_path"), str)
-        and _is_number(row.get("median_s"))
-    )

@@ -33,7 +33,7 @@ from typing import Any
 from fxtui.core.column_table import ColumnTable, Stored
 from fxtui.core.commands import Command, Stop
 from fxtui.core.nodes import ModuleStats, NodeStats
-from fxtui.core.settings import Target
+from fxtui.core.settings import RunSettings
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
 
 
@@ -41,14 +41,10 @@ from fxtui.core.snapshot import GraphInfo, Snapshot, State
 class ChildOptions:
     """What the child needs to build and run the session (all picklable)."""
 
-    target: Target
-    threads: int | None = None
-    warmup: int = 3
+    settings: RunSettings
+    """What the user asked (the target, threads, warm-up, the allocator's policy, disturbed steps)."""
     interval: float = 0.3
-    keep_freed_memory: bool = True
-    """See :mod:`fxtui.engine.allocator`: the child is fxtui's own process."""
-    keep_disturbed: bool = False
-    """Record steps other work disturbed rather than leave them out (:mod:`fxtui.engine.interference`)."""
+    """Seconds between snapshots, at least."""
     nice: int = 10
     """Scheduling niceness of the child. The model's threads would otherwise share the
     cores evenly with the app, and a key press could wait for a time slice: measured
@@ -207,7 +203,8 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)
-    if options.keep_freed_memory:
+    settings = options.settings
+    if settings.malloc == "keep":
         from fxtui.engine.allocator import keep_freed_memory
 
         keep_freed_memory()
@@ -216,13 +213,13 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     from fxtui.engine.live import LiveSource
     from fxtui.engine.pipeline import session_for_target
 
-    if options.threads:
-        torch.set_num_threads(options.threads)
+    if settings.session_threads:
+        torch.set_num_threads(settings.session_threads)
     source = LiveSource(
         lambda progress: session_for_target(
-            options.target, progress, analyse=False, keep_disturbed=options.keep_disturbed
+            settings.target, progress, analyse=False, keep_disturbed=settings.keep_disturbed
         ),
-        warmup=options.warmup,
+        warmup=settings.warmup,
         interval=options.interval,
         analyse=True,
     )

@@ -6,24 +6,20 @@ headless command and the Python API; the hint and aten sentences are the ones th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import tabulate
 
-from fxtui.core import memory_policy, what_if_text
-from fxtui.core.errors import FxtuiError
+from fxtui.core import memory_policy
+from fxtui.core.columns import check_extra, headless_columns
 from fxtui.core.filters import FilterSpec, path_matches
-from fxtui.core.findings import AtenOp, Hint, WhatIf
-from fxtui.core.nodes import NodeRow, Spread
+from fxtui.core.nodes import Spread
+from fxtui.core.report import ReportData
 from fxtui.core.snapshot import page_fault_warning
 from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 
-if TYPE_CHECKING:
-    from fxtui.engine.report import Report
 
-
-def header(report: Report) -> str:
+def header(report: ReportData) -> str:
     """The lines above the table: model, inputs, threads, runs and the run figures."""
     r = report
     run = "step" if r.training else "run"
@@ -64,48 +60,26 @@ def header(report: Report) -> str:
 
 
 def table(
-    report: Report,
+    report: ReportData,
     sort: str = "median",
     top: int | None = 20,
     spec: FilterSpec | None = None,
-    columns: tuple[str, ...] = (),
+    columns: Sequence[str] = (),
 ) -> str:
-    """A tabulate table of the rows: op type, node, target, module path, shape, median, p90, %, calls.
-
-    ``columns`` adds any of :data:`EXTRA_COLUMNS` (``flops``, ``gflops``, ``bound`` …).
-    """
-    for c in columns:
-        if c not in EXTRA_COLUMNS:
-            raise FxtuiError(f"no column {c!r}; choose from {', '.join(EXTRA_COLUMNS)}")
+    """A tabulate table of the rows: :data:`fxtui.core.columns.HEADLESS`, then ``columns`` (any of
+    :data:`fxtui.core.columns.EXTRA`: ``flops``, ``gflops``, ``bound`` …)."""
+    check_extra(columns)
+    shown = headless_columns(report.training, columns)
     rows = report.select(spec, sort, top)
-    body = [
-        [
-            *([r.info.phase] if report.training else []),
-            r.info.op,
-            r.name,
-            r.info.target,
-            r.module_path or "(root)",
-            r.info.shape,
-            format_seconds(r.median_s),
-            format_seconds(r.stats.p90_s),
-            format_pct(r.stats.pct),
-            r.stats.count,
-            *(EXTRA_COLUMNS[c][1](r) for c in columns),
-            _marks(r),
-        ]
-        for r in rows
-    ]
-    headers = ["phase"] if report.training else []
-    headers += ["op type", "node", "target", "module path", "output shape", "median", "p90", "% of run", "calls"]
-    headers += [EXTRA_COLUMNS[c][0] for c in columns] + [""]
-    text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+    body = [[c.text(r.info, r.stats, r.rates) for c in shown] for r in rows]
+    text = tabulate.tabulate(body, headers=[c.header for c in shown], disable_numparse=True)
     total = len(report.select(spec))
     if len(rows) < total:
         text += f"\n… {total - len(rows)} more nodes (--top 0 shows all)"
     return text
 
 
-def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
+def module_table(report: ReportData, top: int | None = 20, path: str = "") -> str:
     """Module paths by inclusive time: class, inclusive, self, % of run, nodes, GFLOP/s."""
     mods = [m for m in report.modules if path_matches(m.path, path)] if path else list(report.modules)
     mods.sort(key=lambda m: (-m.inclusive_s, m.path))
@@ -119,7 +93,7 @@ def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
             format_pct(m.pct),
             *([format_seconds(m.forward_s), format_seconds(m.backward_s)] if report.training else []),
             m.nodes,
-            _opt(m.gflops_s, ".1f"),
+            "–" if m.gflops_s is None else f"{m.gflops_s:.1f}",
             *([format_bytes(m.output_bytes), format_bytes(m.peak_live_bytes)] if report.memory else []),
             *([format_bytes(m.saved_bytes)] if report.memory and report.training else []),
         ]
@@ -136,63 +110,7 @@ def module_table(report: Report, top: int | None = 20, path: str = "") -> str:
     return text
 
 
-def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
-    """Suggestions, largest estimated saving first, each with its evidence.
-
-    A hint whose what-if was measured (``what_ifs``) shows the measured change instead of the estimate.
-    """
-    if not hints:
-        return "hints      none: no rule found anything worth changing"
-    measured = {w.name: w for w in what_ifs if w.measured}
-    lines = []
-    for h in hints:
-        tried = measured.get(h.what_if)
-        if tried is not None:
-            saving = f"measured (what-if {tried.name}): {what_if_text.summary(tried)}"
-        elif h.saving_s is not None:
-            saving = f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
-        else:
-            saving = "saving: try it and measure" + (f" (--what-if {h.what_if})" if h.what_if else "")
-        lines.append(f"• {h.title}  [{h.rule}]\n    {h.evidence}\n    {saving}")
-    return "\n".join(lines)
-
-
-def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow]) -> str:
-    """The aten operators inside each of ``rows`` (those explained), with their share of the node."""
-    blocks = []
-    for r in rows:
-        ops = aten.get(r.name)
-        if ops is None:
-            continue
-        body = [
-            [
-                "  " * op.depth + op.name,
-                f"{op.calls:g}",
-                format_seconds(op.total_s),
-                format_seconds(op.self_s),
-                f"{op.share:.0%}",
-            ]
-            for op in ops
-        ]
-        title = f"{r.name} ({r.info.target}, median {format_seconds(r.median_s)})"
-        if not body:
-            blocks.append(f"{title}: no aten operator (pure Python or a view)")
-            continue
-        blocks.append(
-            title
-            + "\n"
-            + tabulate.tabulate(
-                body, headers=["aten operator", "calls", "total", "self", "of node"], disable_numparse=True
-            )
-        )
-    return "\n\n".join(blocks)
-
-
-def _opt(value: float | None, fmt: str) -> str:
-    return "–" if value is None else format(value, fmt)
-
-
-def train_lines(report: Report) -> list[str]:
+def train_lines(report: ReportData) -> list[str]:
     """The header's lines on a training step: its phases, the loss and the optimizer."""
     if not report.training:
         return []
@@ -210,7 +128,7 @@ def train_lines(report: Report) -> list[str]:
     ]
 
 
-def capture_lines(report: Report) -> list[str]:
+def capture_lines(report: ReportData) -> list[str]:
     """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
     if report.capture == "fx":
         return ["capture    fx: torch.fx symbolic tracing, one graph"]
@@ -243,7 +161,7 @@ def capture_lines(report: Report) -> list[str]:
     return lines
 
 
-def memory_lines(report: Report) -> list[str]:
+def memory_lines(report: ReportData) -> list[str]:
     """The header's lines on memory (``--memory``): the live peak and where it is, parameters, the process."""
     m = report.memory
     if m is None:
@@ -298,38 +216,3 @@ def _unattributed_line(seconds: float | None, capture: str = "fx", disturbed: bo
         "train": "Python between graphs (the loss call, autograd's engine, TorchDynamo's guard checks)",
     }.get(capture, "Python between graphs and TorchDynamo's guard checks")
     return f"unattributed {format_seconds(seconds)} of the uninstrumented run is {glue}, not charged to any node"
-
-
-def _marks(row: NodeRow) -> str:
-    """The table's last column: why a node's median deserves caution."""
-    marks = ["noisy"] if row.stats.noisy else []
-    if row.stats.unsteady:
-        marks.append(f"min {format_seconds(row.stats.min_s)}")
-    return ", ".join(marks)
-
-
-#: Columns ``table(columns=…)`` / ``--columns`` can add: name → (header, formatter).
-EXTRA_COLUMNS: dict[str, tuple[str, Callable[[NodeRow], str]]] = {
-    "flops": ("MFLOP", lambda r: _opt(r.info.flops / 1e6 if r.info.flops is not None else None, ".1f")),
-    "gflops": ("GFLOP/s", lambda r: _opt(r.rates.gflops_s, ".1f")),
-    "gbps": ("GB/s", lambda r: _opt(r.rates.gbytes_s, ".1f")),
-    "intensity": ("FLOP/B", lambda r: _opt(r.rates.intensity, ".1f")),
-    "bound": ("bound", lambda r: r.rates.bound.replace("-bound", "") or "–"),
-    "roofline": (
-        "% roofline",
-        lambda r: _opt(r.rates.roofline_fraction * 100 if r.rates.roofline_fraction is not None else None, ".0f"),
-    ),
-    "params": ("params", lambda r: _opt(r.info.params, ",d")),
-    "mean": ("mean", lambda r: format_seconds(r.stats.mean_s)),
-    "min": ("min", lambda r: format_seconds(r.stats.min_s)),
-    "max": ("max", lambda r: format_seconds(r.stats.max_s)),
-    "iqr": ("IQR", lambda r: format_seconds(r.stats.iqr_s)),
-    "source": ("source", lambda r: r.info.source),
-    "output": ("output", lambda r: format_bytes(r.info.output_bytes)),
-    "alloc": ("allocated", lambda r: format_bytes(r.info.alloc_bytes)),
-    "live": ("live after", lambda r: format_bytes(r.info.live_bytes)),
-    "saved": ("saved", lambda r: format_bytes(r.info.saved_bytes)),
-}
-
-#: The columns ``--memory`` adds (``saved`` too in a training step).
-MEMORY_COLUMNS = ("output", "alloc", "live")

@@ -20,14 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_soak import rss_mb
 
-from fxtui.core.settings import Target
+from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import State
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.ui.app import FxtuiApp
 
 
 async def soak(model: str, minutes: float, every: float, warmup_share: float) -> None:
-    source = ProcessSource(ChildOptions(Target(model)))
+    source = ProcessSource(ChildOptions(RunSettings(Target(model))))
     source.start()
     child = source._process.pid
     app = FxtuiApp(source)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui import PaintMeter, ms, p95, press_keys, print_latencies
 
-from fxtui.core.settings import Target, parse_shape
+from fxtui.core.settings import RunSettings, Target, parse_shape
 from fxtui.core.snapshot import State
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.ui.app import FxtuiApp
@@ -90,7 +90,7 @@ class ReceiveMeter:
 
 async def bench(target: Target, presses: int, profile: str | None, quiet_s: float) -> None:
     t_start = time.perf_counter()
-    source = ProcessSource(ChildOptions(target))
+    source = ProcessSource(ChildOptions(RunSettings(target)))
     source.start()
     receive = ReceiveMeter(source._receive)
     source._receive = receive  # type: ignore[assignment]

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from fxtui.core.settings import Target
+from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.engine.live import LiveSource
 from fxtui.engine.pipeline import run_profile, session_for_target
@@ -98,7 +98,7 @@ def main() -> None:
     for round_ in range(2):
         base = headless(target, runs=60)
         print(f" round {round_ + 1}: headless run median {base.run_median_s * 1e3:.2f} ms over {base.runs} runs")
-        process = asyncio.run(live(ProcessSource(ChildOptions(target)), seconds))
+        process = asyncio.run(live(ProcessSource(ChildOptions(RunSettings(target))), seconds))
         compare("live, engine in a child process", base, process)
         thread = asyncio.run(live(LiveSource(lambda progress: session_for_target(target, progress)), seconds))
         compare("live, engine in an app thread", base, thread)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 from fxtui.core.commands import Explain, RequestHints, Reset, Stop
-from fxtui.core.settings import Target
+from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 
 
@@ -129,7 +129,7 @@ def main() -> None:
     if args.process:
         from fxtui.engine.remote import ChildOptions, ProcessSource
 
-        source = ProcessSource(ChildOptions(target=target))
+        source = ProcessSource(ChildOptions(RunSettings(target)))
         source.start()
         (child,) = multiprocessing.active_children()
         soak(source, lambda: rss_mb(child.pid), seconds, args.every, args.warmup_share, args.ask_every or None)

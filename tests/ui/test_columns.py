@@ -9,16 +9,17 @@ import pytest
 from fakes import resnet_snapshot
 
 from fxtui.core.column_table import ColumnTable
+from fxtui.core.columns import APP_MEMORY, APP_TIME, BY_KEY, NO_RATES, Column
 from fxtui.core.nodes import NodeStats
 from fxtui.ui.selection import Selection
-from fxtui.ui.table_columns import COLUMNS, MEMORY_COLUMNS, Column, sort_names
+from fxtui.ui.table_sort import sort_names
 
 #: The rows a table is handed: every node; a filter's (a Selection, as the app's filters give);
 #: some of them out of graph order (a caller's list).
 ROWS = ["all", "selection", "shuffled"]
 
 
-@pytest.mark.parametrize("column", [*COLUMNS, *MEMORY_COLUMNS], ids=lambda c: c.key)
+@pytest.mark.parametrize("column", [BY_KEY[k] for k in dict.fromkeys((*APP_TIME, *APP_MEMORY))], ids=lambda c: c.key)
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("rows", ROWS)
 @pytest.mark.parametrize("stored", ["records", "columns"])
@@ -35,7 +36,7 @@ def test_each_column_sorts_with_ties_in_graph_order(column: Column, descending: 
     # As the app receives them (one array per field, sorted in array operations), or as records.
     stats = ColumnTable.of(NodeStats, snapshot.nodes) if stored == "columns" else dict(snapshot.nodes)
     # The reference order: the column's sort value of each node, ties by graph index.
-    keyed = [(column.sort(n, stats.get(n.name)), n.index, n.name) for n in nodes]
+    keyed = [(column.sort(n, stats.get(n.name), NO_RATES), n.index, n.name) for n in nodes]
     expected = [name for _, _, name in sorted(keyed, key=lambda k: (k[0], k[1] if not descending else -k[1]))]
     if descending:
         expected.reverse()

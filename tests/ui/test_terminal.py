@@ -6,8 +6,8 @@ import pytest
 from fakes import FakeSource, settle
 from textual.strip import Strip
 
+from fxtui.core.columns import BY_KEY
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.table_columns import BY_KEY
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
@@ -65,7 +65,7 @@ async def test_at_80x24_the_table_shows_the_numbers_and_the_tree_names_with_shar
         table = app.main.table
         header = table.render_line(0).text
         for key in ("median", "p90", "pct", "calls"):
-            assert BY_KEY[key].label in header
+            assert BY_KEY[key].app_label in header
         assert table.render_line(1).text.rstrip().endswith("200")  # the calls of the first row
         label = app.main.module_tree.label_text(Entry("node", "conv1"))
         assert label.startswith("conv1") and label.rstrip().endswith("%")

@@ -10,8 +10,8 @@ import dataclasses
 
 from fxtui.core.diff import RunDiff, diff_reports
 from fxtui.core.findings import Hint, MemorySummary
+from fxtui.core.report import ReportData
 from fxtui.core.snapshot import GraphInfo, Snapshot
-from fxtui.engine.report import Report
 from fxtui.ui.demo.source import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
 from fxtui.ui.demo.what_ifs import demo_what_if_options, demo_what_ifs
 
@@ -125,4 +125,4 @@ def resnet18_diff() -> RunDiff:
     before = make_snapshot(resnet18_graph(), resnet18_medians())
     after_graph = build_graph(after_rows, model="resnet18", inputs=("1×3×224×224",))
     after = make_snapshot(after_graph, after_medians)
-    return diff_reports(Report.from_snapshot(before), Report.from_snapshot(after))
+    return diff_reports(ReportData.from_snapshot(before), ReportData.from_snapshot(after))

@@ -33,7 +33,7 @@ from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.screens.what_if import WhatIfScreen, answers, requests
-from fxtui.ui.table_columns import Sort, clicked_sort, hotspots, next_sort, sort_label
+from fxtui.ui.table_sort import Sort, clicked_sort, hotspots, next_sort, sort_label
 from fxtui.ui.view_filter import DEFAULT_FILTER
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner

@@ -24,9 +24,10 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from fxtui.core.columns import BY_KEY, Column, app_columns
 from fxtui.core.nodes import NodeInfo, NodeStats
 from fxtui.core.snapshot import GraphInfo
-from fxtui.ui.table_columns import BY_KEY, Column, columns_for, sort_names
+from fxtui.ui.table_sort import sort_names
 
 
 class NodeTable(ScrollView, can_focus=True):
@@ -78,10 +79,10 @@ class NodeTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.columns: tuple[Column, ...] = columns_for(training=False)
-        self._widths: dict[str, int] = {c.key: c.width for c in BY_KEY.values()}
+        self.columns: tuple[Column, ...] = app_columns(training=False)
+        self._widths: dict[str, int] = {c.key: c.width for c in BY_KEY.values() if c.width}
         self.column_set = "time"
-        """Which columns the table shows: ``time`` or ``memory`` (:data:`fxtui.ui.table_columns.COLUMN_SETS`)."""
+        """Which columns the table shows: ``time`` or ``memory`` (:func:`fxtui.core.columns.app_columns`)."""
         self._graph: GraphInfo | None = None
         self._shown: Sequence[NodeInfo] = ()
         self._stats: Mapping[str, NodeStats] = {}
@@ -125,21 +126,21 @@ class NodeTable(ScrollView, can_focus=True):
         info = self._graph.node(name) if self._graph else None
         if info is None:
             raise KeyError(name)
-        return BY_KEY[column].cell(info, self._stats.get(name))
+        return BY_KEY[column].text(info, self._stats.get(name))
 
     def set_graph(self, graph: GraphInfo) -> None:
         """Size the descriptive columns to fit ``graph``'s names (within limits)."""
         self._graph = graph
-        self.columns = columns_for(graph.training, self.column_set)
+        self.columns = app_columns(graph.training, self.column_set)
         for key, limit in (("node", 34), ("target", 28), ("module", 26), ("shape", 20)):
             column = BY_KEY[key]
-            longest = max((len(column.cell(n, None)) for n in graph.nodes), default=0)
-            self._widths[key] = max(len(column.label), min(limit, longest))
+            longest = max((len(column.text(n, None)) for n in graph.nodes), default=0)
+            self._widths[key] = max(len(column.app_label), min(limit, longest))
 
     def show_columns(self, column_set: str) -> None:
         """Switch to the ``time`` or ``memory`` columns; rows, sort and cursor stay."""
         self.column_set = column_set
-        self.columns = columns_for(self._graph.training if self._graph else False, column_set)
+        self.columns = app_columns(self._graph.training if self._graph else False, column_set)
         self._resort()
         self.refresh()
 
@@ -289,7 +290,7 @@ class NodeTable(ScrollView, can_focus=True):
         sorted_style = base + self._style("node-table--sorted")
         segments = []
         for column in self.columns:
-            label = column.label
+            label = column.app_label
             style = header
             if column.key == self.sort_key:
                 label = f"{label}{'↓' if self.sort_descending else '↑'}"
@@ -306,7 +307,7 @@ class NodeTable(ScrollView, can_focus=True):
             style = base + self._style("node-table--cursor")
         segments = []
         for column in self.columns:
-            text = column.cell(info, stats)
+            text = column.text(info, stats)
             cell_style = style
             if column.key == "noisy" and text.strip():
                 cell_style = style + self._style("node-table--noisy")

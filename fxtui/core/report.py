@@ -1,0 +1,391 @@
+"""What one profile measured, as data: :class:`ReportData`, and the JSON schema it is saved in.
+
+The report's fields are listed once, in the class. Its JSON ``metadata`` is every field but the
+rows, the modules and the timeline, each under its own name unless :data:`_CODECS` says how it
+is written (a dataclass as a dict, the memory summary and the spreads flattened beside the
+other figures); :meth:`ReportData.from_dict` reads the same table backwards, and
+:meth:`ReportData.from_snapshot` takes each field from the graph or the snapshot that has it.
+
+Text and files are the engine's (:mod:`fxtui.engine.render`, :mod:`fxtui.engine.export`); the
+Python API's :class:`fxtui.Report` adds them to this data. Loading needs neither torch nor the
+model, so ``fxtui diff`` and the app read saved reports too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fxtui.core.columns import sort_column
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec, NodeColumns
+from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
+from fxtui.core.nodes import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals
+from fxtui.core.rollup import ModulePlan
+from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
+
+#: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
+SCHEMA = "fxtui.report"
+SCHEMA_VERSION = 1
+
+R = TypeVar("R", bound="ReportData")
+
+
+@dataclass(frozen=True)
+class ReportData(RunFiguresMixin):
+    """The result of a profile: per-node rows (graph order), per-module rows, run figures and findings."""
+
+    model: str
+    inputs: tuple[str, ...]
+    dtype: str
+    threads: int
+    runs: int
+    rows: list[NodeRow]
+    modules: list[ModuleRow]
+    run_median_s: float | None
+    """Median wall time of one profiled run."""
+    eager_median_s: float | None
+    """Median wall time of the same graph run uninstrumented, interleaved with the profiled runs."""
+    leaf_modules: tuple[str, ...] = ()
+    failures: int = 0
+    last_error: str = ""
+    clock_overhead_ns: int = 0
+    warnings: tuple[str, ...] = ()
+    timeline: list[tuple[str, float, float]] = field(default_factory=list)
+    """One representative profiled run: (node name, start s, duration s), graph order."""
+    peaks: MachinePeaks | None = None
+    """This machine's measured ceilings, against which ``bound`` is judged."""
+    thread_info: tuple[str, ...] = ()
+    thread_warnings: tuple[str, ...] = ()
+    hints: tuple[Hint, ...] = ()
+    aten: dict[str, tuple[AtenOp, ...]] = field(default_factory=dict)
+    faults_per_run: float | None = None
+    """Median minor page faults of the process per profiled run."""
+    malloc: str = ""
+    """How the process handed freed memory back: keep, glibc or system (:mod:`fxtui.core.memory_policy`)."""
+    capture: str = "fx"
+    """Which capture mode produced the nodes (:mod:`fxtui.core.captures`)."""
+    capture_reason: str = ""
+    graphs: int = 1
+    breaks: tuple[GraphBreak, ...] = ()
+    reference_median_s: float | None = None
+    """Median of the model run uncaptured (TorchDynamo captures only): what capture itself costs."""
+    late_graphs: int = 0
+    training: bool = False
+    """True when a run was a training step: rows carry their phase, modules forward and backward time."""
+    loss: str = ""
+    optimizer: str = ""
+    nonfinite_steps: int = 0
+    """Training steps whose loss was NaN or infinite."""
+    memory: MemorySummary | None = None
+    """The run's memory figures when the memory pass ran (``--memory``); rows then carry their bytes."""
+    spreads: RunSpreads = field(default_factory=RunSpreads)
+    """The run figures' ranges over the steps (p25–p75)."""
+    disturbance: Disturbance | None = None
+    """How much other work on the machine disturbed the steps."""
+    what_ifs: tuple[WhatIf, ...] = ()
+    """Changes measured against the model (``--what-if``, :mod:`fxtui.engine.whatif`)."""
+
+    # -- derived figures -----------------------------------------------------------
+
+    @property
+    def attributed_s(self) -> float:
+        """Sum of node medians."""
+        return sum(r.median_s for r in self.rows)
+
+    @property
+    def mode(self) -> str:
+        """``train`` or ``inference``."""
+        return "train" if self.training else "inference"
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """In a training step: the sum of node medians of each phase (forward, backward, optimizer)."""
+        return phase_totals([r.info for r in self.rows], {r.name: r.stats for r in self.rows})
+
+    @property
+    def figures(self) -> RunFigures:
+        """Fidelity, overhead and the unattributed remainder."""
+        return RunFigures.of(self.attributed_s, self.run_median_s, self.eager_median_s)
+
+    # -- construction --------------------------------------------------------------
+
+    @classmethod
+    def from_snapshot(cls: type[R], snapshot: Snapshot, **extra: Any) -> R:
+        """Freeze a session's snapshot into rows; ``extra`` sets fields neither the graph nor the snapshot has."""
+        graph = snapshot.graph
+        if graph is None:
+            raise ValueError("a snapshot without a traced graph has nothing to report")
+        rows = [
+            NodeRow(info, stats, rates(info.flops, info.bytes_moved, stats.median_s, graph.peaks))
+            for info in graph.nodes
+            if (stats := snapshot.nodes.get(info.name)) is not None
+        ]
+        error = snapshot.error
+        given: dict[str, Any] = {
+            "rows": rows,
+            "modules": _module_rows(graph, snapshot),
+            "failures": error.runs_failed if error else 0,
+            "last_error": error.message if error else "",
+            "hints": snapshot.hints or (),
+            "aten": dict(snapshot.aten),
+            **extra,
+        }
+        for f in fields(cls):
+            if f.name in given:
+                continue
+            for source in (graph, snapshot):
+                if f.name in getattr(type(source), "__dataclass_fields__", {}):
+                    given[f.name] = getattr(source, f.name)
+                    break
+        return cls(**given)
+
+    @classmethod
+    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
+        """The report :meth:`to_dict` wrote (validate it first: :func:`load_json`)."""
+        meta = data["metadata"]
+        given: dict[str, Any] = {
+            "rows": [NodeRow.from_dict(r) for r in data["rows"]],
+            "modules": [ModuleRow.from_dict(m) for m in data["modules"]],
+        }
+        for f in fields(cls):
+            if f.name in _NOT_METADATA:
+                continue
+            codec = _CODECS.get(f.name)
+            if codec is not None:
+                given[f.name] = codec.decode(meta)
+            elif f.name in meta:
+                default = _REQUIRED_DEFAULTS.get(f.name) if f.default is MISSING else f.default
+                given[f.name] = _coerce(default, meta[f.name])
+            elif f.default is MISSING and f.default_factory is MISSING:
+                given[f.name] = _REQUIRED_DEFAULTS[f.name]
+        return cls(**given)
+
+    @classmethod
+    def load(cls: type[R], path: str | os.PathLike[str]) -> R:
+        """Read a report written by ``--json``/``--save``; FxtuiError when the file is not one."""
+        data = load_json(path)
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError, KeyError) as e:
+            raise FxtuiError(f"{path} is damaged: {e}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything in the report as JSON-ready data, with the schema's name and version."""
+        return {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "metadata": self.metadata(),
+            "rows": [r.to_dict() for r in self.rows],
+            "modules": [m.to_dict() for m in self.modules],
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """The run's settings, figures and findings as JSON-ready data (the ``metadata`` of :meth:`to_dict`)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in _NOT_METADATA:
+                continue
+            codec = _CODECS.get(f.name)
+            value = getattr(self, f.name)
+            if codec is not None:
+                out.update(codec.encode(value))
+            else:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        out.update(
+            fidelity=self.fidelity,
+            overhead=self.overhead,
+            unattributed_s=self.unattributed_s,
+            phases_s=self.phases,
+            disturbance_line=self.disturbance.line() if self.disturbance else "",
+        )
+        return out
+
+    # -- selection -------------------------------------------------------------------
+
+    def select(self, spec: FilterSpec | None = None, sort: str = "median", top: int | None = None) -> list[NodeRow]:
+        """Rows passing ``spec``, sorted by column ``sort`` (numbers largest first, text in order), at most ``top``."""
+        column = sort_column(sort)
+        rows = self.rows
+        if spec is not None and spec.active:
+            mask = NodeColumns([r.info for r in rows]).mask(spec)
+            rows = [r for r, keep in zip(rows, mask.tolist(), strict=True) if keep]
+        rows = sorted(rows, key=lambda r: column.sort(r.info, r.stats, r.rates), reverse=column.numeric)
+        return rows[:top] if top else rows
+
+
+# -- the metadata's codecs ---------------------------------------------------------------
+
+#: Fields that are not metadata: the tables and the representative run (a trace's, not saved).
+_NOT_METADATA = frozenset({"rows", "modules", "timeline"})
+#: Values for required fields a very old file lacks.
+_REQUIRED_DEFAULTS: dict[str, Any] = {
+    "model": "", "inputs": (), "dtype": "", "threads": 0, "runs": 0, "run_median_s": None, "eager_median_s": None,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Codec:
+    """How one field is written into the metadata (one key or several) and read back from it."""
+
+    encode: Callable[[Any], dict[str, Any]]
+    decode: Callable[[Mapping[str, Any]], Any]
+
+
+def _one(key: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any], missing: Any = None) -> _Codec:
+    return _Codec(lambda v: {key: encode(v)}, lambda meta: decode(meta[key]) if meta.get(key) is not None else missing)
+
+
+#: The memory summary's metadata keys (flat, beside the run's other figures) → its fields.
+_MEMORY_KEYS = {
+    "peak_live_bytes": "peak_live_bytes", "peak_node": "peak_node", "param_bytes": "param_bytes",
+    "input_bytes": "input_bytes", "high_water_bytes": "high_water_bytes", "high_water_node": "high_water_node",
+    "rss_bytes": "rss_bytes", "max_rss_bytes": "max_rss_bytes", "saved_for_backward_bytes": "saved_bytes",
+    "forward_peak_bytes": "forward_peak_bytes", "backward_peak_bytes": "backward_peak_bytes",
+}  # fmt: skip
+
+
+def _memory_encode(memory: MemorySummary | None) -> dict[str, Any]:
+    """The summary as flat metadata keys; none at all when memory was not measured (as older files)."""
+    return {} if memory is None else {key: getattr(memory, name) for key, name in _MEMORY_KEYS.items()}
+
+
+def _memory_decode(meta: Mapping[str, Any]) -> MemorySummary | None:
+    if meta.get("peak_live_bytes") is None:
+        return None
+    return MemorySummary(**{name: meta[key] for key, name in _MEMORY_KEYS.items() if key in meta})
+
+
+_CODECS: dict[str, _Codec] = {
+    "peaks": _one("peaks", lambda v: asdict(v) if v else None, lambda d: MachinePeaks(**d)),
+    "hints": _one("hints", lambda v: [asdict(h) for h in v], lambda v: tuple(Hint(**h) for h in v), ()),
+    "aten": _one(
+        "aten",
+        lambda v: {name: [asdict(op) for op in ops] for name, ops in v.items()},
+        lambda v: {name: tuple(AtenOp(**op) for op in ops) for name, ops in v.items()},
+        {},
+    ),
+    "breaks": _one("graph_breaks", lambda v: [asdict(b) for b in v], lambda v: tuple(GraphBreak(**b) for b in v), ()),
+    "training": _Codec(lambda v: {"mode": "train" if v else "inference"}, lambda meta: meta.get("mode") == "train"),
+    "memory": _Codec(_memory_encode, _memory_decode),
+    "spreads": _Codec(lambda v: v.to_dict(), RunSpreads.from_dict),
+    "disturbance": _one("disturbance", lambda v: asdict(v) if v else None, lambda d: Disturbance(**d)),
+    "what_ifs": _one(
+        "what_ifs", lambda v: [w.to_dict() for w in v], lambda v: tuple(WhatIf.from_dict(w) for w in v), ()
+    ),
+}
+
+
+def _coerce(default: Any, value: Any) -> Any:
+    """A metadata value as the field's type (read from its default): tuples from lists, numbers from text."""
+    if isinstance(default, tuple):
+        return tuple(value)
+    if isinstance(default, bool):
+        return bool(value)
+    if isinstance(default, int):
+        return int(value)
+    if isinstance(default, str):
+        return str(value)
+    return value
+
+
+# -- rows --------------------------------------------------------------------------------
+
+
+def rates(flops: float | None, moved: float | None, median_s: float, peaks: MachinePeaks | None) -> Rates:
+    """Achieved rates and roofline placement of one node."""
+    if flops is None or moved is None or median_s <= 0:
+        return Rates()
+    placed = place_on_roofline(flops, moved, median_s, peaks) if peaks else None
+    return Rates(
+        gflops_s=flops / median_s / 1e9,
+        gbytes_s=moved / median_s / 1e9,
+        intensity=flops / moved if moved else None,
+        bound=placed.bound if placed else "",
+        roofline_fraction=placed.fraction if placed else None,
+    )
+
+
+def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
+    plan: ModulePlan = graph.module_plan
+    flops = plan.roll_up([n.flops or 0.0 for n in graph.nodes])
+    counted = plan.roll_up([int(n.flops is not None) for n in graph.nodes])
+    memory = module_memory(graph.nodes)
+    out = []
+    for path, m in snapshot.modules.items():
+        i = plan.index.get(path)
+        work = flops[i] if i is not None and counted[i] else None
+        mem = memory.get(path)
+        out.append(
+            ModuleRow(
+                path=path,
+                class_name=graph.modules[path].class_name,
+                inclusive_s=m.inclusive_s,
+                self_s=m.self_s,
+                pct=m.pct,
+                nodes=m.nodes,
+                leaf_fallback=graph.modules[path].leaf_fallback,
+                flops=work,
+                gflops_s=work / m.inclusive_s / 1e9 if work and m.inclusive_s > 0 else None,
+                forward_s=m.forward_s,
+                backward_s=m.backward_s,
+                output_bytes=mem.output_bytes if mem else None,
+                alloc_bytes=mem.alloc_bytes if mem else None,
+                peak_live_bytes=mem.peak_live_bytes if mem else None,
+                saved_bytes=mem.saved_bytes if mem and graph.training else None,
+            )
+        )
+    return out
+
+
+# -- reading files -----------------------------------------------------------------------
+
+
+def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a report written by ``--json``/``--save``; FxtuiError when it is not one."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FxtuiError(f"{p} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FxtuiError(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
+    except json.JSONDecodeError as e:
+        raise FxtuiError(f"{p} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise FxtuiError(f"{p} is not an fxtui report (nested too deeply to read)") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise FxtuiError(f'{p} is not an fxtui report (no "schema": "{SCHEMA}")')
+    if data.get("version") != SCHEMA_VERSION:
+        raise FxtuiError(
+            f"{p} is an fxtui report of version {data.get('version')!r}; this fxtui reads version {SCHEMA_VERSION}"
+        )
+    rows = data.get("rows")
+    if not isinstance(rows, list) or not all(_valid_row(r) for r in rows):
+        raise FxtuiError(f"{p} is damaged: its rows are not fxtui node rows")
+    if not isinstance(data.get("metadata"), dict) or not isinstance(data.get("modules"), list):
+        raise FxtuiError(f"{p} is damaged: metadata or modules are missing")
+    if not all(_valid_module(m) for m in data["modules"]):
+        raise FxtuiError(f"{p} is damaged: its modules are not fxtui module rows")
+    return data
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _valid_module(row: object) -> bool:
+    return isinstance(row, dict) and isinstance(row.get("path"), str) and _is_number(row.get("inclusive_s"))
+
+
+def _valid_row(row: object) -> bool:
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("name"), str)
+        and isinstance(row.get("module_path"), str)
+        and _is_number(row.get("median_s"))
+    )
