@@ -13,6 +13,8 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from fxtui.core.captures import CHOICES as CAPTURE_CHOICES
+from fxtui.core.captures import MODES as CAPTURE_MODES
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.core.settings import OutputSettings, RunSettings, Target, parse_hf_config, parse_shape
@@ -93,10 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--submodule", metavar="PATH", help="profile only this submodule, e.g. backbone")
     g.add_argument(
         "--capture",
-        choices=("auto", "fx", "dynamo"),
+        choices=CAPTURE_CHOICES,
         default="auto",
-        help="how the model becomes graphs: fx (torch.fx symbolic tracing), dynamo (TorchDynamo, "
-        "for models fx cannot trace), auto: fx, then dynamo when the model cannot be traced (default)",
+        help="how the model becomes timed nodes: "
+        + "; ".join(f"{m.name}: {m.how}" for m in CAPTURE_MODES.values() if m.choosable)
+        + "; auto: fx, then dynamo when the model cannot be traced (default)",
     )
     g.add_argument(
         "--train",

@@ -12,12 +12,9 @@ from typing import Any
 
 import torch
 
-from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import Target
 from fxtui.core.snapshot import State
 from fxtui.engine.capture import capture
-from fxtui.engine.capture.dynamo import capture_dynamo
-from fxtui.engine.capture.train import capture_train
 from fxtui.engine.explain import annotate, measure_memory
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
@@ -86,27 +83,24 @@ def session_for_module(
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description; ``memory`` each node's memory (one more run).
     """
-    straight_to_dynamo = capture_mode == "auto" and loaded.kind == "transformers"
-    if train and capture_mode == "fx":
-        raise FxtuiError("--train captures the step with TorchDynamo and AOTAutograd; --capture fx cannot")
+    transformers = loaded.kind == "transformers"
     if train:
         progress(State.TRACING, f"capturing a training step of {loaded.name} (forward, backward, optimizer)")
-    elif capture_mode == "dynamo" or straight_to_dynamo:
+    elif capture_mode == "dynamo" or (capture_mode == "auto" and transformers):
         progress(State.TRACING, f"capturing {loaded.name} with TorchDynamo")
     else:
         progress(State.TRACING, f"tracing {loaded.name}")
     started = time.perf_counter()
-    if train:
-        program = capture_train(loaded.module, loaded.inputs, name=loaded.name, optimizer=optimizer)
-    elif straight_to_dynamo:
-        # transformers 5 writes its models for TorchDynamo and has no torch.fx tracer:
-        # symbolic tracing would only fail, after seconds of retrying submodules as leaves.
-        program = capture_dynamo(
-            loaded.module, loaded.inputs, name=loaded.name, reason="a transformers model (no torch.fx tracer)"
-        )
-    else:
-        program = capture(loaded.module, loaded.inputs, mode=capture_mode, name=loaded.name)
-    if program.capture == "dynamo" and capture_mode != "dynamo" and not straight_to_dynamo:
+    program = capture(
+        loaded.module,
+        loaded.inputs,
+        mode=capture_mode,
+        name=loaded.name,
+        train=train,
+        optimizer=optimizer,
+        transformers=transformers,
+    )
+    if program.reason.startswith("symbolic_trace"):
         progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
     session = Session(
         program,

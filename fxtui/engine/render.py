@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import tabulate
 
 from fxtui.core import memory_policy
+from fxtui.core.captures import capture_mode
 from fxtui.core.columns import check_extra, headless_columns
 from fxtui.core.filters import FilterSpec, path_matches
 from fxtui.core.nodes import Spread
@@ -130,16 +131,13 @@ def train_lines(report: ReportData) -> list[str]:
 
 def capture_lines(report: ReportData) -> list[str]:
     """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
-    if report.capture == "fx":
-        return ["capture    fx: torch.fx symbolic tracing, one graph"]
+    mode = capture_mode(report.capture)
+    if not mode.splits:
+        return [f"capture    {mode.name}: {mode.how}"]
     breaks = len(report.breaks)
     graphs = f"{report.graphs} graph{'s' if report.graphs != 1 else ''}"
-    if report.training:
-        graphs = f"TorchDynamo and AOTAutograd, {graphs} (forward, backward, optimizer)"
-    else:
-        graphs = f"TorchDynamo, {graphs}"
     lines = [
-        f"capture    {report.capture}: {graphs}, {breaks} graph break{'s' if breaks != 1 else ''}"
+        f"capture    {mode.name}: {mode.title}, {graphs}, {breaks} graph break{'s' if breaks != 1 else ''}"
         + (f" (switched from {report.capture_reason})" if report.capture_reason else "")
     ]
     for i, b in enumerate(report.breaks[:5], 1):
@@ -211,8 +209,5 @@ def _unattributed_line(seconds: float | None, capture: str = "fx", disturbed: bo
             f"unattributed {format_seconds(seconds)} of the uninstrumented run is not charged to any node; "
             "other work slowed the uninstrumented runs too, so it is not all the model's own Python"
         )
-    glue = {
-        "fx": "Python glue between ops",
-        "train": "Python between graphs (the loss call, autograd's engine, TorchDynamo's guard checks)",
-    }.get(capture, "Python between graphs and TorchDynamo's guard checks")
+    glue = capture_mode(capture).glue
     return f"unattributed {format_seconds(seconds)} of the uninstrumented run is {glue}, not charged to any node"

@@ -110,8 +110,8 @@ class _Context:
 
 def _conv_bn(ctx: _Context) -> list[Hint]:
     """A BatchNorm in eval mode right after a conv is a per-channel affine map: fold it away."""
-    if ctx.program.capture != "fx":
-        return []  # the fold swaps modules: it needs call_module nodes, which only symbolic tracing keeps
+    if not ctx.program.mode.whole_modules:
+        return []  # the fold swaps modules: it needs call_module nodes
     pairs = [(c, b) for c, b in find_conv_bn(ctx.program.parts[0].gm) if b in ctx.medians]
     if not pairs:
         return []

@@ -1,39 +1,84 @@
-"""Capture modes: a model and its inputs become a :class:`~fxtui.engine.capture.program.Program`.
+"""Capture modes behind one contract: what the user runs becomes a :class:`~fxtui.engine.capture.program.Program`.
 
-* ``fx``: ``torch.fx.symbolic_trace`` with leaf fallback (:mod:`.fx`). ``call_module``
-  nodes read best for classic models, so it is the first choice.
-* ``dynamo``: TorchDynamo (:mod:`.dynamo`), for models whose Python symbolic tracing
-  cannot follow: Hugging Face transformers, whole detection models, data-dependent code.
-* ``auto`` (the default): ``fx``, and ``dynamo`` when the model's top level cannot be traced.
+The contract. A mode is a function ``capture(module, inputs, *, name, **options) -> Program``
+in a file of its own, and an entry in :data:`CAPTURERS` (here) and in
+:data:`fxtui.core.captures.MODES` (its torch-free facts: name, title, what it can do). It gets the
+model and the inputs it runs on; it returns a program whose nodes each know their stable
+display name, module path and phase, the module classes, what a run costs uncaptured (its
+reference), and a call that runs the whole model (or step) through its graphs. It raises
+:class:`~fxtui.core.errors.FxtuiError` in one sentence for what the user can fix.
+
+* ``fx`` (:mod:`.fx`): ``torch.fx.symbolic_trace`` with leaf fallback; ``call_module`` nodes read
+  best for classic models, so it is the first choice.
+* ``dynamo`` (:mod:`.dynamo`): TorchDynamo, for models symbolic tracing cannot follow:
+  Hugging Face transformers, whole detection models, data-dependent code.
+* ``train`` (:mod:`.train`): a training step, TorchDynamo and AOTAutograd (``--train``).
+
+:func:`capture` is the one place that chooses: ``auto`` (the default) tries ``fx`` and switches
+to ``dynamo`` when the model's top level cannot be traced, or goes straight to it for a
+transformers model; ``train`` asks for a training step.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
+from fxtui.core.captures import CHOICES, MODES, capture_mode
 from fxtui.core.errors import FxtuiError
 from fxtui.engine.capture.program import GraphPart, Program, ProgramNode, graph_program
 from fxtui.engine.inputs import Inputs
 
-__all__ = ["CAPTURES", "GraphPart", "Program", "ProgramNode", "capture", "graph_program"]
+__all__ = ["CAPTURERS", "GraphPart", "Program", "ProgramNode", "capture", "capture_with", "graph_program"]
 
-#: The capture modes a user can ask for.
-CAPTURES = ("auto", "fx", "dynamo")
+#: Each mode's capture function, as ``module:function`` (imported when first used).
+CAPTURERS: dict[str, str] = {
+    "fx": "fxtui.engine.capture.fx:capture_fx",
+    "dynamo": "fxtui.engine.capture.dynamo:capture_dynamo",
+    "train": "fxtui.engine.capture.train:capture_train",
+}
 
 
-def capture(module: torch.nn.Module, inputs: Inputs, *, mode: str = "auto", name: str = "model") -> Program:
-    """Capture ``module`` run on ``inputs`` with ``mode`` (see :data:`CAPTURES`)."""
-    if mode not in CAPTURES:
-        raise FxtuiError(f"unknown capture {mode!r}; choose one of {', '.join(CAPTURES)}")
-    from fxtui.engine.capture.dynamo import capture_dynamo
-    from fxtui.engine.capture.fx import capture_fx
+def capture_with(mode: str, module: torch.nn.Module, inputs: Inputs, *, name: str = "model", **options: Any) -> Program:
+    """Capture ``module`` on ``inputs`` with the mode called ``mode`` exactly (no fallback)."""
+    capture_mode(mode)
+    where, _, attr = CAPTURERS[mode].partition(":")
+    function: Callable[..., Program] = getattr(importlib.import_module(where), attr)
+    return function(module, inputs, name=name, **options)
 
-    if mode == "dynamo":
-        return capture_dynamo(module, inputs, name=name)
+
+def capture(
+    module: torch.nn.Module,
+    inputs: Inputs,
+    *,
+    mode: str = "auto",
+    name: str = "model",
+    train: bool = False,
+    optimizer: str = "sgd",
+    transformers: bool = False,
+) -> Program:
+    """Capture ``module`` run on ``inputs`` as the user asked (``mode``: one of :data:`fxtui.core.captures.CHOICES`).
+
+    ``train`` captures a training step with ``optimizer``; ``transformers`` (a model of that library)
+    makes ``auto`` go straight to TorchDynamo. ``program.reason`` says why ``auto`` switched.
+    """
+    if mode not in CHOICES:
+        raise FxtuiError(f"unknown capture {mode!r}; choose one of {', '.join(CHOICES)}")
+    if train:
+        if mode not in ("auto", "dynamo"):
+            raise FxtuiError(f"--train captures the step with {MODES['train'].title}; --capture {mode} cannot")
+        return capture_with("train", module, inputs, name=name, optimizer=optimizer)
+    if mode == "auto" and transformers:
+        # transformers 5 writes its models for TorchDynamo and has no torch.fx tracer:
+        # symbolic tracing would only fail, after seconds of retrying submodules as leaves.
+        return capture_with("dynamo", module, inputs, name=name, reason="a transformers model (no torch.fx tracer)")
+    if mode != "auto":
+        return capture_with(mode, module, inputs, name=name)
     try:
-        return capture_fx(module, inputs, name=name)
+        return capture_with("fx", module, inputs, name=name)
     except FxtuiError as e:
-        if mode == "fx":
-            raise
         why = str(e).removeprefix(f"{name} ").split("; profile a part")[0].split("; give fxtui a module")[0]
-        return capture_dynamo(module, inputs, name=name, reason=f"symbolic_trace: {why}")
+        return capture_with("dynamo", module, inputs, name=name, reason=f"symbolic_trace: {why}")

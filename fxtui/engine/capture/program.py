@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxtui.core.captures import CaptureMode, capture_mode
 from fxtui.core.nodes import GraphBreak
 from fxtui.engine.inputs import Inputs
 
@@ -101,6 +102,11 @@ class Program:
     """The optimizer a training step runs (``SGD(lr=0.001)``)."""
     gradients: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Forward node → the backward nodes that differentiate it (training steps)."""
+
+    @property
+    def mode(self) -> CaptureMode:
+        """The facts of the mode that produced the program (:mod:`fxtui.core.captures`)."""
+        return capture_mode(self.capture)
 
     def running(self) -> contextlib.AbstractContextManager[Any]:
         """The autograd mode a run of this program needs: inference mode, or gradients for a training step."""

@@ -30,6 +30,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
+from fxtui.core.captures import MODES
 from fxtui.core.errors import FxtuiError
 from fxtui.core.what_ifs import thread_count
 from fxtui.engine.capture.program import Program, graph_program
@@ -124,10 +125,12 @@ def _check_bf16(session: Session) -> str:
 def _check_fold(session: Session) -> str:
     from fxtui.engine.whatif.fold_bn import find_conv_bn
 
-    if session.program.capture != "fx":
+    mode = session.program.mode
+    if not mode.whole_modules:
+        keeps = ", ".join(m.name for m in MODES.values() if m.whole_modules)
         return (
-            "fold-bn rewrites call_module nodes, which only the fx capture keeps; "
-            f"this session was captured with {session.program.capture}"
+            f"fold-bn rewrites call_module nodes, which only the {keeps} capture keeps; "
+            f"this session was captured with {mode.name}"
         )
     if not find_conv_bn(session.gm):
         return "the model has no Conv→BatchNorm pair to fold (an eval-mode BatchNorm right after a convolution)"
@@ -163,14 +166,12 @@ def _copy(session: Session) -> nn.Module:
 
 def recapture(session: Session, module: nn.Module, inputs: Inputs) -> Program:
     """Capture ``module`` (a changed copy of the session's) the way the session's model was captured."""
-    from fxtui.engine.capture.dynamo import capture_dynamo
-    from fxtui.engine.capture.fx import capture_fx
+    from fxtui.engine.capture import capture_with
 
-    name = session.graph.model
+    program = session.program
+    options = {"reason": program.reason} if program.capture == "dynamo" else {}
     try:
-        if session.program.capture == "fx":
-            return capture_fx(module, inputs, name=name)
-        return capture_dynamo(module, inputs, name=name, reason=session.program.reason)
+        return capture_with(program.capture, module, inputs, name=session.graph.model, **options)
     except FxtuiError as e:
         raise CannotApply(f"the changed model cannot be captured: {e}") from e
 
@@ -226,10 +227,10 @@ def _autocast() -> contextlib.AbstractContextManager[Any]:
 # and keeps the graph: every node is compared.
 def _bf16(session: Session) -> Variant:
     started = time.perf_counter()
-    if session.program.capture == "fx":
+    if not session.program.mode.guards:
         program = _same_graphs(session)  # autocast acts below the graph, at dispatch
     else:
-        with _autocast():  # TorchDynamo guards on the autocast state: capture under it
+        with _autocast():  # the capture guards on the autocast state: capture under it
             program = recapture(session, _copy(session), session.inputs)
     return Variant(
         title="bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): convolutions and matmuls in "

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.reactive import var
 from textual.widgets import Static
 
+from fxtui.core.captures import capture_mode
 from fxtui.core.column_table import column_total
 from fxtui.core.snapshot import RunFigures, Snapshot, State
 from fxtui.core.units import format_ratio, format_seconds
@@ -36,11 +37,6 @@ def state_text(snapshot: Snapshot | None, paused: bool) -> str:
     if snapshot.state is State.PAUSED:
         return "resuming"
     return snapshot.state.value
-
-
-def capture_text(capture: str) -> str:
-    """How the status line names a capture mode."""
-    return {"dynamo": "TorchDynamo", "fx": "torch.fx"}.get(capture, capture)
 
 
 def fidelity(snapshot: Snapshot) -> float | None:
@@ -76,10 +72,13 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         text.append(" │ ")
         text.append(graph.model, style="bold")
         text.append(f" {' '.join(graph.inputs)} {graph.dtype} {graph.threads}thr")
-        if graph.capture != "fx":
+        mode = capture_mode(graph.capture)
+        if mode.splits:
             breaks = len(graph.breaks)
-            text.append(f" · {capture_text(graph.capture)} {graph.graphs} graph{'s' if graph.graphs != 1 else ''}")
+            text.append(f" · {mode.title} {graph.graphs} graph{'s' if graph.graphs != 1 else ''}")
             text.append(f"/{breaks} break{'s' if breaks != 1 else ''}")
+        elif not mode.whole_modules:
+            text.append(f" · {mode.title}")
         text.append(f" │ {snapshot.runs} runs · run {format_seconds(snapshot.run_median_s)}")
         text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(fidelity(snapshot))}")
     return text
