@@ -14,8 +14,8 @@ from torch import nn
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, path_matches
-from fxtui.core.nodes import NodeRow
 from fxtui.core.report import load_json
+from fxtui.core.rows import NodeRow
 from fxtui.engine.export import write_atomic, write_file
 from fxtui.engine.pipeline import make_report
 from fxtui.engine.report import Report

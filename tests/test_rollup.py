@@ -11,7 +11,6 @@ from torch import nn
 from fxtui.core.rollup import ModulePlan, module_stats
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import run_profile, session_for_module
-from fxtui.engine.rollup import TensorRollUp
 from fxtui.engine.targets import LoadedModel
 
 
@@ -55,8 +54,8 @@ def test_a_module_without_nodes_passes_its_children_on_to_its_nearest_ancestor()
 
     nodes = [Node("a", "x.y.z"), Node("b", "x"), Node("c", "")]
     plan = ModulePlan(nodes, ["", "x", "x.y.z"])  # "x.y" is not on the tree
-    assert plan.roll_up([1.0, 2.0, 4.0]) == [7.0, 3.0, 1.0]
-    own, inclusive, forward, backward = TensorRollUp(plan)(torch.tensor([1.0, 2.0, 4.0]))
+    assert list(plan.roll_up([1.0, 2.0, 4.0])) == [7.0, 3.0, 1.0]
+    own, inclusive, forward, backward = plan.totals([1.0, 2.0, 4.0])
     assert list(own) == [4.0, 2.0, 1.0] and list(inclusive) == [7.0, 3.0, 1.0]
     assert forward is not None and list(forward) == [7.0, 3.0, 1.0]
     assert backward is not None and list(backward) == [0.0] * 3

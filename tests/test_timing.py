@@ -11,7 +11,8 @@ from torch import nn
 
 from fxtui.core.errors import FxtuiError, NodeError
 from fxtui.engine.session import Session
-from fxtui.engine.timing import TimingInterpreter, calibrate_clock, describe_value
+from fxtui.engine.timing import TimingInterpreter, calibrate_clock
+from fxtui.engine.values import describe_value
 
 
 class FakeClock:

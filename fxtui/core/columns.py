@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from fxtui.core.errors import FxtuiError
-from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO, NodeInfo, NodeStats, Rates
+from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO, NodeInfo, NodeStats
+from fxtui.core.rows import Rates
 from fxtui.core.units import format_bytes, format_pct, format_seconds
 
 SortValue = float | str

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from fxtui.core.nodes import NodeRow
 from fxtui.core.report import ReportData
+from fxtui.core.rows import NodeRow
 from fxtui.core.units import format_bytes
 
 SPREAD_MARK = "~"

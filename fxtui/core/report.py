@@ -24,8 +24,9 @@ from fxtui.core.columns import sort_column
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
-from fxtui.core.nodes import GraphBreak, ModuleRow, NodeRow, Rates, module_memory, phase_totals
+from fxtui.core.nodes import GraphBreak, module_memory, phase_totals
 from fxtui.core.rollup import ModulePlan
+from fxtui.core.rows import ModuleRow, NodeRow, Rates
 from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
 
 #: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.

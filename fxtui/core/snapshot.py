@@ -245,6 +245,12 @@ class Snapshot(RunFiguresMixin):
     disturbance: Disturbance | None = None
     """How much other work on the machine disturbed the steps."""
 
+    def keeping_figures_of(self, before: Snapshot) -> Snapshot:
+        """This snapshot (a source that failed after tracing sends one without a graph) with the graph and the
+        figures of ``before``: what was measured stays on screen beside the failure."""
+        kept = {name: getattr(before, name) for name in ("runs", "run_median_s", "eager_median_s", "nodes", "modules")}
+        return Snapshot(before.graph, self.state, self.seq, message=self.message, error=self.error, **kept)
+
     @property
     def fault_warning(self) -> str:
         """A sentence when page faults inflate node times, else ``""``."""

@@ -13,7 +13,7 @@ import tabulate
 
 from fxtui.core.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.core.findings import AtenOp, Hint, WhatIf
-from fxtui.core.nodes import NodeRow
+from fxtui.core.rows import NodeRow
 from fxtui.core.units import format_pct, format_seconds
 from fxtui.core.what_if_text import module_rows, node_rows, outputs_line, run_line, setup_line, summary
 

@@ -11,7 +11,7 @@ from fxtui.core.nodes import NodeInfo, build_module_tree
 from fxtui.core.snapshot import GraphInfo
 from fxtui.engine.capture.names import describe_target
 from fxtui.engine.capture.program import Program
-from fxtui.engine.timing import ValueMeta
+from fxtui.engine.values import ValueMeta
 
 __all__ = ["build_graph_info", "describe_target"]
 

@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 import torch.fx
 
@@ -26,14 +27,13 @@ from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.errors import FxtuiError, NodeError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.core.nodes import ModuleStats, NodeStats
-from fxtui.core.rollup import ModulePlan, module_table
+from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine import allocator
 from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
-from fxtui.engine.rollup import TensorRollUp
 from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
 
@@ -135,7 +135,6 @@ class Session:
         self.faults: collections.deque[int] = collections.deque(maxlen=64)
         """Minor page faults of the latest profiled runs (the process's, read around each run)."""
         self.probe = LoadProbe()
-        self._rollup: tuple[ModulePlan, TensorRollUp] | None = None
         self.keep_disturbed = keep_disturbed
         """Record steps that other work disturbed (the default here), rather than leave them out of the
         statistics; the command line, the app and :func:`fxtui.profile` leave them out unless asked."""
@@ -322,10 +321,7 @@ class Session:
 
     def _module_stats(self, medians: array[float], run_s: float) -> ColumnTable[ModuleStats]:
         plan = self.graph.module_plan
-        if self._rollup is None or self._rollup[0] is not plan:
-            self._rollup = (plan, TensorRollUp(plan))
-        own, inclusive, forward, backward = self._rollup[1](torch.frombuffer(medians, dtype=torch.float64))
-        return module_table(plan, own, inclusive, run_s, forward, backward)
+        return module_table(plan, *plan.totals(np.frombuffer(medians, dtype=np.float64)), run_s=run_s)
 
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
         """Freeze the current statistics."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from fxtui.core.column_table import column_map
 from fxtui.core.filters import FilterSpec, matches
 from fxtui.core.nodes import NodeInfo, NodeStats
+from fxtui.ui.table_sort import hotspots
 from fxtui.ui.view_filter import shown_ops, with_ops
 from fxtui.ui.widgets.tree_labels import Entry
 
@@ -26,6 +27,22 @@ def hottest(entries: Sequence[Entry], totals: Mapping[str, float], stats: Mappin
         if best is None or seconds > best_s:
             best, best_s = entry, seconds
     return best
+
+
+class Hotspots:
+    """The current view's nodes by median (``n``/``N``), sorted once per view and snapshot, not once per key."""
+
+    def __init__(self) -> None:
+        self._for: tuple[object, object] = ((), {})
+        self._order: tuple[str, ...] = ()
+
+    def step(
+        self, view: Sequence[NodeInfo], stats: Mapping[str, NodeStats], selected: str | None, step: int
+    ) -> str | None:
+        """The node ``step`` places from ``selected`` in ``view`` by median (slowest first), wrapping around."""
+        if self._for[0] is not view or self._for[1] is not stats:
+            self._for, self._order = (view, stats), hotspots(view, stats)
+        return step_hotspot(self._order, selected, step)
 
 
 def step_hotspot(order: Sequence[str], selected: str | None, step: int) -> str | None:

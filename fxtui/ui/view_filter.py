@@ -72,6 +72,12 @@ def describe(spec: FilterSpec) -> str:
     return " ".join(parts) or "none"
 
 
+def cleared(spec: FilterSpec) -> FilterSpec:
+    """Esc on the view: the path, type and phase filters go first; with none of them, the op types reset."""
+    narrowed = spec.path or spec.types or spec.phases
+    return FilterSpec(ops=spec.ops) if narrowed else DEFAULT_FILTER
+
+
 def in_scope(module_path: str, scope: str) -> bool:
     """True when a node in ``module_path`` lies at or below module ``scope``."""
     return scope == "" or module_path == scope or module_path.startswith(scope + ".")

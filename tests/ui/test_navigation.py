@@ -249,17 +249,14 @@ async def test_a_cursor_key_selects_in_its_own_handler() -> None:
         assert table.cursor_name == entry.key and main.query_one(DetailPane).selected == entry.key
 
 
-async def test_a_table_on_its_own_posts_its_cursor_moves() -> None:
+async def test_a_table_on_its_own_tells_its_owner_its_cursor_moves() -> None:
     class OneTable(App[None]):
         def __init__(self) -> None:
             super().__init__()
             self.moved: list[str] = []
 
         def compose(self) -> ComposeResult:
-            yield NodeTable()
-
-        def on_node_table_highlighted(self, message: NodeTable.Highlighted) -> None:
-            self.moved.append(message.name)
+            yield NodeTable(on_highlight=self.moved.append)
 
     snapshot = resnet_snapshot()
     assert snapshot.graph is not None

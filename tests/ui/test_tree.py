@@ -65,7 +65,12 @@ async def test_clicking_a_leaf_outside_the_scope_widens_the_scope() -> None:
         main.set_scope("layer4")
         await pilot.pause()
         tree = main.module_tree
-        tree.reveal(Entry("node", "layer1_0_bn1"))
+        tree.reveal(Entry("node", "layer1_0_bn1"))  # opens its branch and scrolls to it, telling nobody
+        await pilot.pause()
+        assert main.selected != "layer1_0_bn1"
+        line = tree.line_of(Entry("node", "layer1_0_bn1"))
+        assert line is not None
+        await pilot.click(tree, offset=(8, line - round(tree.scroll_y)))
         await pilot.pause()
         assert main.selected == "layer1_0_bn1"
         assert main.scope == "layer1.0"

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fxtui.core.findings import ModuleChange, NodeChange, WhatIf, WhatIfOption
-from fxtui.core.nodes import subtree_sums
 from fxtui.core.what_ifs import describe
-from fxtui.ui.demo.source import resnet18_rows
+from fxtui.ui.demo.source import resnet18_graph, resnet18_rows
 
 #: The what-ifs a resnet18 session on 2 cores offers, in the session's order.
 NAMES = ("channels-last", "bf16", "fold-bn", "threads=1", "compile", "int8-dynamic")
@@ -28,15 +27,23 @@ def _result(
     name: str, title: str, factor: Callable[[str, str], float | None], spread: float, **extra: object
 ) -> WhatIf:
     """A result whose node medians are the demo's times ``factor(name, type)`` (None: the node is gone)."""
-    rows = [r for r in resnet18_rows() if r[1] not in ("placeholder", "output")]
+    graph = resnet18_graph()
     nodes = []
-    for node, _, _, type_name, path, _, us in rows:
+    for node, op, _, type_name, path, _, us in resnet18_rows():
         f = factor(node, type_name)
-        nodes.append(NodeChange(node, path, us * 1e-6, None if f is None else us * f * 1e-6))
-    before = subtree_sums((c.module_path, c.before_s or 0.0) for c in nodes)
-    after = subtree_sums((c.module_path, c.after_s or 0.0) for c in nodes if c.after_s is not None)
-    modules = [ModuleChange(p, before.get(p), after.get(p)) for p in dict.fromkeys((*before, *after))]
-    run_before, run_after = before[""] * 1.01, after[""] * 1.01
+        if op not in ("placeholder", "output"):
+            nodes.append(NodeChange(node, path, us * 1e-6, None if f is None else us * f * 1e-6))
+    changes = {c.name: c for c in nodes}
+    plan = graph.module_plan  # the engine's roll-up, over the nodes each side has
+    sides = [[getattr(changes.get(n.name), side, None) for n in graph.nodes] for side in ("before_s", "after_s")]
+    (before, had_before), (after, had_after) = (
+        (plan.roll_up([v or 0.0 for v in values]), plan.roll_up([v is not None for v in values])) for values in sides
+    )
+    modules = [
+        ModuleChange(p, float(before[i]) if had_before[i] else None, float(after[i]) if had_after[i] else None)
+        for i, p in enumerate(plan.paths)
+    ]
+    run_before, run_after = float(before[0]) * 1.01, float(after[0]) * 1.01
     return WhatIf(
         name=name,
         title=title,

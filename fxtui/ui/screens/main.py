@@ -9,32 +9,30 @@ for more; :mod:`fxtui.ui.navigation` decides from the numbers where the keys go.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 
-from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume
+from fxtui.core.commands import Pause, Reset, Resume
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo, Snapshot, SnapshotSource, State
-from fxtui.core.what_if_text import summary
 from fxtui.ui import gc_pauses, view_filter
 from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.messages import SnapshotReady
-from fxtui.ui.navigation import filter_showing, hottest, step_hotspot
+from fxtui.ui.navigation import Hotspots, filter_showing, hottest
 from fxtui.ui.pacing import KeysFirst
-from fxtui.ui.screens.hints import HintsScreen
+from fxtui.ui.screens import analyses
 from fxtui.ui.screens.op_filter import OpFilterScreen
-from fxtui.ui.screens.threads import ThreadsScreen
-from fxtui.ui.screens.what_if import WhatIfScreen, answers, requests
-from fxtui.ui.table_sort import Sort, clicked_sort, hotspots, next_sort, sort_label
+from fxtui.ui.table_sort import Sort, clicked_sort, next_sort, sort_label
 from fxtui.ui.view_filter import DEFAULT_FILTER
+from fxtui.ui.what_if_requests import WhatIfRequests
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner
 from fxtui.ui.widgets.filter_input import FilterInput, FilterKind
@@ -46,14 +44,19 @@ from fxtui.ui.widgets.status_bar import StatusBar, ViewState
 
 #: Actions that mean nothing until a graph has been traced.
 _NEED_GRAPH = frozenset(a.name for a in actions(MAIN) if a.needs_graph)
-#: What a graph-less snapshot after tracing (the source failed) takes over from the one before.
-_KEPT_AFTER_A_FAILURE = ("runs", "run_median_s", "eager_median_s", "nodes", "modules")
 
 
 class MainScreen(Screen[None]):
     """Live view of one profiling session."""
 
     BINDINGS: ClassVar[list[BindingType]] = bindings(MAIN)
+
+    table: NodeTable
+    """The timing table."""
+    module_tree: ModuleTree
+    """The module tree (``tree`` is taken: DOMNode.tree draws the widget tree for debugging)."""
+    filter_input: FilterInput
+    """The prompt for a path or type filter."""
 
     # Each snapshot is a new object; comparing two (every node's statistics) would be waste.
     snapshot: var[Snapshot | None] = var(None, init=False, always_update=True)
@@ -88,29 +91,25 @@ class MainScreen(Screen[None]):
         """How many snapshots were applied (tests wait on it)."""
         self.keys_first = KeysFirst(self, self.apply_snapshot, on_pause=gc_pauses.collect_if_due)
         """Holds new numbers back while keys come (the app tells it about input)."""
-        self.asked_after: dict[str, int] = {}
-        """What-if name → the serial of its latest result when it was asked for: a later serial answers."""
+        self.what_ifs = WhatIfRequests(source.send, changed=functools.partial(setattr, self, "waiting"))
+        """The what-ifs asked for and not answered yet (:attr:`waiting` mirrors them)."""
         self._shown = view_filter.Shown((), frozenset(), frozenset({""}))
-        self._hotspots: tuple[object, object, tuple[str, ...]] = ((), {}, ())
-        """The view and statistics the hotspot order was sorted for, and the order (n, N sort once per snapshot)."""
+        self._hotspots = Hotspots()
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status").data_bind(snapshot=MainScreen.snapshot, view=MainScreen.view_state)
         yield ErrorBanner(id="error-banner").data_bind(MainScreen.snapshot)
         with Horizontal(id="body"):
-            yield ModuleTree(id="tree")
+            yield (tree := ModuleTree(id="tree", on_node=self._tree_node, on_module=self._tree_module))
             with Vertical(id="right"):
-                yield NodeTable(id="table")
+                yield (table := NodeTable(id="table", on_highlight=self._table_moved, on_sort=self._header_clicked))
                 yield MemoryPlot(id="memory-plot").data_bind(MainScreen.snapshot, MainScreen.selected)
                 yield DetailPane(id="detail").data_bind(MainScreen.snapshot, MainScreen.selected, MainScreen.explaining)
-        yield FilterInput(id="filter-input")
+        yield (prompt := FilterInput(id="filter-input", on_filter=self._filter_typed))
         yield KeyBar()
+        self.table, self.module_tree, self.filter_input = table, tree, prompt
 
     def on_mount(self) -> None:
-        # The table's and the tree's cursors select at once, in the key's handler (one frame for it all).
-        self.table.on_highlight = self._table_moved
-        self.module_tree.on_node = self._tree_node
-        self.module_tree.on_module = self._tree_module
         self.table.focus()
         gc_pauses.defer_full_passes()
 
@@ -120,24 +119,15 @@ class MainScreen(Screen[None]):
     # -- widgets and derived state -------------------------------------------
 
     @property
-    def table(self) -> NodeTable:
-        """The timing table."""
-        return self.query_one(NodeTable)
-
-    @property
-    def module_tree(self) -> ModuleTree:
-        """The module tree (``tree`` is taken: DOMNode.tree draws the widget tree for debugging)."""
-        return self.query_one(ModuleTree)
-
-    @property
-    def filter_input(self) -> FilterInput:
-        """The prompt for a path or type filter."""
-        return self.query_one(FilterInput)
-
-    @property
     def graph(self) -> GraphInfo | None:
         """The traced graph, once there is one."""
         return self.snapshot.graph if self.snapshot is not None else None
+
+    @property
+    def error_node(self) -> str | None:
+        """The node the model raised in, when it did."""
+        error = self.snapshot.error if self.snapshot is not None else None
+        return error.node if error is not None else None
 
     def _medians(self) -> Mapping[str, NodeStats]:
         return self.snapshot.nodes if self.snapshot is not None else {}
@@ -151,14 +141,8 @@ class MainScreen(Screen[None]):
             sort=sort_label(self.sort),
             filters=view_filter.describe(self.spec),
             paused=self.paused,
-            measuring=self._measuring_text(),
+            measuring=self.what_ifs.progress(self.snapshot),
         )
-
-    def _measuring_text(self) -> str:
-        progress = self.snapshot.what_if_progress if self.snapshot is not None else ""
-        if progress:
-            return progress
-        return f"what-if queued: {', '.join(sorted(self.waiting))}" if self.waiting else ""
 
     # -- snapshots ----------------------------------------------------------
 
@@ -174,11 +158,7 @@ class MainScreen(Screen[None]):
             self.on_fatal(snapshot.message or "loading the model failed")
             return
         if snapshot.graph is None and graph is not None and self.snapshot is not None:
-            # The source failed after tracing: keep the graph and numbers on screen, show the state.
-            kept = {name: getattr(self.snapshot, name) for name in _KEPT_AFTER_A_FAILURE}
-            snapshot = Snapshot(
-                graph, snapshot.state, snapshot.seq, message=snapshot.message, error=snapshot.error, **kept
-            )
+            snapshot = snapshot.keeping_figures_of(self.snapshot)  # the source failed after tracing
         with self.app.batch_update():
             self.snapshot = snapshot
         self.applied += 1
@@ -199,8 +179,8 @@ class MainScreen(Screen[None]):
                 self.table.set_stats(snapshot.nodes)
                 self._show_numbers()
         if self.waiting:
-            self._collect_what_ifs(snapshot)
-        self._follow_in_modals()
+            analyses.collect(self, snapshot)
+        analyses.follow(self.app, self.snapshot, self.waiting)
         if new_graph or old is None or old.error != snapshot.error:
             self.refresh_bindings()
 
@@ -208,21 +188,6 @@ class MainScreen(Screen[None]):
         if (snapshot := self.snapshot) is not None and snapshot.graph is not None:
             totals, backward = view_filter.tree_totals(snapshot, self._shown)
             self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
-
-    def _collect_what_ifs(self, snapshot: Snapshot) -> None:
-        """Stop waiting for the what-ifs whose new result arrived; say so when their screen is not open."""
-        arrived = answers(snapshot, self.waiting, self.asked_after)
-        if arrived:
-            self.waiting = self.waiting - {w.name for w in arrived}
-            for w in arrived if not isinstance(self.app.screen, WhatIfScreen) else ():
-                self.notify(f"what-if {w.name}: {summary(w)} · w shows it", timeout=6)
-
-    def _follow_in_modals(self) -> None:
-        if (snapshot := self.snapshot) is None:
-            return
-        for screen in self.app.screen_stack:
-            if isinstance(screen, (HintsScreen, WhatIfScreen)):  # under another one too: it shows again later
-                screen.show_latest(snapshot, self.waiting)
 
     # -- state → widgets ----------------------------------------------------
 
@@ -236,7 +201,7 @@ class MainScreen(Screen[None]):
         self.table.sort_by(*sort)
 
     def watch_waiting(self) -> None:
-        self._follow_in_modals()
+        analyses.follow(self.app, self.snapshot, self.waiting)
 
     def watch_view(self, view: Sequence[NodeInfo]) -> None:
         table = self.table
@@ -295,18 +260,11 @@ class MainScreen(Screen[None]):
         self.select_node(name)
         self.table.focus()
 
-    # -- widget events ------------------------------------------------------
-
     def _table_moved(self, name: str) -> None:
         self.select_node(name, origin="table")
 
-    @on(NodeTable.SortRequested)
-    def _header_clicked(self, message: NodeTable.SortRequested) -> None:
-        self.sort = clicked_sort(self.sort, message.key)
-
-    @on(ModuleTree.NodeChosen)
-    def _tree_node_message(self, message: ModuleTree.NodeChosen) -> None:
-        self._tree_node(message.name)
+    def _header_clicked(self, key: str) -> None:
+        self.sort = clicked_sort(self.sort, key)
 
     def _tree_node(self, name: str) -> None:
         if name == self.selected:
@@ -319,10 +277,9 @@ class MainScreen(Screen[None]):
     def _tree_module(self, path: str) -> None:
         self.set_scope(path, reveal=False)
 
-    @on(FilterInput.Filtered)
-    def _filter_typed(self, message: FilterInput.Filtered) -> None:
+    def _filter_typed(self, spec: FilterSpec) -> None:
         self.table.focus()
-        self.spec = message.spec
+        self.spec = spec
 
     # -- actions ------------------------------------------------------------
 
@@ -330,18 +287,8 @@ class MainScreen(Screen[None]):
         """Hide keys that do nothing in the current state."""
         if action in _NEED_GRAPH and self.graph is None:
             return False
-        if action == "scope_up":
-            return self.scope != ""
-        if action == "clear_filters":
-            return self.filter_input.is_open or self.spec != DEFAULT_FILTER
-        if action == "goto_error":
-            error = self.snapshot.error if self.snapshot is not None else None
-            return error is not None and error.node is not None
-        if action == "cycle_phase":
-            return self.graph is not None and self.graph.training
-        if action == "toggle_memory":
-            return self.graph is not None and self.graph.memory is not None
-        return True
+        applies = _APPLIES.get(action)
+        return applies is None or applies(self)
 
     def action_toggle_memory(self) -> None:
         """Switch the table between the timing and the memory columns; the memory set shows the plot."""
@@ -385,11 +332,7 @@ class MainScreen(Screen[None]):
 
     def action_hotspot(self, step: int) -> None:
         """Select the next (1) or previous (-1) node by median in the current view."""
-        view, stats, order = self._hotspots
-        if view is not self.view or stats is not self._medians():
-            order = hotspots(self.view, self._medians())
-            self._hotspots = (self.view, self._medians(), order)
-        name = step_hotspot(order, self.selected, step)
+        name = self._hotspots.step(self.view, self._medians(), self.selected, step)
         if name is not None:
             self.select_node(name)
 
@@ -411,8 +354,7 @@ class MainScreen(Screen[None]):
         if self.filter_input.is_open:
             self.filter_input.cancel()
         else:
-            narrowed = self.spec.path or self.spec.types or self.spec.phases
-            self.spec = FilterSpec(ops=self.spec.ops) if narrowed else DEFAULT_FILTER
+            self.spec = view_filter.cleared(self.spec)
 
     def action_sort_next(self) -> None:
         """Sort by the next column."""
@@ -424,9 +366,7 @@ class MainScreen(Screen[None]):
 
     def action_goto_error(self) -> None:
         """Select the node that raised."""
-        error = self.snapshot.error if self.snapshot is not None else None
-        if error is not None and error.node is not None:
-            self.show_node(error.node)
+        self.show_node(self.error_node)
 
     def action_toggle_detail(self) -> None:
         """Show or hide the detail pane."""
@@ -435,43 +375,26 @@ class MainScreen(Screen[None]):
 
     def action_explain(self) -> None:
         """Ask the source for the aten operators inside the selected node; the detail pane shows them."""
-        if self.selected is not None:
-            self.explaining = self.explaining | {self.selected}
-            self.source.send(Explain(self.selected))
+        analyses.explain(self)
 
     def action_hints(self) -> None:
         """Ask for suggestions and list them; Enter on one selects its node."""
-        self.source.send(RequestHints())
-        screen = HintsScreen(None, on_measure=self.measure_hint)
-        if self.snapshot is not None:
-            screen.show_latest(self.snapshot, self.waiting)
-        self.app.push_screen(screen, self.show_node)
+        analyses.open_hints(self)
 
     def action_what_ifs(self, focus: str | None = None) -> None:
         """List the what-ifs and their results; Enter measures one."""
-        if isinstance(self.app.screen, WhatIfScreen):
-            return
-        screen = WhatIfScreen(self.measure_what_ifs, focus=focus)
-        if self.snapshot is not None:
-            screen.show_latest(self.snapshot, self.waiting)
-        self.app.push_screen(screen)
-
-    def measure_hint(self, name: str) -> None:
-        """From the hints: measure what-if ``name`` unless it was, and open the what-ifs on it."""
-        measured = self.snapshot is not None and any(w.name == name and w.measured for w in self.snapshot.what_ifs)
-        if not measured:
-            self.measure_what_ifs((name,))
-        self.action_what_ifs(focus=name)
-
-    def measure_what_ifs(self, names: tuple[str, ...]) -> None:
-        """Ask the session to measure ``names`` between runs; results arrive in later snapshots."""
-        asked = requests(self.snapshot, names, self.waiting)
-        if asked:
-            self.asked_after.update(asked)
-            self.waiting = self.waiting | set(asked)
-            self.source.send(MeasureWhatIfs(tuple(asked)))
+        analyses.open_what_ifs(self, focus)
 
     def action_threads(self) -> None:
         """Show threads, cores, build flags and library versions, warnings first."""
-        if self.snapshot is not None and self.graph is not None and not isinstance(self.app.screen, ThreadsScreen):
-            self.app.push_screen(ThreadsScreen.for_snapshot(self.snapshot))
+        analyses.open_threads(self)
+
+
+#: When each key that does not always apply does (the rest apply once a graph is traced, as the registry says).
+_APPLIES: dict[str, Callable[[MainScreen], bool]] = {
+    "scope_up": lambda s: s.scope != "",
+    "clear_filters": lambda s: s.filter_input.is_open or s.spec != DEFAULT_FILTER,
+    "goto_error": lambda s: s.error_node is not None,
+    "cycle_phase": lambda s: s.graph is not None and s.graph.training,
+    "toggle_memory": lambda s: s.graph is not None and s.graph.memory is not None,
+}

@@ -87,18 +87,6 @@ def result_text(result: WhatIf | None, option: WhatIfOption | None, waiting: boo
     return text
 
 
-def requests(snapshot: Snapshot | None, names: Iterable[str], waiting: frozenset[str]) -> dict[str, int]:
-    """The what-ifs among ``names`` to ask for (those not waiting already), each with the serial its answer
-    must exceed: that of its latest result so far (0 for none)."""
-    latest = {w.name: w.serial for w in snapshot.what_ifs} if snapshot is not None else {}
-    return {n: latest.get(n, 0) for n in dict.fromkeys(names) if n not in waiting}
-
-
-def answers(snapshot: Snapshot, waiting: frozenset[str], asked_after: dict[str, int]) -> list[WhatIf]:
-    """The results in ``snapshot`` that answer a what-if still ``waiting``: measured after it was asked for."""
-    return [w for w in snapshot.what_ifs if w.name in waiting and w.serial > asked_after.get(w.name, 0)]
-
-
 class WhatIfScreen(ModalScreen[None]):
     """The session's what-ifs and their results; ``on_measure(names)`` asks the session to measure them.
 

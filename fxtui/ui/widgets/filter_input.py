@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal
 
 from textual import on
-from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Input
 
@@ -23,7 +23,7 @@ _PROMPTS: dict[FilterKind, str] = {
 class FilterInput(Input):
     """Edits one part of a filter: hidden until :meth:`open`, then Enter applies and :meth:`cancel` clears.
 
-    Either way the prompt hides and posts :class:`Filtered` with the whole new filter. Esc
+    Either way the prompt hides and calls its owner (``on_filter``) with the whole new filter. Esc
     stays the screen's key (it clears filters whether or not the prompt is open), so the
     screen calls :meth:`cancel` while the prompt is open.
     """
@@ -35,14 +35,10 @@ class FilterInput(Input):
     kind: var[FilterKind | None] = var(None, init=False, bindings=True)
     """Which part of the filter is being typed; None while the prompt is hidden."""
 
-    @dataclass
-    class Filtered(Message):
-        """The prompt closed: the filter is now ``spec``."""
-
-        spec: FilterSpec
-
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, on_filter: Callable[[FilterSpec], object] = lambda spec: None, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.on_filter = on_filter
+        """Called when the prompt closes, with the filter it leaves."""
         self._spec = FilterSpec()
 
     @property
@@ -77,4 +73,4 @@ class FilterInput(Input):
             return
         self.kind = None
         spec = replace(spec, path=text) if kind == "path" else replace(spec, types=parse_types(text))
-        self.post_message(self.Filtered(spec))
+        self.on_filter(spec)

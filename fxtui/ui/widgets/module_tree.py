@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
-from textual.message import Message
 
 from fxtui.core.nodes import NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo
@@ -28,8 +26,12 @@ __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 class ModuleTree(OutlineView):
     """Modules with their inclusive time, share of the run and a bar; FX nodes as leaves.
 
-    Tells its owner when the cursor lands on a node (:attr:`on_node`, else :class:`NodeChosen`) and on
-    Enter on a module (:attr:`on_module`, else :class:`ModuleChosen`).
+    Tells its owner, through the callbacks it was made with, when the user moves the cursor onto a
+    node or presses Enter on one (``on_node``) and on Enter on a module (``on_module``). Called in
+    the key's (or click's) own handler rather than posted as messages, so that what follows the
+    selection draws in the same frame as the tree's cursor (a message is handled after the key,
+    and a repaint that came between made everything else wait for the next frame, ~25 ms a key).
+    Moves the tree makes itself (:meth:`reveal`) tell nobody: its owner asked for them.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -49,19 +51,13 @@ class ModuleTree(OutlineView):
     ModuleTree > .module-tree--error { color: $error; text-style: bold; }
     """
 
-    @dataclass
-    class NodeChosen(Message):
-        """The cursor moved onto the FX node ``name``, or Enter was pressed on it."""
-
-        name: str
-
-    @dataclass
-    class ModuleChosen(Message):
-        """Enter on module ``path``: its branch is open now."""
-
-        path: str
-
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_node: Callable[[str], object] = lambda name: None,
+        on_module: Callable[[str], object] = lambda path: None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self._auto_expanded: set[str] = set()
         """Branches opened by reveal() rather than by the user."""
@@ -72,14 +68,9 @@ class ModuleTree(OutlineView):
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
         self.error_node: str | None = None
-        self.on_node: Callable[[str], object] | None = None
-        """Called in the key's (or click's) own handler when the user moves the cursor onto a node or
-        presses Enter on one, instead of posting :class:`NodeChosen`, so that what follows the
-        selection draws in the same frame (see :attr:`NodeTable.on_highlight`). Moves the tree makes
-        itself (:meth:`reveal`) still post the message."""
-        self.on_module: Callable[[str], object] | None = None
-        """Called at once on Enter on a module (its branch is open by then), instead of posting
-        :class:`ModuleChosen`, for the same reason."""
+        self.on_node = on_node
+        self.on_module = on_module
+        """Called on Enter on a module, once its branch is open."""
         self._revealing = False
 
     # -- structure ----------------------------------------------------------
@@ -132,19 +123,14 @@ class ModuleTree(OutlineView):
             self._choose(entry.key)
 
     def _choose(self, name: str) -> None:
-        if self.on_node is not None and not self._revealing:
+        if not self._revealing:
             self.on_node(name)
-        else:
-            self.post_message(self.NodeChosen(name))
 
     def entry_selected(self, entry: Entry) -> None:
         """Enter: a module's branch opens and the table shows it; a node is selected."""
         if entry.kind == "module":
             self.open(entry.key)
-            if self.on_module is not None:
-                self.on_module(entry.key)
-            else:
-                self.post_message(self.ModuleChosen(entry.key))
+            self.on_module(entry.key)
         else:
             self._choose(entry.key)
 

