@@ -16,8 +16,8 @@ from typing import NoReturn
 from fxtui.core.captures import CHOICES as CAPTURE_CHOICES
 from fxtui.core.captures import MODES as CAPTURE_MODES
 from fxtui.core.errors import FxtuiError
-from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.core.settings import OutputSettings, RunSettings, Target, parse_hf_config, parse_shape
+from fxtui.options import add_export_options, add_table_options, count_type, filter_spec, output_exports
 from fxtui.output import say
 
 EXIT_USAGE = 2
@@ -52,22 +52,8 @@ def _shape(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _count(name: str, minimum: int) -> type:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} takes a whole number, not {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be at least {minimum}, not {value}")
-        return value
-
-    parse.__name__ = name
-    return parse  # type: ignore[return-value]
-
-
 def _thread_list(text: str) -> tuple[int, ...]:
-    parse = _count("--threads", 1)
+    parse = count_type("--threads", 1)
     values = tuple(parse(part) for part in text.split(",") if part.strip())
     if not values:
         raise argparse.ArgumentTypeError(f"--threads takes numbers like 2 or 1,2, not {text!r}")
@@ -139,41 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r = p.add_argument_group("runs (headless)")
     r.add_argument("--once", action="store_true", help="profile --runs runs, print a table, exit (no app)")
-    r.add_argument("--runs", type=_count("--runs", 1), default=30, metavar="N", help="profiled runs (default 30)")
+    r.add_argument("--runs", type=count_type("--runs", 1), default=30, metavar="N", help="profiled runs (default 30)")
     r.add_argument(
-        "--warmup", type=_count("--warmup", 0), default=3, metavar="N", help="runs before timing starts (default 3)"
+        "--warmup", type=count_type("--warmup", 0), default=3, metavar="N", help="runs before timing starts (default 3)"
     )
-    t = p.add_argument_group("table")
-    t.add_argument(
-        "--sort",
-        default="median",
-        metavar="KEY",
-        help="median (default), mean, p90, max, pct, iqr, calls, name, path, order, output, alloc, live",
-    )
-    t.add_argument("--top", type=_count("--top", 0), default=20, metavar="N", help="rows to show (0: all)")
-    t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
-    t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
-    t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
-    t.add_argument("--phase", metavar="PHASES", help="with --train: only these phases, e.g. backward")
-    t.add_argument(
-        "--modules", action="store_true", help="a table of module paths (inclusive and self time) instead of nodes"
-    )
-    t.add_argument(
-        "--columns",
-        metavar="COLS",
-        help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source, "
-        "output, alloc, live, saved",
-    )
-    t.add_argument(
-        "--memory",
-        action="store_true",
-        help="memory per node (output, allocated, live after) and the peak, measured in one run before timing "
-        "(the app always measures it: m shows it)",
-    )
+    add_table_options(p)
     x = p.add_argument_group("explain (headless)")
     x.add_argument(
         "--aten",
-        type=_count("--aten", 1),
+        type=count_type("--aten", 1),
         nargs="?",
         const=5,
         metavar="N",
@@ -191,15 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(at most 20 pairs, fewer with a smaller --runs): channels-last, bf16 (CPU autocast), fold-bn, "
         "threads=N, compile, int8-dynamic",
     )
-    e = p.add_argument_group("export (written whole or not at all)")
-    e.add_argument(
-        "--json",
-        "--save",
-        metavar="FILE",
-        help="rows, modules and metadata as versioned JSON (compare two with fxtui diff)",
-    )
-    e.add_argument("--csv", metavar="FILE", help="one line per node")
-    e.add_argument("--chrome-trace", metavar="FILE", help="one representative run for Perfetto / chrome://tracing")
+    add_export_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -209,7 +161,7 @@ def build_diff_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fxtui diff", description="Compare two runs saved with --save (or --json).")
     p.add_argument("before", metavar="BEFORE", help="the earlier run's JSON")
     p.add_argument("after", metavar="AFTER", help="the later run's JSON")
-    p.add_argument("--top", type=_count("--top", 0), default=20, metavar="N", help="nodes to show (0: all)")
+    p.add_argument("--top", type=count_type("--top", 0), default=20, metavar="N", help="nodes to show (0: all)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -221,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv[:1] == ["diff"]:
             return _diff(build_diff_parser().parse_args(argv[1:]))
+        if argv[:1] == ["run"]:
+            from fxtui import run_command
+
+            return run_command.main(argv[1:])
         args = build_parser().parse_args(argv)
         settings, output = run_settings(args), output_settings(args)
         if args.once or not sys.stdout.isatty():
@@ -246,21 +202,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         say(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", sys.stderr)
         return EXIT_INTERNAL
-
-
-def _filter_spec(args: argparse.Namespace) -> FilterSpec:
-    try:
-        ops = parse_ops(args.op) if args.op else frozenset()
-    except ValueError as e:
-        raise FxtuiError(f"--op: {e}") from None
-    try:
-        phases = parse_phases(args.phase) if args.phase else frozenset()
-    except ValueError as e:
-        raise FxtuiError(f"--phase: {e}") from None
-    if phases and not args.train:
-        raise FxtuiError("--phase filters the phases of a training step: add --train")
-    types = parse_types(args.type) if args.type else frozenset()
-    return FilterSpec(ops=ops, path=args.path or "", types=types, phases=phases)
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -317,14 +258,13 @@ def output_settings(args: argparse.Namespace) -> OutputSettings:
     if args.memory or {*columns, args.sort} & {*MEMORY, "saved"}:
         wanted = (*MEMORY, "saved") if args.train else MEMORY
         columns += tuple(c for c in wanted if c not in columns)
-    exports = (("json", args.json), ("csv", args.csv), ("chrome_trace", args.chrome_trace))
     return OutputSettings(
         sort=args.sort,
         top=args.top,
-        spec=_filter_spec(args),
+        spec=filter_spec(args),
         modules=args.modules,
         columns=columns,
-        exports=tuple((name, path) for name, path in exports if path),
+        exports=output_exports(args),
     )
 
 

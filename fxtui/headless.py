@@ -16,7 +16,7 @@ from fxtui.output import say
 from fxtui.signals import StopOnSignal
 
 
-def check(settings: RunSettings, output: OutputSettings) -> None:
+def check(output: OutputSettings) -> None:
     """Everything the user could have mistyped, checked before the model is loaded."""
     from fxtui.engine.export import check_exports
 
@@ -27,7 +27,7 @@ def check(settings: RunSettings, output: OutputSettings) -> None:
 
 def run(settings: RunSettings, output: OutputSettings) -> int:
     """Profile as ``settings`` say and print the results as ``output`` says; returns the exit status."""
-    check(settings, output)
+    check(output)
     if settings.malloc == "keep":
         from fxtui.engine.allocator import keep_freed_memory
 

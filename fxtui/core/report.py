@@ -1,7 +1,7 @@
 """What one profile measured, as data: :class:`ReportData`, and the JSON schema it is saved in.
 
 The report's fields are listed once, in the class. Its JSON ``metadata`` is every field but the
-rows, the modules and the timeline, each under its own name unless :data:`_CODECS` says how it
+rows, the modules and the timeline, each under its own name unless :data:`CODECS` says how it
 is written (a dataclass as a dict, the memory summary and the spreads flattened beside the
 other figures); :meth:`ReportData.from_dict` reads the same table backwards, and
 :meth:`ReportData.from_snapshot` takes each field from the graph or the snapshot that has it.
@@ -13,11 +13,9 @@ model, so ``fxtui diff`` and the app read saved reports too.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
-from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
 from fxtui.core.columns import sort_column
@@ -25,13 +23,11 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
 from fxtui.core.nodes import GraphBreak, module_memory, phase_totals
+from fxtui.core.program_run import ProgramState, StepSummary
+from fxtui.core.report_json import CODECS, NOT_METADATA, REQUIRED_DEFAULTS, SCHEMA, SCHEMA_VERSION, coerce, load_json
 from fxtui.core.rollup import ModulePlan
 from fxtui.core.rows import ModuleRow, NodeRow, Rates
 from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
-
-#: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
-SCHEMA = "fxtui.report"
-SCHEMA_VERSION = 1
 
 R = TypeVar("R", bound="ReportData")
 
@@ -90,6 +86,12 @@ class ReportData(RunFiguresMixin):
     """How much other work on the machine disturbed the steps."""
     what_ifs: tuple[WhatIf, ...] = ()
     """Changes measured against the model (``--what-if``, :mod:`fxtui.engine.whatif`)."""
+    program: ProgramState | None = None
+    """A program profiled as it ran (``fxtui run``): its command and how it ended; None for a model."""
+    steps: StepSummary | None = None
+    """A program's steps: counts, each phase's median and the timeline (``fxtui run``)."""
+    shapes: dict[str, tuple[tuple[str, int, float], ...]] = field(default_factory=dict)
+    """Nodes that ran at several output shapes: each shape, how often, its median (``fxtui run``)."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -100,8 +102,8 @@ class ReportData(RunFiguresMixin):
 
     @property
     def mode(self) -> str:
-        """``train`` or ``inference``."""
-        return "train" if self.training else "inference"
+        """``run`` (a program profiled as it ran), ``train`` or ``inference``."""
+        return "run" if self.program is not None else "train" if self.training else "inference"
 
     @property
     def phases(self) -> dict[str, float]:
@@ -154,16 +156,16 @@ class ReportData(RunFiguresMixin):
             "modules": [ModuleRow.from_dict(m) for m in data["modules"]],
         }
         for f in fields(cls):
-            if f.name in _NOT_METADATA:
+            if f.name in NOT_METADATA:
                 continue
-            codec = _CODECS.get(f.name)
+            codec = CODECS.get(f.name)
             if codec is not None:
                 given[f.name] = codec.decode(meta)
             elif f.name in meta:
-                default = _REQUIRED_DEFAULTS.get(f.name) if f.default is MISSING else f.default
-                given[f.name] = _coerce(default, meta[f.name])
+                default = REQUIRED_DEFAULTS.get(f.name) if f.default is MISSING else f.default
+                given[f.name] = coerce(default, meta[f.name])
             elif f.default is MISSING and f.default_factory is MISSING:
-                given[f.name] = _REQUIRED_DEFAULTS[f.name]
+                given[f.name] = REQUIRED_DEFAULTS[f.name]
         return cls(**given)
 
     @classmethod
@@ -189,15 +191,16 @@ class ReportData(RunFiguresMixin):
         """The run's settings, figures and findings as JSON-ready data (the ``metadata`` of :meth:`to_dict`)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in _NOT_METADATA:
+            if f.name in NOT_METADATA:
                 continue
-            codec = _CODECS.get(f.name)
+            codec = CODECS.get(f.name)
             value = getattr(self, f.name)
             if codec is not None:
                 out.update(codec.encode(value))
             else:
                 out[f.name] = list(value) if isinstance(value, tuple) else value
         out.update(
+            mode=self.mode,
             fidelity=self.fidelity,
             overhead=self.overhead,
             unattributed_s=self.unattributed_s,
@@ -217,81 +220,6 @@ class ReportData(RunFiguresMixin):
             rows = [r for r, keep in zip(rows, mask.tolist(), strict=True) if keep]
         rows = sorted(rows, key=lambda r: column.sort(r.info, r.stats, r.rates), reverse=column.numeric)
         return rows[:top] if top else rows
-
-
-# -- the metadata's codecs ---------------------------------------------------------------
-
-#: Fields that are not metadata: the tables and the representative run (a trace's, not saved).
-_NOT_METADATA = frozenset({"rows", "modules", "timeline"})
-#: Values for required fields a very old file lacks.
-_REQUIRED_DEFAULTS: dict[str, Any] = {
-    "model": "", "inputs": (), "dtype": "", "threads": 0, "runs": 0, "run_median_s": None, "eager_median_s": None,
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _Codec:
-    """How one field is written into the metadata (one key or several) and read back from it."""
-
-    encode: Callable[[Any], dict[str, Any]]
-    decode: Callable[[Mapping[str, Any]], Any]
-
-
-def _one(key: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any], missing: Any = None) -> _Codec:
-    return _Codec(lambda v: {key: encode(v)}, lambda meta: decode(meta[key]) if meta.get(key) is not None else missing)
-
-
-#: The memory summary's metadata keys (flat, beside the run's other figures) → its fields.
-_MEMORY_KEYS = {
-    "peak_live_bytes": "peak_live_bytes", "peak_node": "peak_node", "param_bytes": "param_bytes",
-    "input_bytes": "input_bytes", "high_water_bytes": "high_water_bytes", "high_water_node": "high_water_node",
-    "rss_bytes": "rss_bytes", "max_rss_bytes": "max_rss_bytes", "saved_for_backward_bytes": "saved_bytes",
-    "forward_peak_bytes": "forward_peak_bytes", "backward_peak_bytes": "backward_peak_bytes",
-}  # fmt: skip
-
-
-def _memory_encode(memory: MemorySummary | None) -> dict[str, Any]:
-    """The summary as flat metadata keys; none at all when memory was not measured (as older files)."""
-    return {} if memory is None else {key: getattr(memory, name) for key, name in _MEMORY_KEYS.items()}
-
-
-def _memory_decode(meta: Mapping[str, Any]) -> MemorySummary | None:
-    if meta.get("peak_live_bytes") is None:
-        return None
-    return MemorySummary(**{name: meta[key] for key, name in _MEMORY_KEYS.items() if key in meta})
-
-
-_CODECS: dict[str, _Codec] = {
-    "peaks": _one("peaks", lambda v: asdict(v) if v else None, lambda d: MachinePeaks(**d)),
-    "hints": _one("hints", lambda v: [asdict(h) for h in v], lambda v: tuple(Hint(**h) for h in v), ()),
-    "aten": _one(
-        "aten",
-        lambda v: {name: [asdict(op) for op in ops] for name, ops in v.items()},
-        lambda v: {name: tuple(AtenOp(**op) for op in ops) for name, ops in v.items()},
-        {},
-    ),
-    "breaks": _one("graph_breaks", lambda v: [asdict(b) for b in v], lambda v: tuple(GraphBreak(**b) for b in v), ()),
-    "training": _Codec(lambda v: {"mode": "train" if v else "inference"}, lambda meta: meta.get("mode") == "train"),
-    "memory": _Codec(_memory_encode, _memory_decode),
-    "spreads": _Codec(lambda v: v.to_dict(), RunSpreads.from_dict),
-    "disturbance": _one("disturbance", lambda v: asdict(v) if v else None, lambda d: Disturbance(**d)),
-    "what_ifs": _one(
-        "what_ifs", lambda v: [w.to_dict() for w in v], lambda v: tuple(WhatIf.from_dict(w) for w in v), ()
-    ),
-}
-
-
-def _coerce(default: Any, value: Any) -> Any:
-    """A metadata value as the field's type (read from its default): tuples from lists, numbers from text."""
-    if isinstance(default, tuple):
-        return tuple(value)
-    if isinstance(default, bool):
-        return bool(value)
-    if isinstance(default, int):
-        return int(value)
-    if isinstance(default, str):
-        return str(value)
-    return value
 
 
 # -- rows --------------------------------------------------------------------------------
@@ -341,52 +269,3 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
             )
         )
     return out
-
-
-# -- reading files -----------------------------------------------------------------------
-
-
-def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a report written by ``--json``/``--save``; FxtuiError when it is not one."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FxtuiError(f"{p} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise FxtuiError(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
-    except json.JSONDecodeError as e:
-        raise FxtuiError(f"{p} is not valid JSON (line {e.lineno}: {e.msg})") from None
-    except RecursionError:
-        raise FxtuiError(f"{p} is not an fxtui report (nested too deeply to read)") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise FxtuiError(f'{p} is not an fxtui report (no "schema": "{SCHEMA}")')
-    if data.get("version") != SCHEMA_VERSION:
-        raise FxtuiError(
-            f"{p} is an fxtui report of version {data.get('version')!r}; this fxtui reads version {SCHEMA_VERSION}"
-        )
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not all(_valid_row(r) for r in rows):
-        raise FxtuiError(f"{p} is damaged: its rows are not fxtui node rows")
-    if not isinstance(data.get("metadata"), dict) or not isinstance(data.get("modules"), list):
-        raise FxtuiError(f"{p} is damaged: metadata or modules are missing")
-    if not all(_valid_module(m) for m in data["modules"]):
-        raise FxtuiError(f"{p} is damaged: its modules are not fxtui module rows")
-    return data
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _valid_module(row: object) -> bool:
-    return isinstance(row, dict) and isinstance(row.get("path"), str) and _is_number(row.get("inclusive_s"))
-
-
-def _valid_row(row: object) -> bool:
-    return (
-        isinstance(row, dict)
-        and isinstance(row.get("name"), str)
-        and isinstance(row.get("module_path"), str)
-        and _is_number(row.get("median_s"))
-    )

@@ -105,3 +105,17 @@ class OutputSettings:
     def export_paths(self) -> dict[str, str]:
         """Format → path of every export asked for."""
         return dict(self.exports)
+
+
+@dataclass(frozen=True)
+class ProgramSettings:
+    """What the user asked of ``fxtui run``: the program to run and how to sample its steps."""
+
+    command: tuple[str, ...]
+    """``("train.py", "--epochs", "3")`` or ``("-m", "pkg.train", …)``: what ``python`` would be given."""
+    warmup: int = 5
+    """Steps at the start left out of every figure."""
+    every: int = 0
+    """Time one step in ``every`` per node (0: as often as the budget allows)."""
+    budget: float = 0.02
+    """The share of the program's time the sampled steps may cost it."""

@@ -35,6 +35,7 @@ from fxtui.core.nodes import (  # noqa: F401 (the data a snapshot is made of, im
     node_medians,
     phase_totals,
 )
+from fxtui.core.program_run import ProgramState, StepSummary
 from fxtui.core.rollup import ModulePlan, module_stats  # noqa: F401 (importable from here too)
 
 #: The six FX opcodes, in the order the UI lists them.
@@ -244,6 +245,13 @@ class Snapshot(RunFiguresMixin):
     """The run figures' ranges over the steps."""
     disturbance: Disturbance | None = None
     """How much other work on the machine disturbed the steps."""
+    program: ProgramState | None = None
+    """A program profiled as it runs (``fxtui run``): what runs and how it is doing; None for a model."""
+    steps: StepSummary | None = None
+    """A program's steps: their phases and timeline (``fxtui run``)."""
+    shapes: Mapping[str, tuple[tuple[str, int, float], ...]] = field(default_factory=dict)
+    """Nodes that ran at several output shapes: each shape, how often, and its median (the row shows the most
+    frequent one)."""
 
     def keeping_figures_of(self, before: Snapshot) -> Snapshot:
         """This snapshot (a source that failed after tracing sends one without a graph) with the graph and the

@@ -57,8 +57,11 @@ class ChildOptions:
 class ProcessSource:
     """A :class:`~fxtui.core.snapshot.SnapshotSource` backed by a child process."""
 
-    def __init__(self, options: ChildOptions) -> None:
+    def __init__(self, options: Any, child: Callable[..., None] | None = None, name: str = "fxtui-engine") -> None:
+        """``child(options, send, commands)`` runs in the child process (a model's session by default)."""
         self.options = options
+        self._child = child or _child_main
+        self._name = name
         self._ctx = mp.get_context("spawn")
         self._commands, self._child_commands = self._ctx.Pipe()
         self._process: Any = None
@@ -90,10 +93,13 @@ class ProcessSource:
                 return
             self._receive, send = self._ctx.Pipe(duplex=False)
             self._process = self._ctx.Process(
-                target=_child_main, args=(self.options, send, self._child_commands), daemon=True, name="fxtui-engine"
+                target=self._child, args=(self.options, send, self._child_commands), daemon=True, name=self._name
             )
             self._process.start()
         send.close()
+
+    def received(self, kind: str, payload: Any) -> None:
+        """A message from the child that is neither a graph nor a snapshot (a subclass's own)."""
 
     def run(self, publish: Callable[[Snapshot], None]) -> None:
         """Start the child if needed and publish what it sends until it ends."""
@@ -112,6 +118,9 @@ class ProcessSource:
                     break
                 if kind == "graph":
                     graph = payload
+                    continue
+                if kind != "snapshot":
+                    self.received(kind, payload)
                     continue
                 snapshot = unpacker.unpack(payload)
                 if graph is not None and snapshot.graph is None:
@@ -191,6 +200,24 @@ class Unpacker:
         return dataclasses.replace(snapshot, **changes)
 
 
+class Publisher:
+    """The child's side of the pipe: each snapshot packed, its graph sent only when it is a new one."""
+
+    def __init__(self, send: Connection) -> None:
+        self._send = send
+        self._graph: GraphInfo | None = None
+        self._packer = Packer()
+
+    def __call__(self, snapshot: Snapshot) -> None:
+        if snapshot.graph is not None:
+            # Sent again only when it changes (once more, when the analysis has filled it in).
+            if snapshot.graph is not self._graph:
+                self._send.send(("graph", snapshot.graph))
+                self._graph = snapshot.graph
+            snapshot = dataclasses.replace(snapshot, graph=None)
+        self._send.send(("snapshot", self._packer.pack(snapshot)))
+
+
 def _child_main(options: ChildOptions, send: Connection, commands: Connection) -> None:
     """The child: build the session, rerun it, send snapshots (graph once), obey commands."""
     # The parent owns the terminal and decides when to stop; Ctrl+C reaching the
@@ -223,17 +250,7 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
         interval=options.interval,
         analyse=True,
     )
-    sent_graph: list[GraphInfo] = []
-    packer = Packer()
-
-    def publish(snapshot: Snapshot) -> None:
-        if snapshot.graph is not None:
-            # Sent again only when it changes (once more, when the analysis has filled it in).
-            if not sent_graph or snapshot.graph is not sent_graph[-1]:
-                send.send(("graph", snapshot.graph))
-                sent_graph[:] = [snapshot.graph]
-            snapshot = dataclasses.replace(snapshot, graph=None)
-        send.send(("snapshot", packer.pack(snapshot)))
+    publish = Publisher(send)
 
     def obey() -> None:
         while True:
@@ -250,6 +267,6 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
         source.run(publish)
     except Exception as e:  # an engine bug: tell the UI in one line rather than vanish
         failed = Snapshot(None, State.ERROR, message=f"internal error {type(e).__name__}: {e}")
-        send.send(("snapshot", packer.pack(failed)))
+        publish(failed)
     finally:
         send.close()

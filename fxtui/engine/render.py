@@ -18,6 +18,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.report import ReportData
 from fxtui.core.snapshot import page_fault_warning
 from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
+from fxtui.engine.render_program import program_lines
 
 
 def header(report: ReportData) -> str:
@@ -26,19 +27,25 @@ def header(report: ReportData) -> str:
     run = "step" if r.training else "run"
     sp = r.spreads
     disturbed = r.disturbance.line() if r.disturbance else ""
-    lines = [
-        f"model      {r.model}   inputs {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
-        f"runs       {r.runs} profiled {'training steps' if r.training else 'runs'}, "
-        f"each interleaved with an uninstrumented {run}; ranges are the steps' p25–p75",
-        f"{run:<10} {format_seconds(r.run_median_s)}{_range(sp.run, format_seconds)} profiled median   "
-        f"{format_seconds(r.eager_median_s)}{_range(sp.eager, format_seconds)} uninstrumented median",
-        f"fidelity   {format_ratio(r.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ uninstrumented)   "
-        f"overhead {format_ratio(r.overhead)}{_range(sp.overhead, format_ratio)} (profiled ÷ uninstrumented)",
+    if r.program is not None:
+        lines = program_lines(r)
+    else:
+        lines = [
+            f"model      {r.model}   inputs {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
+            f"runs       {r.runs} profiled {'training steps' if r.training else 'runs'}, "
+            f"each interleaved with an uninstrumented {run}; ranges are the steps' p25–p75",
+            f"{run:<10} {format_seconds(r.run_median_s)}{_range(sp.run, format_seconds)} profiled median   "
+            f"{format_seconds(r.eager_median_s)}{_range(sp.eager, format_seconds)} uninstrumented median",
+            f"fidelity   {format_ratio(r.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ "
+            f"uninstrumented)   overhead {format_ratio(r.overhead)}{_range(sp.overhead, format_ratio)} "
+            "(profiled ÷ uninstrumented)",
+        ]
+    lines += [
         *([f"disturbed  {disturbed}"] if disturbed else []),
         _unattributed_line(
             r.unattributed_s, r.capture, disturbed=bool(r.disturbance and r.disturbance.affects_figures)
         ),
-        *train_lines(r),
+        *(train_lines(r) if r.program is None else []),
         *capture_lines(r),
     ]
     if r.peaks:
@@ -71,6 +78,8 @@ def table(
     :data:`fxtui.core.columns.EXTRA`: ``flops``, ``gflops``, ``bound`` …)."""
     check_extra(columns)
     shown = headless_columns(report.training, columns)
+    if not capture_mode(report.capture).graphs:  # every node is an ATen op: no FX op type to tell them apart
+        shown = tuple(c for c in shown if c.key != "op")
     rows = report.select(spec, sort, top)
     body = [[c.text(r.info, r.stats, r.rates) for c in shown] for r in rows]
     text = tabulate.tabulate(body, headers=[c.header for c in shown], disable_numparse=True)

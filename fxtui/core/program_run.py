@@ -1,0 +1,128 @@
+"""A user's own program profiled as it runs (``fxtui run``): its steps, their phases, and the program's state.
+
+Torch-free: the agent inside the user's program measures, the collector aggregates, and the
+app and the headless report read these values. A *step* is one training step (one
+``optimizer.step()``) or, without an optimizer, one call of the outermost module; its wall
+time splits into the phases of :data:`STEP_PHASES`. Every step is timed this way; a sample
+of them is also timed per node (every ATen op, charged to its module), and the unsampled
+ones are the uninstrumented reference.
+"""
+
+from __future__ import annotations
+
+import statistics
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+#: How a step's wall time splits: waiting on a DataLoader, the model's forward calls, backward,
+#: the optimizer (step, zero_grad, gradient clipping), and the script's own Python between them.
+STEP_PHASES = ("data", "forward", "backward", "optimizer", "other")
+#: What the agent finds steps by: optimizer steps (training) or calls of the outermost module.
+STEP_KINDS = ("train", "call")
+
+
+@dataclass(frozen=True, slots=True)
+class StepTimes:
+    """One step as the agent measured it (nanoseconds)."""
+
+    index: int
+    """Steps since the program started, warm-up included (0 is the first)."""
+    wall_ns: int
+    phases_ns: tuple[int, ...]
+    """One duration per phase of :data:`STEP_PHASES`; ``other`` is the wall time the rest leave."""
+    sampled: bool = False
+    """Timed per node too (its wall time then includes the profiler's cost)."""
+
+    def phase(self, name: str) -> int:
+        """The step's time in phase ``name``, ns."""
+        return self.phases_ns[STEP_PHASES.index(name)]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramState:
+    """The user's program as the collector sees it."""
+
+    command: tuple[str, ...]
+    """What runs: ``("train.py", "--epochs", "3")`` or ``("-m", "pkg.train")``."""
+    pid: int = 0
+    running: bool = True
+    exit_code: int | None = None
+    """The program's exit status once it ended (``-N``: killed by signal N)."""
+    log: str = ""
+    """Where the program's output goes when the app owns the terminal (``""``: the terminal)."""
+    log_tail: tuple[str, ...] = ()
+    """The program's latest output lines."""
+    dropped: int = 0
+    """Step records the agent dropped because the collector could not keep up (its queue was full)."""
+    note: str = ""
+    """One sentence about the program itself: ``no module was called``, an agent failure."""
+
+    @property
+    def script(self) -> str:
+        """The script or module's name as the user typed it."""
+        if not self.command:
+            return ""
+        return self.command[1] if self.command[0] == "-m" and len(self.command) > 1 else self.command[0]
+
+    def status_text(self) -> str:
+        """``running``, ``exited 0``, ``killed by signal 9``."""
+        if self.running:
+            return "running"
+        if self.exit_code is not None and self.exit_code < 0:
+            return f"killed by signal {-self.exit_code}"
+        return f"exited {self.exit_code}"
+
+
+@dataclass(frozen=True, slots=True)
+class StepSummary:
+    """The steps so far: counts, each phase's median over the unsampled steps, and the recent timeline."""
+
+    kind: str
+    """``train`` (steps are optimizer steps) or ``call`` (calls of the outermost module)."""
+    steps: int
+    """Steps after warm-up."""
+    warmup: int
+    """Steps at the start left out of every figure (allocator, thread pools and oneDNN warming up)."""
+    sampled: int
+    """Steps after warm-up also timed per node."""
+    phase_median_s: tuple[float, ...] = ()
+    """Median of each phase of :data:`STEP_PHASES` over the unsampled steps (all steps while none is unsampled)."""
+    step_median_s: float | None = None
+    """Median wall time of the unsampled steps: the program's own pace."""
+    sampled_median_s: float | None = None
+    """Median wall time of the sampled steps (the per-node profiler's cost shows against the other)."""
+    recent: array[float] = field(default_factory=lambda: array("d"))
+    """The latest steps, oldest first, :data:`STEP_PHASES` seconds each, one after another."""
+    recent_sampled: bytes = b""
+    """One byte per recent step: 1 when it was sampled."""
+    history: array[float] = field(default_factory=lambda: array("d"))
+    """Step wall time over the whole run, coarse: the median of each stretch of :attr:`history_every` steps."""
+    history_every: int = 1
+
+    @property
+    def recent_steps(self) -> int:
+        return len(self.recent) // len(STEP_PHASES)
+
+    def recent_step(self, i: int) -> tuple[float, ...]:
+        """Phase seconds of recent step ``i`` (0: the oldest shown)."""
+        width = len(STEP_PHASES)
+        return tuple(self.recent[i * width : (i + 1) * width])
+
+    def median(self, phase: str) -> float | None:
+        """The median of ``phase`` (seconds); None before any step."""
+        if not self.phase_median_s:
+            return None
+        return self.phase_median_s[STEP_PHASES.index(phase)]
+
+    def shares(self) -> dict[str, float]:
+        """Each phase's median as a share of the sum of the medians (0–1)."""
+        total = sum(self.phase_median_s) or 1.0
+        return {p: m / total for p, m in zip(STEP_PHASES, self.phase_median_s, strict=False)}
+
+
+def phase_medians(steps: Sequence[StepTimes]) -> tuple[float, ...]:
+    """The median of each phase over ``steps``, seconds (zeros for none)."""
+    if not steps:
+        return tuple(0.0 for _ in STEP_PHASES)
+    return tuple(statistics.median(s.phases_ns[i] for s in steps) / 1e9 for i in range(len(STEP_PHASES)))

@@ -1,0 +1,43 @@
+"""What the eager capture found, as torch-free data: its nodes and its outermost modules.
+
+Made in the profiled program (:mod:`fxtui.engine.capture.eager`), sent to the collector
+(:mod:`fxtui.engine.run.wire`), which names and shows them without importing torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class EagerNode:
+    """One node the eager capture found: where it runs and what it is, torch-free (it crosses processes)."""
+
+    id: int
+    root: int
+    """Which outermost module it runs under (the order they were first called); -1: outside every module."""
+    module_path: str
+    """The module's path inside its root (``""``: the root itself); for optimizer ops, the optimizer's class."""
+    phase: str
+    label: str
+    """``convolution``, ``∇convolution_backward``, ``<compiled>``."""
+    occurrence: int
+    """1 for the first op of this label in its module and phase in a step, 2 for the second …"""
+    target: str
+    """``aten.convolution``."""
+    shape: str = ""
+    inputs: str = ""
+    """The inputs' shapes and strides, once described."""
+    source: str = ""
+    """The user's line the op comes from, once described."""
+
+
+@dataclass(frozen=True, slots=True)
+class RootModule:
+    """An outermost module: its class and the class of every module below it (by path)."""
+
+    index: int
+    class_name: str
+    classes: dict[str, str]
+    loss: bool = False
+    """A loss module (``nn.CrossEntropyLoss``): a root of its own, never the one steps are counted by."""

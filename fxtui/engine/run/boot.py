@@ -1,0 +1,138 @@
+"""The first code of a program run under ``fxtui run``: it starts the agent, then runs the program as Python would.
+
+``python -m fxtui.engine.run.boot SCRIPT [ARGS…]`` (or ``-m MODULE [ARGS…]``) behaves as
+``python SCRIPT [ARGS…]``: ``sys.argv``, ``__name__ == "__main__"``, the script's directory
+first on ``sys.path`` (the current one for ``-m``), its stdout, stderr and exit status. An
+exception it does not catch prints the program's own traceback (fxtui's frames left out) and
+exits with status 1; ``sys.exit(n)`` exits with ``n``; Ctrl+C ends it as it would end Python.
+
+The agent (:mod:`fxtui.engine.run.agent`) is installed the moment the program first imports
+torch, not before: a script that sets ``OMP_NUM_THREADS`` or calls ``torch.set_num_threads``
+before importing torch gets exactly what it asked for. Where ``FXTUI_AGENT`` is not set (no
+collector is listening) nothing is installed and the program runs untouched.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import runpy
+import signal
+import sys
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: Environment variables the collector sets for the program it starts.
+AGENT_ADDRESS = "FXTUI_AGENT"
+AGENT_KEY = "FXTUI_AGENT_KEY"
+AGENT_OPTIONS = "FXTUI_AGENT_OPTIONS"
+
+_OWN_FILES = (os.path.abspath(__file__), runpy.__file__, "<frozen runpy>")
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """Calls ``then()`` once, right after ``import torch`` has finished, in whatever code imported it."""
+
+    def __init__(self, then: Callable[[], None]) -> None:
+        self.then = then
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None) -> Any:
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)  # once; and not asked again while torch imports itself
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        execute = loader.exec_module
+        then = self.then
+
+        def exec_module(module: types.ModuleType) -> None:
+            execute(module)
+            then()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _install_agent() -> None:
+    from fxtui.engine.run import agent
+
+    agent.start_from_environment()
+
+
+def _strip(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback from the program's first frame: boot's and runpy's frames left out."""
+    while tb is not None and (tb.tb_frame.f_code.co_filename in _OWN_FILES or
+                              os.path.abspath(tb.tb_frame.f_code.co_filename) in _OWN_FILES):  # fmt: skip
+        tb = tb.tb_next
+    return tb
+
+
+def _report(error: BaseException) -> None:
+    """Print ``error`` as Python would for the program: its own frames only (the hook reads ``__traceback__``)."""
+    error.__traceback__ = _strip(error.__traceback__)
+    sys.excepthook(type(error), error, error.__traceback__)
+
+
+def run(command: Sequence[str]) -> int:
+    """Run ``command`` (``[SCRIPT, ARGS…]`` or ``["-m", MODULE, ARGS…]``) as ``python`` would; its exit status."""
+    if os.environ.get(AGENT_ADDRESS):
+        if "torch" in sys.modules:
+            _install_agent()
+        else:
+            sys.meta_path.insert(0, _AfterTorchImport(_install_agent))
+    try:
+        if command[0] == "-m":
+            sys.argv = [command[1], *command[2:]]  # runpy sets argv[0] to the module's file
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+        else:
+            script = command[0]
+            sys.argv = list(command)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        return _exit_code(e.code)
+    except KeyboardInterrupt as e:
+        _report(e)
+        _finish()
+        # As Python itself does: end by the signal, so the parent sees a program Ctrl+C stopped.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        return 130
+    except BaseException as e:
+        _report(e)
+        return 1
+    return 0
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message"): Python prints it and exits with 1
+    return 1
+
+
+def _finish() -> None:
+    agent = sys.modules.get("fxtui.engine.run.agent")
+    if agent is not None:
+        agent.finish()
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        print("usage: python -m fxtui.engine.run.boot SCRIPT [ARGS…] | -m MODULE [ARGS…]", file=sys.stderr)
+        raise SystemExit(2)
+    code = run(sys.argv[1:])
+    _finish()
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

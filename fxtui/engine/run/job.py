@@ -1,0 +1,220 @@
+"""Start a user's program with the agent in it, and hear what the agent says: one :class:`ProgramJob`.
+
+The program runs as ``python SCRIPT ARGS…`` would (:mod:`fxtui.engine.run.boot`), in the same
+working directory and environment, plus three variables that tell its agent where the
+collector listens: a socket in a directory only this user can read (0700), guarded by a key
+made for this job (``multiprocessing.connection``'s authentication), so no other process can
+speak for the program or listen in. Headless, the program keeps the terminal (its stdin,
+stdout, stderr); under the app its output goes to a log file in that directory (0600), whose
+path the app and the exit message give.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+from typing import IO
+
+from fxtui.core.errors import FxtuiError
+from fxtui.engine.run.agent import AgentOptions
+from fxtui.engine.run.boot import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
+
+
+def private_dir() -> Path:
+    """This user's directory for fxtui's sockets and logs: ``$XDG_RUNTIME_DIR/fxtui`` or ``/tmp/fxtui-UID``, 0700.
+
+    Refused, in one sentence, when it exists but another user owns it or others may read it.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
+        path = Path(runtime) / "fxtui"
+    else:
+        path = Path(tempfile.gettempdir()) / f"fxtui-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.lstat()
+    except OSError as e:
+        raise FxtuiError(f"cannot make fxtui's directory {path}: {e.strerror or e}") from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise FxtuiError(f"{path} is not a directory of this user's: fxtui keeps its sockets elsewhere only if asked")
+    if info.st_mode & 0o077:
+        raise FxtuiError(f"{path} can be read by other users (mode {oct(info.st_mode & 0o777)}); chmod 700 it")
+    return path
+
+
+def check_command(command: Sequence[str]) -> None:
+    """One sentence, before anything starts, when the program cannot be run: no such script, not Python, no such
+    module."""
+    if not command:
+        raise FxtuiError("fxtui run needs a script to run: fxtui run train.py [ARGS…] or fxtui run -m MODULE [ARGS…]")
+    if command[0] == "-m":
+        if len(command) < 2 or not command[1]:
+            raise FxtuiError("fxtui run -m needs a module name, e.g. fxtui run -m mypackage.train")
+        import importlib.util
+
+        top = command[1].split(".")[0]
+        sys.path.insert(0, os.getcwd())
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            found = None
+        finally:
+            sys.path.pop(0)
+        if found is None:
+            raise FxtuiError(
+                f"no module named {top!r} here (fxtui run -m looks in {os.getcwd()} and the installed ones)"
+            )
+        return
+    script = Path(command[0])
+    if not script.exists():
+        raise FxtuiError(f"no such script: {script}")
+    if script.is_dir():
+        raise FxtuiError(f"{script} is a directory; give the script to run (fxtui run -m runs a package's module)")
+    try:
+        source = script.read_bytes()
+    except OSError as e:
+        raise FxtuiError(f"cannot read {script}: {e.strerror or e}") from None
+    try:
+        compile(source, str(script), "exec")
+    except (SyntaxError, ValueError) as e:
+        where = f" (line {e.lineno})" if isinstance(e, SyntaxError) and e.lineno else ""
+        why = e.msg if isinstance(e, SyntaxError) else e
+        raise FxtuiError(f"{script} is not a Python script{where}: {why}") from None
+
+
+class ProgramJob:
+    """One run of the user's program under the agent; ``on_message`` hears each message (in a reader thread)."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        on_message: Callable[[object], None],
+        *,
+        options: AgentOptions | None = None,
+        log: bool = False,
+    ) -> None:
+        self.command = tuple(command)
+        self.on_message = on_message
+        self.options = options or AgentOptions()
+        self.dir = Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
+        self.log_path = self.dir / "output.log" if log else None
+        self._key = secrets.token_bytes(32)
+        self._listener = Listener(str(self.dir / "agent.sock"), family="AF_UNIX", authkey=self._key)
+        self.process: subprocess.Popen[bytes] | None = None
+        self._reader = threading.Thread(target=self._read, name="fxtui-collector", daemon=True)
+        self._log_file: IO[bytes] | None = None
+        self.connected = threading.Event()
+
+    def start(self) -> None:
+        """Start the program (its own process), then listen for its agent."""
+        env = {
+            **os.environ,
+            AGENT_ADDRESS: str(self._listener.address),
+            AGENT_KEY: self._key.hex(),
+            AGENT_OPTIONS: self.options.encode(),
+        }
+        stdio: dict[str, object] = {}
+        if self.log_path is not None:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._log_file = os.fdopen(fd, "wb")
+            stdio = {"stdin": subprocess.DEVNULL, "stdout": self._log_file, "stderr": subprocess.STDOUT}
+        argv = [sys.executable, "-m", "fxtui.engine.run.boot", *self.command]
+        self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            connection = self._listener.accept()
+        except (OSError, EOFError):
+            return  # the program ended without importing torch (closed below), or a stranger failed the key
+        self.connected.set()
+        with connection:
+            self._drain(connection)
+
+    def _drain(self, connection: Connection) -> None:
+        while True:
+            try:
+                message = connection.recv()
+            except (EOFError, OSError):
+                return
+            except Exception:  # a message that does not unpickle: dropped, the rest still read
+                continue
+            self.on_message(message)
+
+    def interrupt(self, sig: int = signal.SIGINT) -> None:
+        """Send the program ``sig`` (Ctrl+C's SIGINT by default), if it still runs."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)
+
+    def stop(self, grace: float = 5.0) -> int:
+        """Ask the program to stop as Ctrl+C would, then SIGTERM, then SIGKILL; its exit status."""
+        for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            if self.process is None or self.process.poll() is not None:
+                break
+            self.interrupt(sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(wait)
+        return self.wait()
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the program to end (and its agent's last messages); its exit status."""
+        assert self.process is not None
+        code = self.process.wait(timeout)
+        if not self.connected.is_set():
+            with contextlib.suppress(OSError):
+                self._listener.close()  # unblocks accept(): the program never imported torch
+        self._reader.join(5)
+        return code
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def close(self) -> None:
+        """Forget the socket; keep the log (its path was given) and remove the rest of the job's directory."""
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        if self._log_file is not None:
+            self._log_file.close()
+        if self.log_path is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                (self.dir / "agent.sock").unlink()
+
+
+def log_tail(path: Path | None, lines: int = 200, limit: int = 64 * 1024) -> tuple[str, ...]:
+    """The last ``lines`` lines of the program's log (read from its end, at most ``limit`` bytes)."""
+    if path is None:
+        return ()
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError:
+        return ()
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    # A progress bar rewrites its line with \r: show what it last said.
+    shown = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+    if shown and shown[-1] == "":
+        shown.pop()
+    return tuple(shown[-lines:])
+
+
+def exit_status(code: int) -> int:
+    """The status a shell reports for a program that returned ``code`` (``-N``, killed by signal N, is 128+N)."""
+    return 128 - code if code < 0 else code

@@ -1,0 +1,197 @@
+"""``fxtui run [OPTIONS] SCRIPT [ARGS…]`` and ``fxtui run [OPTIONS] -m MODULE [ARGS…]``: profile the user's program.
+
+Everything after the script (or ``-m MODULE``) is the program's own. On a terminal the app
+opens at once and fills as steps happen; with ``--once``, or when stdout is not a terminal,
+the program runs to its end (or Ctrl+C) with its own stdout and stderr, then the header and
+the table print, and fxtui exits with the program's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import NoReturn
+
+from fxtui.core.errors import FxtuiError
+from fxtui.core.settings import OutputSettings, ProgramSettings
+from fxtui.output import say
+
+_EPILOG = """\
+Everything after SCRIPT (or -m MODULE) is the program's own: it runs as
+python SCRIPT ARGS… would (sys.argv, __name__ == "__main__", its working
+directory, its output and exit status). fxtui finds the model (the outermost
+nn.Module called), the steps (one optimizer.step() each, or one model call),
+and times a sample of the steps per ATen op, charged to the module it runs in.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise FxtuiError(f"{message} (see fxtui run --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options of ``fxtui run`` (the program and its arguments are split off first: :func:`split`)."""
+    from fxtui.options import add_export_options, add_table_options, count_type
+
+    p = _Parser(
+        prog="fxtui run",
+        usage="fxtui run [OPTIONS] SCRIPT [ARGS…] | fxtui run [OPTIONS] -m MODULE [ARGS…]",
+        description="Profile your own program as it runs: its steps by phase, and a sample of them per node.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--once", action="store_true", help="run the program to its end, then print a table (no app)")
+    s = p.add_argument_group("steps")
+    s.add_argument(
+        "--warmup-steps",
+        type=count_type("--warmup-steps", 0),
+        default=5,
+        metavar="N",
+        help="steps at the start left out of every figure (default 5)",
+    )
+    s.add_argument(
+        "--sample-every",
+        type=count_type("--sample-every", 1),
+        default=0,
+        metavar="N",
+        help="time one step in N per node (default: as often as costs the program at most 2%% of its time)",
+    )
+    add_table_options(p)
+    add_export_options(p)
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def split(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """fxtui's own options, and the program: from the first argument that is not an option of fxtui run's (or
+    ``-m``) on."""
+    takes_value = {flag for action in parser._actions if action.nargs != 0 for flag in action.option_strings}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return list(argv[:i]), list(argv[i + 1 :])
+        if arg == "-m":
+            return list(argv[:i]), list(argv[i:])
+        if not arg.startswith("-") or arg == "-":
+            return list(argv[:i]), list(argv[i:])
+        i += 1 if "=" in arg or arg not in takes_value else 2
+    return list(argv), []
+
+
+def main(argv: Sequence[str]) -> int:
+    """``fxtui run``; returns the exit status (the program's)."""
+    from fxtui.options import filter_spec, output_exports
+
+    parser = build_parser()
+    own, command = split(argv, parser)
+    if not command and any(a in ("-h", "--help") for a in own):
+        parser.print_help()
+        return 0
+    args = parser.parse_args(own)
+    from fxtui.engine.run.job import check_command
+
+    check_command(command)
+    settings = ProgramSettings(tuple(command), warmup=args.warmup_steps, every=args.sample_every)
+    output = OutputSettings(
+        sort=args.sort,
+        top=args.top,
+        spec=filter_spec(args, phases_ok=True),
+        modules=args.modules,
+        columns=tuple(c.strip() for c in (args.columns or "").split(",") if c.strip()),
+        exports=output_exports(args),
+    )
+    from fxtui.headless import check
+
+    check(output)
+    if args.once or not sys.stdout.isatty():
+        return headless(settings, output)
+    return live(settings, output)
+
+
+def headless(settings: ProgramSettings, output: OutputSettings) -> int:
+    """Run the program with the terminal its own, then print the profile; the program's exit status."""
+    from fxtui.core.snapshot import State
+    from fxtui.engine.run.agent import AgentOptions
+    from fxtui.engine.run.collector import Collector
+    from fxtui.engine.run.job import ProgramJob, exit_status
+
+    collector = Collector(settings.command, warmup=settings.warmup)
+    lock = threading.Lock()
+
+    def receive(message: object) -> None:
+        with lock:
+            collector.receive(message)
+
+    job = ProgramJob(settings.command, receive, options=AgentOptions(settings.warmup, settings.every, settings.budget))
+    # Ctrl+C reaches the program (the terminal signals the whole process group): it stops as it would
+    # without fxtui, and the profile so far is printed here once it has.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    forward = signal.signal(signal.SIGTERM, lambda sig, frame: job.interrupt(signal.SIGTERM))
+    try:
+        job.start()
+        code = job.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, forward)
+        job.close()
+    with lock:
+        collector.ended(code)
+        snapshot = collector.snapshot(State.DONE)
+    print_report(snapshot, output)
+    return exit_status(code)
+
+
+def print_report(snapshot: object, output: OutputSettings) -> None:
+    """The header and the table of a program's profile, then the exports (``wrote …``)."""
+    from fxtui.engine.export import ExportError, export
+    from fxtui.engine.report import Report
+
+    report = Report.from_snapshot(snapshot)  # type: ignore[arg-type]
+    sys.stdout.flush()
+    say("\n" + report.header() + "\n")
+    if report.rows:
+        top = output.top or None
+        if output.modules:
+            say(report.module_table(top=top, path=output.spec.path))
+        else:
+            say(report.table(sort=output.sort, top=top, spec=output.spec, columns=output.columns))
+    try:
+        written = export(report, output.export_paths)
+    except ExportError as e:
+        for path in e.written:
+            say(f"wrote {path}")
+        raise
+    for path in written:
+        say(f"wrote {path}")
+
+
+def live(settings: ProgramSettings, output: OutputSettings) -> int:
+    """The app on the running program; when it closes, the profile's header; the program's exit status."""
+    from fxtui.engine.run.remote import RunSource
+    from fxtui.ui.app import FxtuiApp
+
+    source = RunSource(settings)
+    source.start()
+    app = FxtuiApp(source, title=f"fxtui run {' '.join(settings.command)}")
+    try:
+        app.run()
+    finally:
+        source.stop_program()
+    fatal = getattr(app, "fatal_error", None)
+    if fatal:
+        raise FxtuiError(fatal)
+    final = source.final
+    if final is not None:
+        print_report(final, OutputSettings(top=10, exports=output.exports))
+    if source.log_path:
+        say(f"the program's output: {source.log_path}")
+    return source.exit_status
+
+
+__all__ = ["build_parser", "headless", "live", "main", "os", "split"]
