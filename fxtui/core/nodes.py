@@ -32,8 +32,9 @@ UNSTEADY_RATIO = 2.0
 UNSTEADY_MIN_S = 20e-6
 
 
-#: The phases of a training step, in the order a step runs them (inference nodes have none).
-PHASES = ("forward", "backward", "optimizer")
+#: The phases of a training step, in the order a step runs them (inference nodes have none); a program's
+#: nodes (``fxtui run``) may also be in its data loading or in its own code between the model's calls.
+PHASES = ("forward", "backward", "optimizer", "data", "other")
 
 
 def module_ancestors(path: str) -> list[str]:

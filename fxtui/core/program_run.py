@@ -69,6 +69,8 @@ class ProgramState:
         """``running``, ``exited 0``, ``killed by signal 9``."""
         if self.running:
             return "running"
+        if self.exit_code == -2:
+            return "stopped by Ctrl+C"
         if self.exit_code is not None and self.exit_code < 0:
             return f"killed by signal {-self.exit_code}"
         return f"exited {self.exit_code}"

@@ -126,7 +126,7 @@ class ReportData(RunFiguresMixin):
         rows = [
             NodeRow(info, stats, rates(info.flops, info.bytes_moved, stats.median_s, graph.peaks))
             for info in graph.nodes
-            if (stats := snapshot.nodes.get(info.name)) is not None
+            if (stats := snapshot.nodes.get(info.name)) is not None and stats.count  # a program's node not timed yet
         ]
         error = snapshot.error
         given: dict[str, Any] = {

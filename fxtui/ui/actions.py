@@ -18,11 +18,14 @@ chooser's Enter, a panel's Esc) stay with the dialog, which says them on screen.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from textual.actions import parse
 from textual.binding import Binding, BindingType
+
+from fxtui.ui.view_filter import DEFAULT_FILTER, phases_of
 
 #: Groups: the heading the help screen lists an action under, and which class binds it.
 MAIN = "session and view"
@@ -56,6 +59,8 @@ class Action:
     """More keys, bound with priority so that a focused input cannot take them; never in the footer."""
     needs_graph: bool = False
     """Means nothing until a graph has been traced: hidden until then."""
+    applies: Callable[[Any], bool] | None = None
+    """When it applies, asked of the screen that answers it (its keys are hidden otherwise); None: always."""
 
     @property
     def name(self) -> str:
@@ -68,12 +73,23 @@ class Action:
         return [k.strip() for k in f"{self.keys},{self.priority_keys}".split(",") if k.strip()]
 
 
+def _program(screen: Any) -> bool:
+    """The screen shows a program profiled as it runs (``fxtui run``)."""
+    return screen.snapshot is not None and screen.snapshot.program is not None
+
+
+def _model(screen: Any) -> bool:
+    """The screen shows a model fxtui reruns itself (what-ifs, hints and pausing apply)."""
+    return not _program(screen)
+
+
 # fmt: off
 ACTIONS: tuple[Action, ...] = (
     # The main screen, in the footer's order.
     Action(
         "toggle_pause", "space", "Pause/Resume", MAIN, "pause / resume the reruns",
         palette="Pause / resume", palette_help="Stop or restart the reruns", needs_graph=True,
+        applies=_model,
     ),
     Action(
         "reset", "r", "Reset stats", MAIN, "reset the statistics",
@@ -81,7 +97,7 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "scope_up", "backspace", "Up a module", MAIN, "up one module",
-        palette="Up a module", palette_help="Show the parent module's subtree",
+        palette="Up a module", palette_help="Show the parent module's subtree", applies=lambda s: s.scope != "",
     ),
     Action(
         "hottest", "h", "Hottest child", MAIN,
@@ -114,6 +130,7 @@ ACTIONS: tuple[Action, ...] = (
         "clear_filters", "escape", "Clear filters", MAIN,
         "clear the path and type filters; again: back to the default op types",
         palette="Clear filters", palette_help="Back to the default filter",
+        applies=lambda s: s.filter_input.is_open or s.spec != DEFAULT_FILTER,
     ),
     Action(
         "sort_next", "s", "Sort", MAIN, "sort by the next column (or click a header)", show=False,
@@ -125,19 +142,22 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "cycle_phase", "p", "Phase filter", MAIN,
-        "with `--train`: every phase, then forward, backward or optimizer nodes only (the tree shades backward time)",
+        "with `--train` or `fxtui run`: every phase, then each phase's nodes only (forward, backward, optimizer, "
+        "data …; the tree shades backward time)",
         palette="Filter by phase", palette_help="A training step's forward, backward or optimizer nodes",
-        needs_graph=True,
+        needs_graph=True, applies=lambda s: bool(phases_of(s.graph)),
     ),
     Action(
         "toggle_memory", "m", "Memory", MAIN,
         "memory columns (output, allocated, live after; saved with `--train`) and the live-memory plot "
         "across graph order, the cursor's node marked; again: back to the timings",
         palette="Memory columns", palette_help="Bytes per node and where the peak is", needs_graph=True,
+        applies=lambda s: s.graph is not None and s.graph.memory is not None,
     ),
     Action(
         "goto_error", "e", "Go to error", MAIN, "go to the node that raised, after an error inside the model",
         palette="Go to the error", palette_help="Select the node that raised",
+        applies=lambda s: s.error_node is not None,
     ),
     Action(
         "toggle_detail", "d", "Detail pane", MAIN, "show or hide the detail pane", show=False,
@@ -146,12 +166,13 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "explain", "x", "Explain node", MAIN, "which aten operators the selected node runs, and their share of it",
         palette="Explain node", palette_help="Break the selected node down into aten operators", needs_graph=True,
+        applies=_model,
     ),
     Action(
         "hints", "H", "Hints", MAIN,
         "hints: rule-based suggestions with evidence and estimated saving; Enter jumps to the node",
         palette="Hints", palette_help="Suggestions from the statistics so far; w measures one",
-        needs_graph=True,
+        needs_graph=True, applies=_model,
     ),
     Action(
         "what_ifs", "w", "What-ifs", MAIN,
@@ -159,7 +180,12 @@ ACTIONS: tuple[Action, ...] = (
         "the model and measure it against the original, runs interleaved: before → after per run, node and module, "
         "and how far the outputs moved",
         palette="What-ifs", palette_help="Measure channels-last, bf16, compile … against the model",
-        needs_graph=True,
+        needs_graph=True, applies=_model,
+    ),
+    Action(
+        "program_log", "l", "Output", MAIN,
+        "with `fxtui run`: the program's own output, following it as it prints",
+        palette="Program output", palette_help="What the profiled program printed", applies=_program,
     ),
     Action(
         "threads", "T", "Threads", MAIN,

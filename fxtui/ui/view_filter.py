@@ -199,8 +199,16 @@ class FilteredTotals(Mapping[str, float]):
         return len(self._plan.paths)
 
 
-def next_phase(spec: FilterSpec) -> FilterSpec:
-    """``spec`` showing the next phase of a training step: all, forward, backward, optimizer, all again."""
-    order: list[frozenset[str]] = [frozenset(), *(frozenset({p}) for p in PHASES)]
+def phases_of(graph: GraphInfo | None) -> tuple[str, ...]:
+    """The phases ``graph``'s nodes carry, in :data:`~fxtui.core.nodes.PHASES` order (none for inference)."""
+    if graph is None:
+        return ()
+    present = {n.phase for n in graph.nodes}
+    return tuple(p for p in PHASES if p in present)
+
+
+def next_phase(spec: FilterSpec, phases: tuple[str, ...] = PHASES) -> FilterSpec:
+    """``spec`` showing the next of ``phases``: all, then each phase alone (forward, backward …), all again."""
+    order: list[frozenset[str]] = [frozenset(), *(frozenset({p}) for p in phases)]
     current = order.index(spec.phases) if spec.phases in order else 0
     return replace(spec, phases=order[(current + 1) % len(order)])

@@ -89,7 +89,7 @@ class _Mode(TorchDispatchMode):
         return out
 
 
-def _args_text(args: Any) -> str:
+def _args_text(args: Any) -> tuple[str, ...]:
     """The inputs' shapes and strides, for a node's details (only on the steps that describe nodes)."""
     parts = []
     for a in args:
@@ -101,7 +101,7 @@ def _args_text(args: Any) -> str:
         else:
             text = repr(a)
             parts.append(text if len(text) <= 40 else text[:39] + "…")
-    return ", ".join(parts)
+    return tuple(parts)
 
 
 def _user_line() -> str:

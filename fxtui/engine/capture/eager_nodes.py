@@ -26,8 +26,8 @@ class EagerNode:
     target: str
     """``aten.convolution``."""
     shape: str = ""
-    inputs: str = ""
-    """The inputs' shapes and strides, once described."""
+    inputs: tuple[str, ...] = ()
+    """Each input's shape, dtype and strides (or its value), once described."""
     source: str = ""
     """The user's line the op comes from, once described."""
 

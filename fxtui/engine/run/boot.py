@@ -30,6 +30,8 @@ AGENT_KEY = "FXTUI_AGENT_KEY"
 AGENT_OPTIONS = "FXTUI_AGENT_OPTIONS"
 
 _OWN_FILES = (os.path.abspath(__file__), runpy.__file__, "<frozen runpy>")
+#: fxtui's own code that can stand between the program's frames (the agent's wrappers of torch's functions).
+_AGENT_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 
 class _AfterTorchImport(importlib.abc.MetaPathFinder):
@@ -71,8 +73,31 @@ def _strip(tb: types.TracebackType | None) -> types.TracebackType | None:
     return tb
 
 
+def _without_agent(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the frames of the agent's wrappers (around ``backward``, ``zero_grad`` …)."""
+    first: types.TracebackType | None = None
+    last: types.TracebackType | None = None
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_AGENT_DIRS):
+            if last is None:
+                first = tb
+            else:
+                last.tb_next = tb
+            last = tb
+        tb = tb.tb_next
+    if last is not None:
+        last.tb_next = None
+    return first
+
+
 def _report(error: BaseException) -> None:
     """Print ``error`` as Python would for the program: its own frames only (the hook reads ``__traceback__``)."""
+    seen: set[int] = set()
+    chained: BaseException | None = error
+    while chained is not None and id(chained) not in seen:  # the causes and contexts it carries too
+        seen.add(id(chained))
+        chained.__traceback__ = _without_agent(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
     error.__traceback__ = _strip(error.__traceback__)
     sys.excepthook(type(error), error, error.__traceback__)
 

@@ -210,8 +210,9 @@ class Collector:
                     target=node.target,
                     type_name=node.label.lstrip("∇"),
                     module_path=path,
-                    node_text=f"{node.target}({node.inputs})" if node.inputs else node.target,
+                    node_text=f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
                     shape=node.shape,
+                    input_shapes=node.inputs,
                     phase=node.phase,
                     source=node.source,
                 )

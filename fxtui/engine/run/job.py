@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import IO
@@ -130,7 +130,8 @@ class ProgramJob:
             self._log_file = os.fdopen(fd, "wb")
             stdio = {"stdin": subprocess.DEVNULL, "stdout": self._log_file, "stderr": subprocess.STDOUT}
         argv = [sys.executable, "-m", "fxtui.engine.run.boot", *self.command]
-        self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
+        with _signals_for_the_program():
+            self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
         self._reader.start()
 
     def _read(self) -> None:
@@ -193,6 +194,28 @@ class ProgramJob:
         else:
             with contextlib.suppress(OSError):
                 (self.dir / "agent.sock").unlink()
+
+
+@contextlib.contextmanager
+def _signals_for_the_program() -> Iterator[None]:
+    """Ctrl+C and SIGTERM reach the program as they would without fxtui, even where fxtui ignores them.
+
+    An ignored signal stays ignored across exec, a handled one becomes the default: while the
+    program starts, fxtui's process handles both (and does nothing with them).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, _nothing) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _nothing(signum: int, frame: object) -> None:
+    """A signal that came while the program was starting: the program (in the same process group) got it too."""
 
 
 def log_tail(path: Path | None, lines: int = 200, limit: int = 64 * 1024) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from fxtui.core.commands import Explain, RequestHints
 from fxtui.core.snapshot import Snapshot
 from fxtui.core.what_if_text import summary
 from fxtui.ui.screens.hints import HintsScreen
+from fxtui.ui.screens.program_log import ProgramLogScreen
 from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.screens.what_if import WhatIfScreen
 
@@ -56,6 +57,12 @@ def measure_hint(main: MainScreen, name: str) -> None:
     open_what_ifs(main, focus=name)
 
 
+def open_log(main: MainScreen) -> None:
+    """The program's own output (``fxtui run``): its latest lines, following it as it prints."""
+    if main.snapshot is not None and not isinstance(main.app.screen, ProgramLogScreen):
+        main.app.push_screen(ProgramLogScreen(main.snapshot))
+
+
 def open_threads(main: MainScreen) -> None:
     """Threads, cores, build flags and library versions, warnings first."""
     if main.snapshot is not None and main.graph is not None and not isinstance(main.app.screen, ThreadsScreen):
@@ -69,6 +76,8 @@ def follow(app: App[None], snapshot: Snapshot | None, waiting: frozenset[str]) -
     for screen in app.screen_stack:
         if isinstance(screen, (HintsScreen, WhatIfScreen)):
             screen.show_latest(snapshot, waiting)
+        elif isinstance(screen, ProgramLogScreen):
+            screen.show_latest(snapshot)
 
 
 def collect(main: MainScreen, snapshot: Snapshot) -> None:

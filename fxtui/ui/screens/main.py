@@ -41,9 +41,12 @@ from fxtui.ui.widgets.memory_plot import MemoryPlot
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar, ViewState
+from fxtui.ui.widgets.step_plot import StepPlot
 
 #: Actions that mean nothing until a graph has been traced.
 _NEED_GRAPH = frozenset(a.name for a in actions(MAIN) if a.needs_graph)
+#: When each key that does not always apply does (the action registry says).
+_APPLIES = {a.name: a.applies for a in actions(MAIN) if a.applies is not None}
 
 
 class MainScreen(Screen[None]):
@@ -104,6 +107,7 @@ class MainScreen(Screen[None]):
             with Vertical(id="right"):
                 yield (table := NodeTable(id="table", on_highlight=self._table_moved, on_sort=self._header_clicked))
                 yield MemoryPlot(id="memory-plot").data_bind(MainScreen.snapshot, MainScreen.selected)
+                yield StepPlot(id="step-plot").data_bind(MainScreen.snapshot)
                 yield DetailPane(id="detail").data_bind(MainScreen.snapshot, MainScreen.selected, MainScreen.explaining)
         yield (prompt := FilterInput(id="filter-input", on_filter=self._filter_typed))
         yield KeyBar()
@@ -300,7 +304,7 @@ class MainScreen(Screen[None]):
 
     def action_cycle_phase(self) -> None:
         """In a training step: every phase, then forward, backward or optimizer nodes only."""
-        self.spec = view_filter.next_phase(self.spec)
+        self.spec = view_filter.next_phase(self.spec, view_filter.phases_of(self.graph))
 
     def action_toggle_pause(self) -> None:
         """Pause the reruns, or resume them."""
@@ -385,16 +389,10 @@ class MainScreen(Screen[None]):
         """List the what-ifs and their results; Enter measures one."""
         analyses.open_what_ifs(self, focus)
 
+    def action_program_log(self) -> None:
+        """The program's own output (``fxtui run``), following it as it prints."""
+        analyses.open_log(self)
+
     def action_threads(self) -> None:
         """Show threads, cores, build flags and library versions, warnings first."""
         analyses.open_threads(self)
-
-
-#: When each key that does not always apply does (the rest apply once a graph is traced, as the registry says).
-_APPLIES: dict[str, Callable[[MainScreen], bool]] = {
-    "scope_up": lambda s: s.scope != "",
-    "clear_filters": lambda s: s.filter_input.is_open or s.spec != DEFAULT_FILTER,
-    "goto_error": lambda s: s.error_node is not None,
-    "cycle_phase": lambda s: s.graph is not None and s.graph.training,
-    "toggle_memory": lambda s: s.graph is not None and s.graph.memory is not None,
-}

@@ -33,6 +33,7 @@ def _fields(
     peaks: MachinePeaks | None = None,
     others: Mapping[str, NodeStats] | None = None,
     memory: MemorySummary | None = None,
+    shapes: tuple[tuple[str, int, float], ...] = (),
 ) -> list[tuple[str, str]]:
     """Label/value pairs in reading order; fields the engine fills only sometimes appear when present.
 
@@ -47,6 +48,8 @@ def _fields(
         ("inputs", ", ".join(info.input_shapes) or "–"),
         ("output", f"{info.shape or '–'} {info.dtype}".strip()),
     ]
+    if shapes:  # a program's node that ran at several output shapes: its row is the most frequent one's
+        rows.append(("shapes", " · ".join(f"{s} ×{n} {format_seconds(m)}" for s, n, m in shapes)))
     if stats is not None and stats.count:
         rows += [
             ("median", f"{format_seconds(stats.median_s)}   {format_pct(stats.pct)} of the run"),
@@ -224,6 +227,7 @@ class DetailPane(VerticalScroll):
             explaining=explaining,
             others=snapshot.nodes,
             memory=graph.memory,
+            shapes=snapshot.shapes.get(name, ()),
         )
 
     def show(
@@ -237,6 +241,7 @@ class DetailPane(VerticalScroll):
         explaining: bool = False,
         others: Mapping[str, NodeStats] | None = None,
         memory: MemorySummary | None = None,
+        shapes: tuple[tuple[str, int, float], ...] = (),
     ) -> None:
         """Describe ``info`` (or say that nothing is selected).
 
@@ -266,7 +271,7 @@ class DetailPane(VerticalScroll):
         if error is not None and show_error:
             error_line.update(Text(f"✖ raised: {error.message}"))
         error_line.display = show_error
-        self.fields = _fields(info, stats, peaks, others, memory)
+        self.fields = _fields(info, stats, peaks, others, memory, shapes)
         fields_widget.show(self.fields)
         samples = stats.recent if stats is not None else ()
         sparkline.show(samples)

@@ -68,7 +68,9 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         how = "left out" if disturbance.left_out and not disturbance.kept else "in figures"
         text.append(" ")
         text.append(f"⚠ {disturbance.disturbed}/{disturbance.steps} steps disturbed, {how} (T)", style="bold reverse")
-    if snapshot is not None and graph is not None:
+    if snapshot is not None and snapshot.program is not None:
+        _program_part(text, snapshot)
+    elif snapshot is not None and graph is not None:
         text.append(" │ ")
         text.append(graph.model, style="bold")
         text.append(f" {' '.join(graph.inputs)} {graph.dtype} {graph.threads}thr")
@@ -82,6 +84,24 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         text.append(f" │ {snapshot.runs} runs · run {format_seconds(snapshot.run_median_s)}")
         text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(fidelity(snapshot))}")
     return text
+
+
+def _program_part(text: Text, snapshot: Snapshot) -> None:
+    """A running program: its script, how it is doing, its steps, the step median and fidelity."""
+    program, steps = snapshot.program, snapshot.steps
+    assert program is not None
+    text.append(" │ ")
+    text.append(program.script, style="bold")
+    if not program.running:
+        text.append(f" {program.status_text()}", style="bold reverse" if program.exit_code else "bold")
+    if snapshot.graph is not None and snapshot.graph.threads:
+        text.append(f" {snapshot.graph.threads}thr")
+    if steps is None or not steps.steps:
+        text.append(" │ warming up" if program.running else " │ no steps")
+        return
+    kind = "steps" if steps.kind == "train" else "calls"
+    text.append(f" │ {steps.steps} {kind} · {steps.sampled} sampled · step {format_seconds(steps.step_median_s)}")
+    text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")
 
 
 def view_line(view: ViewState) -> Text:

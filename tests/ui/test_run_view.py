@@ -1,0 +1,128 @@
+"""The app on a program profiled as it runs (fxtui run): its status line, the step plot, its output, its keys."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+import textwrap
+from array import array
+from pathlib import Path
+
+from fakes import FakeSource, resnet_snapshot, settle
+
+from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
+from fxtui.core.settings import ProgramSettings
+from fxtui.core.snapshot import Snapshot
+from fxtui.ui.app import FxtuiApp
+from fxtui.ui.screens.program_log import ProgramLogScreen
+from fxtui.ui.widgets.step_plot import StepPlot, phase_rows, stacked_columns
+
+
+def program_snapshot(seq: int = 1, lines: tuple[str, ...] = ("epoch 1", "loss 2.30"), running: bool = True) -> Snapshot:
+    """resnet18's graph as if a program ran it: 40 training steps, every fifth sampled."""
+    base = resnet_snapshot(seq=seq)
+    phases = (0.002, 0.020, 0.030, 0.004, 0.001)
+    recent = array("d", [p * (1 + (i % 3) / 10) for i in range(40) for p in phases])
+    steps = StepSummary(
+        kind="train",
+        steps=40,
+        warmup=5,
+        sampled=8,
+        phase_median_s=phases,
+        step_median_s=sum(phases),
+        sampled_median_s=sum(phases) * 1.05,
+        recent=recent,
+        recent_sampled=bytes(int(i % 5 == 0) for i in range(40)),
+    )
+    program = ProgramState(("train.py", "--epochs", "2"), pid=4242, running=running, log="/tmp/x/output.log",
+                           log_tail=lines, exit_code=None if running else 0)  # fmt: skip
+    return dataclasses.replace(base, program=program, steps=steps)
+
+
+def status(app: FxtuiApp) -> str:
+    return app.main.query_one("#status").render().plain  # type: ignore[attr-defined]
+
+
+async def test_a_program_shows_its_steps_its_phases_and_its_output() -> None:
+    app = FxtuiApp(FakeSource([program_snapshot()]))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await settle(app, pilot)
+        line = status(app)
+        assert "train.py" in line and "40 steps · 8 sampled · step 57.0 ms" in line
+        plot = app.main.query_one(StepPlot)
+        assert plot.display and plot.rows and any(c != " " for c in plot.rows[-1])
+        # Pausing a user's program and the what-ifs (they need a copy of the model) do not apply.
+        assert app.main.check_action("toggle_pause", ()) is False
+        assert app.main.check_action("what_ifs", ()) is False
+        assert app.main.check_action("program_log", ()) is True
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, ProgramLogScreen)
+        text = app.screen.query_one("#program-log-text").render().plain  # type: ignore[attr-defined]
+        assert "loss 2.30" in text and "/tmp/x/output.log" in text
+        app.source.push(program_snapshot(seq=2, lines=("epoch 1", "loss 2.30", "epoch 2 done")))  # type: ignore[attr-defined]
+        await settle(app, pilot, applied=2)
+        text = app.screen.query_one("#program-log-text").render().plain  # type: ignore[attr-defined]
+        assert "epoch 2 done" in text  # the panel follows the program
+        await pilot.press("escape")
+        app.source.push(program_snapshot(seq=3, running=False))  # type: ignore[attr-defined]
+        await settle(app, pilot, applied=3)
+        assert "exited 0" in status(app)
+
+
+async def test_a_model_session_keeps_its_keys_and_shows_no_step_plot() -> None:
+    app = FxtuiApp(FakeSource([resnet_snapshot()]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        assert not app.main.query_one(StepPlot).display
+        assert app.main.check_action("toggle_pause", ()) is not False
+        assert app.main.check_action("program_log", ()) is False
+
+
+def test_the_step_plot_stacks_each_steps_phases_and_scales_to_the_usual_step() -> None:
+    steps = [(1.0, 1.0, 0.0, 0.0, 0.0)] * 19 + [(10.0, 10.0, 0.0, 0.0, 0.0)]  # one slow step (an epoch's end)
+    columns = stacked_columns(steps, width=20, height=2)
+    assert columns[0] == [8, 8, 0, 0, 0]  # the usual step fills the plot: data below, forward above
+    assert sum(columns[-1]) == 16  # the slow one is drawn to the top, not scaled
+    rows = phase_rows(columns, 2)
+    assert rows[0][0] == ("█", 1) and rows[1][0] == ("█", 0)  # top row forward, bottom row data
+    assert len(STEP_PHASES) == 5
+
+
+async def test_the_app_on_a_real_running_script(tmp_path: Path) -> None:
+    from fxtui.engine.run.remote import RunSource
+
+    (tmp_path / "loop.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+            model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            for step in range(100000):
+                opt.zero_grad()
+                model(torch.randn(16, 32)).pow(2).mean().backward()
+                opt.step()
+                if step % 50 == 0:
+                    print("step", step, flush=True)
+            """
+        )
+    )
+    source = RunSource(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
+    source.start()
+    app = FxtuiApp(source)
+    async with app.run_test(size=(140, 44)) as pilot:
+        for _ in range(600):  # steps arrive (the program starts torch first: allow a busy machine its time)
+            snapshot = app.main.snapshot
+            if snapshot is not None and snapshot.steps is not None and snapshot.steps.sampled >= 2:
+                break
+            await asyncio.sleep(0.1)
+        snapshot = app.main.snapshot
+        assert snapshot is not None and snapshot.steps is not None and snapshot.steps.kind == "train"
+        assert snapshot.graph is not None and any(n.name == "0 · addmm" for n in snapshot.graph.nodes)
+        assert any(line.startswith("step ") for line in snapshot.program.log_tail)  # type: ignore[union-attr]
+        await pilot.press("q")
+    source.stop_program()
+    assert source.exit_code is not None and source.exit_code != 0  # stopped as Ctrl+C would: by SIGINT
+    assert source.final is not None and source.final.program is not None and not source.final.program.running
+    assert sys.platform != "linux" or source.exit_status == 130
