@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["FxtuiError", "Report", "__version__", "keep_freed_memory", "profile"]
+__all__ = ["FxtuiError", "Report", "__version__", "keep_freed_memory", "profile", "watch"]
 
 if TYPE_CHECKING:
     import torch
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from fxtui.core.errors import FxtuiError
     from fxtui.engine.allocator import keep_freed_memory
     from fxtui.engine.report import Report
+    from fxtui.engine.run.watch import Watch
 
 
 def profile(
@@ -96,6 +97,24 @@ def profile(
 
             run_what_ifs(session, names)
         return make_report(session)
+
+
+def watch(warmup: int = 5, every: int = 0) -> Watch:
+    """Profile the steps your own code runs inside a ``with`` block, as ``fxtui run`` profiles a script::
+
+        with fxtui.watch() as w:
+            train()
+        report = w.report()
+
+    A step is one ``optimizer.step()`` (or, without an optimizer, one call of the outermost
+    module); each splits into data, forward, backward, optimizer and other (``report.steps``).
+    After ``warmup`` steps, a sample of them (one in ``every``; 0: as often as costs the code at
+    most 2% of its time) is timed per ATen op, charged to the module it runs in, forward and
+    backward (``report.rows``, ``report.modules``). The hooks are removed when the block ends.
+    """
+    from fxtui.engine.run.watch import Watch
+
+    return Watch(warmup=warmup, every=every)
 
 
 def __getattr__(name: str) -> Any:

@@ -17,9 +17,12 @@ data, forward, backward, optimizer and other (:data:`fxtui.core.program_run.STEP
 exclusively: a phase inside another (a closure's forward inside ``LBFGS.step``) pauses it.
 
 After the warm-up steps, one step in N is *sampled*: the :class:`~fxtui.engine.capture.eager.OpRecorder`
-times every ATen op of it, charged to its module. N adapts so the sampled steps cost the
+times every ATen op of it, charged to its module. The first :data:`FIRST_SAMPLES` come one in
+:data:`MIN_EVERY` steps, so figures show soon; then N adapts so the sampled steps cost the
 program at most :data:`BUDGET` of its time (N = (sampled ÷ unsampled step − 1) ÷ BUDGET, at
-least :data:`MIN_EVERY`). The records of a sampled step are resolved right after it, outside
+least :data:`MIN_EVERY`, at most :data:`MAX_EVERY`). The first sampled step, and any later one
+that meets nodes not seen before, also notes their inputs and the user's source line; slower,
+it is left out of the figures. The records of a sampled step are resolved right after it, outside
 every step's time; all that leaves the user's threads is a small message per step, handed to a
 sender thread (:mod:`fxtui.engine.run.wire`), which drops messages rather than ever block the
 program when the collector falls behind.
@@ -58,6 +61,8 @@ MIN_EVERY = 5
 MAX_EVERY = 200
 #: Steps at the start never sampled and left out of the figures.
 WARMUP = 5
+#: Sampled steps taken one in :data:`MIN_EVERY` before the budget sets the pace: figures soon, in every run.
+FIRST_SAMPLES = 8
 
 _DATA, _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = (STEP_PHASES.index(p) for p in STEP_PHASES)
 _clock = time.perf_counter_ns
@@ -256,7 +261,7 @@ class Agent:
                 ops = self.namer.resolve(self.recorder.take())
             nodes, roots = self.namer.take_new()
             self.send(wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots))
-            self._learn(wall, sampled)
+            self._learn(wall, sampled, self.describing)
             self.index += 1
         self._started = True
         self.sampling = self.index >= self._next_sample and self.failed == ""
@@ -276,14 +281,21 @@ class Agent:
         self._acc = [0] * len(STEP_PHASES)
         self._last = self._start = _clock()
 
-    def _learn(self, wall: int, sampled: bool) -> None:
-        """Adapt how often steps are sampled, from what a sampled step costs against an unsampled one."""
+    def _learn(self, wall: int, sampled: bool, describing: bool) -> None:
+        """Adapt how often steps are sampled, from what a sampled step costs against an unsampled one.
+
+        A step that also noted new nodes' inputs and source lines costs more than sampling does: it teaches nothing.
+        """
+        if describing:
+            return
         if not sampled:
             self._plain.append(wall)
             return
         if self.options.every or len(self._plain) < 3:
             return
         self._ratios.append(wall / statistics.median(self._plain))
+        if len(self._ratios) < FIRST_SAMPLES:
+            return
         extra = max(0.0, statistics.median(self._ratios) - 1.0)
         self._every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / self.options.budget)))
         self._next_sample = self.index + 1 + self._every - 1
