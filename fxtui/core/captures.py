@@ -77,7 +77,6 @@ MODES: dict[str, CaptureMode] = {
             "eager ATen ops",
             "every ATen operator timed as it runs (a dispatch mode), charged to its module; nothing traced",
             "the program's own Python between ops (its loop, data loading code, logging, waits such as .item())",
-            choosable=False,
             graphs=False,
         ),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import statistics
 import time
 from array import array
@@ -88,7 +89,8 @@ class Session:
             )
         self.program = program
         self.inputs = inputs if isinstance(inputs, Inputs) else Inputs(tuple(inputs))
-        self.timer = ProgramTimer(program, clock=clock, clock_overhead_ns=clock_overhead_ns)
+        make_timer = program.timer or functools.partial(ProgramTimer, program)
+        self.timer = make_timer(clock=clock, clock_overhead_ns=clock_overhead_ns)
         self.clock = clock
         with program.running():
             try:
@@ -98,15 +100,16 @@ class Session:
         meta = self.timer.meta or []
         self.nonfinite = tuple(n for n, m in zip(self.timer.names, meta, strict=False) if not m.finite)
         placeholders = [i for i, p in enumerate(program.nodes) if p.node.op == "placeholder" and p.part.index == 0]
-        self.graph: GraphInfo = build_graph_info(
-            program,
+        described: dict[str, Any] = dict(
             model=model,
             inputs=input_desc or tuple(meta[i].shape for i in placeholders if i < len(meta)),
             dtype=dtype,
             threads=torch.get_num_threads(),
-            meta=meta,
-            calls=list(self.timer.calls),
         )
+        if program.describe is not None:
+            self.graph: GraphInfo = program.describe(self.timer, **described)
+        else:
+            self.graph = build_graph_info(program, meta=meta, calls=list(self.timer.calls), **described)
         self.samples = SampleWindow(len(self.timer.names), window)
         self.failures = 0
         self.last_error: RunError | None = None

@@ -13,6 +13,8 @@ reference), and a call that runs the whole model (or step) through its graphs. I
 * ``dynamo`` (:mod:`.dynamo`): TorchDynamo, for models symbolic tracing cannot follow:
   Hugging Face transformers, whole detection models, data-dependent code.
 * ``train`` (:mod:`.train`): a training step, TorchDynamo and AOTAutograd (``--train``).
+* ``eager`` (:mod:`.eager_program`): nothing traced, every ATen op of a run timed and charged to its
+  module by a dispatch mode (:mod:`.eager`), the timer ``fxtui run`` uses inside a user's program.
 
 :func:`capture` is the one place that chooses: ``auto`` (the default) tries ``fx`` and switches
 to ``dynamo`` when the model's top level cannot be traced, or goes straight to it for a
@@ -39,6 +41,7 @@ CAPTURERS: dict[str, str] = {
     "fx": "fxtui.engine.capture.fx:capture_fx",
     "dynamo": "fxtui.engine.capture.dynamo:capture_dynamo",
     "train": "fxtui.engine.capture.train:capture_train",
+    "eager": "fxtui.engine.capture.eager_program:capture_eager",
 }
 
 

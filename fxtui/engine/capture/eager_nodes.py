@@ -6,7 +6,11 @@ Made in the profiled program (:mod:`fxtui.engine.capture.eager`), sent to the co
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from fxtui.core.nodes import NodeInfo, build_module_tree, module_ancestors
+from fxtui.core.snapshot import GraphInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +45,81 @@ class RootModule:
     classes: dict[str, str]
     loss: bool = False
     """A loss module (``nn.CrossEntropyLoss``): a root of its own, never the one steps are counted by."""
+
+
+def root_prefixes(roots: Iterable[RootModule]) -> dict[int, str]:
+    """How each root's paths begin: nothing for the program's one model, its class for every other root."""
+    ordered = sorted(roots, key=lambda r: r.index)
+    models = [r for r in ordered if not r.loss]
+    prefixes: dict[int, str] = {}
+    used: dict[str, int] = {}
+    for root in ordered:
+        if len(models) == 1 and root is models[0]:
+            prefixes[root.index] = ""
+            continue
+        n = used[root.class_name] = used.get(root.class_name, 0) + 1
+        prefixes[root.index] = root.class_name if n == 1 else f"{root.class_name}_{n}"
+    return prefixes
+
+
+def node_path(prefixes: dict[int, str], node: EagerNode) -> str:
+    """The module path a node is shown under (an optimizer's class, ``DataLoader``, ``""`` outside every module)."""
+    if node.root < 0:
+        return node.module_path
+    return ".".join(p for p in (prefixes.get(node.root, ""), node.module_path) if p)
+
+
+def eager_graph(
+    nodes: Iterable[EagerNode],
+    roots: Iterable[RootModule],
+    *,
+    model: str,
+    inputs: tuple[str, ...] = (),
+    dtype: str = "",
+    threads: int = 0,
+    training: bool = False,
+) -> GraphInfo:
+    """The graph description of the nodes an eager capture found, in the order they were first seen.
+
+    Names follow the TorchDynamo capture's rule: ``conv1 · convolution``, ``conv1 · ∇convolution_backward``,
+    ``#2`` for the second of a label in its module and phase.
+    """
+    roots = list(roots)
+    prefixes = root_prefixes(roots)
+    infos: list[NodeInfo] = []
+    for node in sorted(nodes, key=lambda n: n.id):
+        path = node_path(prefixes, node)
+        label = node.label + (f" #{node.occurrence}" if node.occurrence > 1 else "")
+        infos.append(
+            NodeInfo(
+                name=f"{path} · {label}" if path else label,
+                index=len(infos),
+                op="call_function",
+                target=node.target,
+                type_name=node.label.lstrip("∇"),
+                module_path=path,
+                node_text=f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
+                shape=node.shape,
+                input_shapes=node.inputs,
+                phase=node.phase,
+                source=node.source,
+            )
+        )
+    classes = {"": model}
+    for root in roots:
+        prefix = prefixes.get(root.index, "")
+        for path, cls in root.classes.items():
+            classes[".".join(p for p in (prefix, path) if p)] = cls
+    for info in infos:  # optimizers, the DataLoader, anything else without a module of its own
+        for ancestor in module_ancestors(info.module_path):
+            classes.setdefault(ancestor, info.phase if info.phase in ("optimizer", "data") else "")
+    return GraphInfo(
+        model=model,
+        inputs=inputs,
+        dtype=dtype,
+        threads=threads,
+        nodes=tuple(infos),
+        modules=build_module_tree(infos, classes),
+        capture="eager",
+        training=training,
+    )

@@ -102,6 +102,12 @@ class Program:
     """The optimizer a training step runs (``SGD(lr=0.001)``)."""
     gradients: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Forward node → the backward nodes that differentiate it (training steps)."""
+    timer: Callable[..., Any] | None = None
+    """``timer(clock=…, clock_overhead_ns=…)``: what times a run, for a mode that times without graphs
+    (``eager``); None: a :class:`~fxtui.engine.timing.ProgramTimer` over the graphs."""
+    describe: Callable[..., Any] | None = None
+    """``describe(timer, model=…, inputs=…, dtype=…, threads=…)``: the graph description, for a mode without
+    graphs; None: :func:`~fxtui.engine.graphinfo.build_graph_info` from the graphs."""
 
     @property
     def mode(self) -> CaptureMode:

@@ -22,11 +22,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from fxtui.core.column_table import ColumnTable, equal_tuples
-from fxtui.core.nodes import NodeInfo, NodeStats, Spread, build_module_tree, module_ancestors
+from fxtui.core.nodes import NodeStats, Spread
 from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary, StepTimes, phase_medians
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
-from fxtui.engine.capture.eager_nodes import EagerNode, RootModule
+from fxtui.engine.capture.eager_nodes import EagerNode, RootModule, eager_graph
 from fxtui.engine.run import wire
 from fxtui.engine.run.node_window import NodeWindow
 
@@ -176,73 +176,20 @@ class Collector:
 
     # -- the description ---------------------------------------------------------------------
 
-    def root_prefixes(self) -> dict[int, str]:
-        """How each root's paths begin: nothing for the program's one model, its class for every other root."""
-        models = [r for r in self.roots.values() if not r.loss]
-        prefixes: dict[int, str] = {}
-        used: dict[str, int] = {}
-        for root in sorted(self.roots.values(), key=lambda r: r.index):
-            if len(models) == 1 and root is models[0]:
-                prefixes[root.index] = ""
-                continue
-            n = used[root.class_name] = used.get(root.class_name, 0) + 1
-            prefixes[root.index] = root.class_name if n == 1 else f"{root.class_name}_{n}"
-        return prefixes
-
     def graph(self) -> GraphInfo:
         """The nodes found so far as a graph description (a new one only when they changed)."""
         key = (len(self.nodes), len(self.roots), self._described)
-        if self._graph is not None and key == self._graph_key:
-            return self._graph
-        prefixes = self.root_prefixes()
-        infos: list[NodeInfo] = []
-        names: dict[int, str] = {}
-        for node in sorted(self.nodes.values(), key=lambda n: n.id):
-            path = _path(prefixes, node)
-            label = node.label + (f" #{node.occurrence}" if node.occurrence > 1 else "")
-            name = f"{path} · {label}" if path else label
-            names[node.id] = name
-            infos.append(
-                NodeInfo(
-                    name=name,
-                    index=len(infos),
-                    op="call_function",
-                    target=node.target,
-                    type_name=node.label.lstrip("∇"),
-                    module_path=path,
-                    node_text=f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
-                    shape=node.shape,
-                    input_shapes=node.inputs,
-                    phase=node.phase,
-                    source=node.source,
-                )
+        if self._graph is None or key != self._graph_key:
+            hello = self.hello
+            self._graph = eager_graph(
+                self.nodes.values(),
+                self.roots.values(),
+                model=self.program.script or "program",
+                threads=hello.threads if hello else 0,
+                training=self.kind == "train",
             )
-        classes = self._module_classes(prefixes, infos)
-        hello = self.hello
-        self._graph = GraphInfo(
-            model=self.program.script or "program",
-            inputs=(),
-            dtype="",
-            threads=hello.threads if hello else 0,
-            nodes=tuple(infos),
-            modules=build_module_tree(infos, classes),
-            capture="eager",
-            training=self.kind == "train",
-        )
-        self._names = names
-        self._graph_key = key
+            self._graph_key = key
         return self._graph
-
-    def _module_classes(self, prefixes: dict[int, str], infos: Iterable[NodeInfo]) -> dict[str, str]:
-        classes = {"": "program"}
-        for root in self.roots.values():
-            prefix = prefixes.get(root.index, "")
-            for path, cls in root.classes.items():
-                classes[".".join(p for p in (prefix, path) if p)] = cls
-        for info in infos:  # optimizers and anything else without a module of its own
-            for ancestor in module_ancestors(info.module_path):
-                classes.setdefault(ancestor, "optimizer" if info.phase == "optimizer" else "")
-        return classes
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -352,13 +299,6 @@ class Collector:
             history=array("d", [*self._history, *([statistics.median(self._stretch) / 1e9] if self._stretch else [])]),
             history_every=self._history_every,
         )
-
-
-def _path(prefixes: dict[int, str], node: EagerNode) -> str:
-    if node.root < 0:
-        return node.module_path  # an optimizer ("AdamW"), or "" for code outside every module
-    prefix = prefixes.get(node.root, "")
-    return ".".join(p for p in (prefix, node.module_path) if p)
 
 
 def _spread(values: Iterable[float]) -> Spread | None:
