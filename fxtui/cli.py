@@ -177,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from fxtui import run_command
 
             return run_command.main(argv[1:])
+        if argv[:1] == ["attach"]:
+            from fxtui import attach_command
+
+            return attach_command.main(argv[1:])
         args = build_parser().parse_args(argv)
         settings, output = run_settings(args), output_settings(args)
         if args.once or not sys.stdout.isatty():

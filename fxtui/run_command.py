@@ -14,11 +14,14 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings, ProgramSettings
 from fxtui.output import say
+
+if TYPE_CHECKING:
+    from fxtui.engine.run.jobs import JobInfo
 
 _EPILOG = """\
 Everything after SCRIPT (or -m MODULE) is the program's own: it runs as
@@ -46,6 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--once", action="store_true", help="run the program to its end, then print a table (no app)")
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="start the program in the background (its own session; a closed terminal does not end it), print "
+        "its job id and how to attach (fxtui attach), and return at once",
+    )
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default="",
+        help="also serve viewers on TCP (loopback unless HOST says otherwise; a viewer needs the token printed "
+        "at start)",
+    )
     s = p.add_argument_group("steps")
     s.add_argument(
         "--warmup-steps",
@@ -109,9 +125,24 @@ def main(argv: Sequence[str]) -> int:
     from fxtui.headless import check
 
     check(output)
+    if args.detach:
+        return detach(settings, args.listen)
     if args.once or not sys.stdout.isatty():
         return headless(settings, output)
-    return live(settings, output)
+    return live(settings, output, args.listen)
+
+
+def detach(settings: ProgramSettings, listen: str = "") -> int:
+    """Start the job in the background and say how to watch it."""
+    from fxtui.engine.run.jobs import LOG, read_key, start_detached
+
+    job, directory = start_detached(settings, listen)
+    say(f"started job {job.id}: {' '.join(settings.command)} (pid {job.program_pid})")
+    say(f"  its output: {directory / LOG}")
+    say(f"  watch it:   fxtui attach {job.id}")
+    if job.listen:
+        say(f"  over TCP:   fxtui attach {job.listen} --token {read_key(job).hex()}")
+    return 0
 
 
 def headless(settings: ProgramSettings, output: OutputSettings) -> int:
@@ -124,7 +155,7 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
     collector = Collector(settings.command, warmup=settings.warmup)
     lock = threading.Lock()
 
-    def receive(message: object) -> None:
+    def receive(message: object, agent: int) -> None:
         with lock:
             collector.receive(message)
 
@@ -149,10 +180,17 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
 
 def print_report(snapshot: object, output: OutputSettings) -> None:
     """The header and the table of a program's profile, then the exports (``wrote …``)."""
+    from fxtui.engine.report import Report
+
+    print_report_data(Report.from_snapshot(snapshot), output)  # type: ignore[arg-type]
+
+
+def print_report_data(report: object, output: OutputSettings) -> None:
+    """A report's header and table (a program's last profile saved to a file too), then the exports."""
     from fxtui.engine.export import ExportError, export
     from fxtui.engine.report import Report
 
-    report = Report.from_snapshot(snapshot)  # type: ignore[arg-type]
+    assert isinstance(report, Report)
     sys.stdout.flush()
     say("\n" + report.header() + "\n")
     if report.rows:
@@ -171,27 +209,44 @@ def print_report(snapshot: object, output: OutputSettings) -> None:
         say(f"wrote {path}")
 
 
-def live(settings: ProgramSettings, output: OutputSettings) -> int:
-    """The app on the running program; when it closes, the profile's header; the program's exit status."""
-    from fxtui.engine.run.remote import RunSource
+def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") -> int:
+    """The app on the program, run as a job (so it can be detached: D); when the app closes, the program stops
+    as Ctrl+C would, its profile prints, and fxtui exits with its status."""
+    from fxtui.engine.run.jobs import start_detached
+
+    job, _ = start_detached(settings, listen)
+    return watch(job, output, stop_on_quit=True)
+
+
+def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool) -> int:
+    """The app attached to ``job``. Quitting stops the program when ``stop_on_quit`` (fxtui run), else leaves it
+    running (fxtui attach); D always leaves it running."""
+    from fxtui.core.commands import StopProgram
+    from fxtui.engine.run.attach import AttachSource
+    from fxtui.engine.run.job import exit_status
+    from fxtui.engine.run.jobs import LOG, job_dir
     from fxtui.ui.app import FxtuiApp
 
-    source = RunSource(settings)
-    source.start()
-    app = FxtuiApp(source, title=f"fxtui run {' '.join(settings.command)}")
-    try:
-        app.run()
-    finally:
-        source.stop_program()
+    source = AttachSource(job)
+    app = FxtuiApp(source, title=f"fxtui {'run' if stop_on_quit else 'attach'} {' '.join(job.command)}")
+    app.run()
+    detached = app.detached
     fatal = getattr(app, "fatal_error", None)
     if fatal:
         raise FxtuiError(fatal)
-    final = source.final
+    if detached or (not stop_on_quit and source.exit_code is None):
+        say(f"job {job.id} goes on: {' '.join(job.command)}; fxtui attach {job.id} watches it again")
+        return 0
+    final, code = source.last, source.exit_code
+    if code is None:  # quit while the program runs: stop it as Ctrl+C would, and wait for its last profile
+        stopper = AttachSource(job)
+        stopper.send(StopProgram())
+        stopper.run(lambda snapshot: None)  # until the collector has sent the last profile and the status
+        final, code = stopper.last or final, stopper.exit_code
     if final is not None:
         print_report(final, OutputSettings(top=10, exports=output.exports))
-    if source.log_path:
-        say(f"the program's output: {source.log_path}")
-    return source.exit_status
+    say(f"the program's output: {job_dir(job.id) / LOG}")
+    return exit_status(code) if code is not None else 1
 
 
 __all__ = ["build_parser", "headless", "live", "main", "os", "split"]

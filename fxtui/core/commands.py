@@ -32,6 +32,12 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class StopProgram:
+    """``fxtui run``: stop the profiled program as Ctrl+C would (then SIGTERM, then SIGKILL); its last profile
+    stays. A viewer that only leaves sends :class:`Stop` instead: the program goes on."""
+
+
+@dataclass(frozen=True)
 class Explain:
     """Find the aten operators inside ``node``; later snapshots carry them in ``aten``."""
 
@@ -51,4 +57,4 @@ class MeasureWhatIfs:
     names: tuple[str, ...]
 
 
-Command = Pause | Resume | Reset | Stop | Explain | RequestHints | MeasureWhatIfs
+Command = Pause | Resume | Reset | Stop | StopProgram | Explain | RequestHints | MeasureWhatIfs

@@ -67,13 +67,16 @@ class ProgramState:
 
     def status_text(self) -> str:
         """``running``, ``exited 0``, ``killed by signal 9``."""
-        if self.running:
-            return "running"
-        if self.exit_code == -2:
-            return "stopped by Ctrl+C"
-        if self.exit_code is not None and self.exit_code < 0:
-            return f"killed by signal {-self.exit_code}"
-        return f"exited {self.exit_code}"
+        return "running" if self.running else exit_text(self.exit_code)
+
+
+def exit_text(code: int | None) -> str:
+    """How a program ended: ``exited 0``, ``stopped by Ctrl+C``, ``killed by signal 9``."""
+    if code == -2:
+        return "stopped by Ctrl+C"
+    if code is not None and code < 0:
+        return f"killed by signal {-code}"
+    return f"exited {code}"
 
 
 @dataclass(frozen=True, slots=True)

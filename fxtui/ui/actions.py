@@ -74,8 +74,14 @@ class Action:
 
 
 def _program(screen: Any) -> bool:
-    """The screen shows a program profiled as it runs (``fxtui run``)."""
-    return screen.snapshot is not None and screen.snapshot.program is not None
+    """The screen (or the app's main screen) shows a program profiled as it runs (``fxtui run``)."""
+    main = getattr(screen, "main", screen)
+    return main.snapshot is not None and main.snapshot.program is not None
+
+
+def _running_program(screen: Any) -> bool:
+    """A program profiled as it runs, still running."""
+    return _program(screen) and getattr(screen, "main", screen).snapshot.program.running
 
 
 def _model(screen: Any) -> bool:
@@ -205,6 +211,18 @@ ACTIONS: tuple[Action, ...] = (
     Action("measure_all", "a", "Measure all", WHAT_IFS, "in the what-ifs: measure every one that applies, in turn"),
     Action("toggle_tables", "m", "Nodes/modules", WHAT_IFS, "in the what-ifs: the changes per node or per module"),
     Action("dismiss", "escape,w", "Close", WHAT_IFS, "in the what-ifs: close them"),
+    # The app, on every screen, on a program (fxtui run, fxtui attach).
+    Action(
+        "detach", "D", "Detach", APP,
+        "with `fxtui run` or `fxtui attach`: leave the app, the program goes on (`fxtui attach` comes back)",
+        palette="Detach", palette_help="Leave the app; the program goes on", applies=_running_program,
+    ),
+    Action(
+        "stop_program", "K", "Stop program", APP,
+        "with `fxtui run` or `fxtui attach`: stop the program as Ctrl+C would (asks first); its profile stays",
+        show=False, palette="Stop the program", palette_help="Ends the profiled program (asks first)",
+        applies=_running_program,
+    ),
     # The app, on every screen. Textual's own Ctrl+C only explains how to quit; in a profiler it should quit.
     Action("quit", "q", "Quit", APP, "quit (the engine stops, the terminal is left as it was)", priority_keys="ctrl+c"),
     Action(

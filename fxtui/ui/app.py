@@ -16,13 +16,16 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
-from fxtui.core.commands import Stop
+from fxtui.core.commands import Stop, StopProgram
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
-from fxtui.ui.actions import APP, PROFILER_GROUPS, bindings, help_rows, palette_actions, palette_help
+from fxtui.ui.actions import APP, PROFILER_GROUPS, actions, bindings, help_rows, palette_actions, palette_help
 from fxtui.ui.messages import SnapshotReady
+from fxtui.ui.screens.confirm import ConfirmScreen
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.screens.main import MainScreen
 
+#: When each of the app's keys that does not always apply does (the action registry says).
+_APPLIES = {a.name: a.applies for a in actions(APP) if a.applies is not None}
 #: Events that mean the user is at the keyboard or the mouse (not mouse moves: hovering is not input).
 _INPUT = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 
@@ -47,6 +50,8 @@ class FxtuiApp(App[None]):
         super().__init__()
         self.source = source
         self.title = title
+        self.detached = False
+        """The user left with D: the program goes on (``fxtui run`` does not stop it)."""
         self.fatal_error: str | None = None
         """Why the session could not start, when it could not (then the app exits with status 2)."""
         self.main = MainScreen(source, on_fatal=self._fatal)
@@ -82,6 +87,29 @@ class FxtuiApp(App[None]):
         self.fatal_error = message
         self.source.send(Stop())
         self.exit(return_code=2)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide the app's keys that do not apply now (a program's detach and stop)."""
+        applies = _APPLIES.get(action)
+        return applies is None or applies(self)
+
+    def action_detach(self) -> None:
+        """Leave the app; the program goes on (``fxtui attach`` comes back to it)."""
+        self.detached = True
+        self.source.send(Stop())
+        self.exit()
+
+    def action_stop_program(self) -> None:
+        """Stop the profiled program as Ctrl+C would, once the user says yes; its last figures stay."""
+        snapshot = self.main.snapshot
+        program = snapshot.program if snapshot is not None else None
+        what = " ".join(program.command) if program is not None else "the program"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.source.send(StopProgram())
+
+        self.push_screen(ConfirmScreen(f"Stop {what}? It ends as Ctrl+C would end it; its profile stays."), answered)
 
     async def action_quit(self) -> None:
         """Stop the source, then leave."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 import textwrap
 from array import array
 from pathlib import Path
@@ -90,8 +89,9 @@ def test_the_step_plot_stacks_each_steps_phases_and_scales_to_the_usual_step() -
     assert len(STEP_PHASES) == 5
 
 
-async def test_the_app_on_a_real_running_script(tmp_path: Path) -> None:
-    from fxtui.engine.run.remote import RunSource
+async def test_the_app_on_a_real_running_script_and_stopping_it(tmp_path: Path) -> None:
+    from fxtui.engine.run.attach import AttachSource
+    from fxtui.engine.run.jobs import start_detached
 
     (tmp_path / "loop.py").write_text(
         textwrap.dedent(
@@ -99,7 +99,7 @@ async def test_the_app_on_a_real_running_script(tmp_path: Path) -> None:
             import torch
             model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
             opt = torch.optim.SGD(model.parameters(), lr=0.01)
-            for step in range(100000):
+            for step in range(1000000):
                 opt.zero_grad()
                 model(torch.randn(16, 32)).pow(2).mean().backward()
                 opt.step()
@@ -108,11 +108,11 @@ async def test_the_app_on_a_real_running_script(tmp_path: Path) -> None:
             """
         )
     )
-    source = RunSource(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
-    source.start()
+    job, _ = start_detached(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
+    source = AttachSource(job)
     app = FxtuiApp(source)
     async with app.run_test(size=(140, 44)) as pilot:
-        for _ in range(600):  # steps arrive (the program starts torch first: allow a busy machine its time)
+        for _ in range(900):  # steps arrive (the program starts torch first: allow a busy machine its time)
             snapshot = app.main.snapshot
             if snapshot is not None and snapshot.steps is not None and snapshot.steps.sampled >= 2:
                 break
@@ -120,9 +120,17 @@ async def test_the_app_on_a_real_running_script(tmp_path: Path) -> None:
         snapshot = app.main.snapshot
         assert snapshot is not None and snapshot.steps is not None and snapshot.steps.kind == "train"
         assert snapshot.graph is not None and any(n.name == "0 · addmm" for n in snapshot.graph.nodes)
-        assert any(line.startswith("step ") for line in snapshot.program.log_tail)  # type: ignore[union-attr]
+        assert snapshot.program is not None and any(line.startswith("step ") for line in snapshot.program.log_tail)
+        assert app.check_action("detach", ()) is True
+        await pilot.press("K")
+        await pilot.pause()
+        await pilot.press("y")  # stop it, as Ctrl+C would
+        for _ in range(300):
+            snapshot = app.main.snapshot
+            if snapshot is not None and snapshot.program is not None and not snapshot.program.running:
+                break
+            await asyncio.sleep(0.1)
+        assert "stopped by Ctrl+C" in status(app)
+        assert app.check_action("detach", ()) is False  # nothing left to detach from
         await pilot.press("q")
-    source.stop_program()
-    assert source.exit_code is not None and source.exit_code != 0  # stopped as Ctrl+C would: by SIGINT
-    assert source.final is not None and source.final.program is not None and not source.final.program.running
-    assert sys.platform != "linux" or source.exit_status == 130
+    assert source.exit_code == -2

@@ -68,8 +68,8 @@ class Collector:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def receive(self, message: object) -> None:
-        """Take one message from the agent."""
+    def receive(self, message: object, agent: int = 0) -> None:
+        """Take one message from the agent (``agent``: which of the program's processes sent it)."""
         if isinstance(message, wire.Step):
             self._step(message)
         elif isinstance(message, wire.Hello):

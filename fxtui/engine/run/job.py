@@ -94,27 +94,34 @@ def check_command(command: Sequence[str]) -> None:
 
 
 class ProgramJob:
-    """One run of the user's program under the agent; ``on_message`` hears each message (in a reader thread)."""
+    """One run of the user's program under the agent.
+
+    ``on_message(message, agent)`` hears each message, in a reader thread per agent: ``agent`` counts
+    the processes whose agent connected (a program that starts others, ``torchrun``'s ranks, has several).
+    """
 
     def __init__(
         self,
         command: Sequence[str],
-        on_message: Callable[[object], None],
+        on_message: Callable[[object, int], None],
         *,
         options: AgentOptions | None = None,
         log: bool = False,
+        directory: Path | None = None,
     ) -> None:
         self.command = tuple(command)
         self.on_message = on_message
         self.options = options or AgentOptions()
-        self.dir = Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
+        self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
         self.log_path = self.dir / "output.log" if log else None
         self._key = secrets.token_bytes(32)
         self._listener = Listener(str(self.dir / "agent.sock"), family="AF_UNIX", authkey=self._key)
         self.process: subprocess.Popen[bytes] | None = None
-        self._reader = threading.Thread(target=self._read, name="fxtui-collector", daemon=True)
+        self._reader = threading.Thread(target=self._accept, name="fxtui-collector", daemon=True)
+        self._readers: list[threading.Thread] = []
         self._log_file: IO[bytes] | None = None
         self.connected = threading.Event()
+        self._closing = False
 
     def start(self) -> None:
         """Start the program (its own process), then listen for its agent."""
@@ -134,24 +141,33 @@ class ProgramJob:
             self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
         self._reader.start()
 
-    def _read(self) -> None:
-        try:
-            connection = self._listener.accept()
-        except (OSError, EOFError):
-            return  # the program ended without importing torch (closed below), or a stranger failed the key
-        self.connected.set()
-        with connection:
-            self._drain(connection)
-
-    def _drain(self, connection: Connection) -> None:
-        while True:
+    def _accept(self) -> None:
+        """Take each agent that connects (one per process of the program that imports torch)."""
+        while not self._closing:
             try:
-                message = connection.recv()
-            except (EOFError, OSError):
-                return
-            except Exception:  # a message that does not unpickle: dropped, the rest still read
-                continue
-            self.on_message(message)
+                connection = self._listener.accept()
+            except Exception:  # OSError once closed below; AuthenticationError for a stranger without the key
+                if self._closing:
+                    return
+                continue  # refused; the program's own agents are still welcome
+            agent = len(self._readers)
+            self.connected.set()
+            reader = threading.Thread(
+                target=self._drain, args=(connection, agent), daemon=True, name=f"fxtui-agent-{agent}"
+            )
+            self._readers.append(reader)
+            reader.start()
+
+    def _drain(self, connection: Connection, agent: int) -> None:
+        with connection:
+            while True:
+                try:
+                    message = connection.recv()
+                except (EOFError, OSError):
+                    return
+                except Exception:  # a message that does not unpickle: dropped, the rest still read
+                    continue
+                self.on_message(message, agent)
 
     def interrupt(self, sig: int = signal.SIGINT) -> None:
         """Send the program ``sig`` (Ctrl+C's SIGINT by default), if it still runs."""
@@ -173,10 +189,11 @@ class ProgramJob:
         """Wait for the program to end (and its agent's last messages); its exit status."""
         assert self.process is not None
         code = self.process.wait(timeout)
-        if not self.connected.is_set():
-            with contextlib.suppress(OSError):
-                self._listener.close()  # unblocks accept(): the program never imported torch
-        self._reader.join(5)
+        self._closing = True
+        with contextlib.suppress(OSError):
+            self._listener.close()  # unblocks accept()
+        for reader in self._readers:
+            reader.join(5)  # the agents' last messages
         return code
 
     @property

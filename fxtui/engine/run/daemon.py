@@ -1,0 +1,123 @@
+"""A job's collector, detached from any terminal: it runs the program, aggregates, and serves whoever attaches.
+
+``python -m fxtui.engine.run.daemon JOBDIR`` (started by :func:`fxtui.engine.run.jobs.start_detached`
+in a session of its own, so a closed SSH connection ends neither it nor the program). It
+starts the program with its output to the job's log, then aggregates its agents' messages
+for as long as it runs, viewers or not: memory stays bounded (statistics, the recent steps and
+a coarse history of the whole run grow, samples do not), so a viewer attaching after an hour
+sees the whole hour. Viewers come and go (:class:`~fxtui.engine.run.viewers.ViewerServer`);
+one that dies costs the job nothing. When the program ends its last profile is saved
+(``profile.json``) and kept on offer to attached viewers for a while.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from fxtui.core.settings import ProgramSettings
+from fxtui.core.snapshot import State
+from fxtui.engine.run.agent import AgentOptions
+from fxtui.engine.run.collector import Collector
+from fxtui.engine.run.job import ProgramJob, log_tail
+from fxtui.engine.run.jobs import KEY, PROFILE, VIEWER, JobInfo, write_info
+from fxtui.engine.run.viewers import ViewerServer
+
+#: Seconds between snapshots for attached viewers.
+INTERVAL = 0.25
+#: Seconds between rewrites of ``job.json`` (steps so far, for ``fxtui attach``'s list).
+INFO_EVERY = 2.0
+#: Seconds the ended job's last profile stays on offer to viewers still attached.
+LINGER = 60.0
+
+
+def run(directory: Path) -> int:
+    """Run the job described in ``directory``; the program's exit status."""
+    os.umask(0o077)  # everything the collector makes (sockets, files) is the user's alone
+    data = json.loads((directory / "settings.json").read_text())
+    listen, cwd = data.pop("listen", ""), data.pop("cwd", os.getcwd())
+    data["command"] = tuple(data["command"])
+    settings = ProgramSettings(**data)
+    os.chdir(cwd)
+    key = bytes.fromhex((directory / KEY).read_text().strip())
+    lock = threading.Lock()
+    collector = Collector(settings.command, warmup=settings.warmup)
+
+    def receive(message: object, agent: int) -> None:
+        with lock:
+            collector.receive(message, agent)
+
+    job = ProgramJob(
+        settings.command,
+        receive,
+        options=AgentOptions(settings.warmup, settings.every, settings.budget),
+        log=True,
+        directory=directory,
+    )
+    stop = threading.Event()
+    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=lambda: _reset(collector, lock))
+    job.start()
+    pid = job.process.pid if job.process else 0
+    with lock:
+        collector.started(pid, str(job.log_path or ""))
+    info = JobInfo(directory.name.removeprefix("job-"), settings.command, cwd, os.getpid(), pid, time.time(),
+                   listen=server.tcp_address)  # fmt: skip
+    write_info(directory, info)
+    os.nice(10)  # after the program started: it keeps its own priority, the collector yields to it
+    server.start()
+    written = time.monotonic()
+    while job.running and not stop.wait(INTERVAL):
+        if server.viewers:
+            with lock:
+                collector.tail(log_tail(job.log_path))
+                snapshot = collector.snapshot(State.RUNNING)
+            server.publish(snapshot)
+        if time.monotonic() - written >= INFO_EVERY:
+            written = time.monotonic()
+            write_info(directory, replace(info, steps=collector.steps))
+    code = job.stop() if stop.is_set() else job.wait()
+    with lock:
+        collector.ended(code)
+        collector.tail(log_tail(job.log_path))
+        final = collector.snapshot(State.DONE)  # the status line says how the program ended
+    server.publish(final)
+    server.announce_exit(code)
+    _save(directory / PROFILE, final)
+    write_info(directory, replace(info, steps=collector.steps, running=False, exit_code=code))
+    job.close()
+    deadline = time.monotonic() + LINGER
+    while server.viewers and time.monotonic() < deadline:
+        time.sleep(0.2)
+    server.close()
+    return code
+
+
+def _reset(collector: Collector, lock: threading.Lock) -> None:
+    with lock:
+        collector.reset()
+
+
+def _save(path: Path, snapshot: object) -> None:
+    """The ended job's profile as ``--json`` writes it (``fxtui attach`` of an ended job opens it)."""
+    from fxtui.engine.export import write_atomic
+    from fxtui.engine.report import Report
+
+    with contextlib.suppress(Exception):  # a profile that cannot be saved loses only itself
+        write_atomic(path, Report.from_snapshot(snapshot).to_json())  # type: ignore[arg-type]
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        print("usage: python -m fxtui.engine.run.daemon JOBDIR", file=sys.stderr)
+        raise SystemExit(2)
+    run(Path(sys.argv[1]))
+
+
+if __name__ == "__main__":
+    main()

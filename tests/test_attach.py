@@ -1,0 +1,188 @@
+"""Jobs of fxtui run: detached, watched, left and rejoined; their collector is its user's alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from multiprocessing.connection import Client
+from pathlib import Path
+
+import pytest
+
+from fxtui.core.commands import Stop, StopProgram
+from fxtui.core.settings import ProgramSettings
+from fxtui.core.snapshot import State
+from fxtui.engine.run.attach import AttachSource
+from fxtui.engine.run.jobs import KEY, VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
+
+#: Trains until the file ``stop`` appears next to it, then exits with the status written in it.
+LOOP = """
+import pathlib, sys, torch
+here = pathlib.Path(__file__).parent
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+step = 0
+while not (here / "stop").exists():
+    opt.zero_grad(); model(torch.randn(8, 16)).sum().backward(); opt.step(); step += 1
+    if step % 200 == 0:
+        print("step", step, flush=True)
+sys.exit(int((here / "stop").read_text() or 0))
+"""
+
+
+def _started(directory: Path):  # type: ignore[no-untyped-def]
+    script = directory / "loop.py"
+    script.write_text(textwrap.dedent(LOOP))
+    info, _ = start_detached(ProgramSettings((str(script),), warmup=2, every=2))
+    yield info
+    (directory / "stop").write_text("0")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and find_job(info.id).alive:
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def job(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A job of the test's own: it may end it."""
+    yield from _started(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One job the tests that only watch it share (each waits for the program's start-up otherwise)."""
+    yield from _started(tmp_path_factory.mktemp("shared"))
+
+
+def figures(info: JobInfo, at_least: int = 1, timeout: float = 120):  # type: ignore[no-untyped-def]
+    """A snapshot of the running job with at least ``at_least`` steps."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        snapshot = AttachSource(info).take()
+        if snapshot is not None and snapshot.steps is not None and snapshot.steps.steps >= at_least:
+            return snapshot
+        time.sleep(0.5)
+    raise AssertionError(f"job {info.id} showed fewer than {at_least} steps in {timeout} s")
+
+
+def test_a_detached_job_is_watched_left_and_watched_again_its_figures_still_growing(shared: JobInfo) -> None:
+    first = figures(shared, at_least=5)
+    assert first.graph is not None and first.program is not None and first.program.running
+    assert any(n.name == "0 · addmm" for n in first.graph.nodes)
+    later = figures(shared, at_least=first.steps.steps + 20)  # type: ignore[union-attr]
+    assert later.steps.sampled >= first.steps.sampled  # type: ignore[union-attr]
+    listed = subprocess.run([sys.executable, "-m", "fxtui", "attach"], capture_output=True, text=True, timeout=60)
+    assert shared.id in listed.stdout
+
+
+def test_attach_once_writes_the_running_jobs_profile(shared: JobInfo, tmp_path: Path) -> None:
+    figures(shared, at_least=5)
+    out = tmp_path / "now.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "fxtui", "attach", shared.id[:4], "--once", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    meta = json.loads(out.read_text())["metadata"]
+    assert meta["mode"] == "run" and meta["steps"]["steps"] >= 5 and meta["program"]["exit_code"] is None
+    assert find_job(shared.id).alive  # the job goes on
+
+
+def test_a_job_that_ends_while_watched_leaves_its_last_figures_and_its_status(job: JobInfo, tmp_path: Path) -> None:
+    figures(job, at_least=3)
+    source = AttachSource(job)
+    seen: list[object] = []
+    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
+    watcher.start()
+    time.sleep(1)
+    (tmp_path / "stop").write_text("3")
+    watcher.join(60)
+    assert source.last is not None and source.last.state is State.DONE
+    assert source.exit_code == 3 and source.last.program is not None and source.last.program.exit_code == 3
+    assert (job_dir(job.id) / "profile.json").exists()  # an ended job offers its saved profile
+    done = subprocess.run([sys.executable, "-m", "fxtui", "attach", job.id], capture_output=True, text=True)
+    assert done.returncode == 0 and "exited 3" in done.stdout and "0 · addmm" in done.stdout
+
+
+def test_a_viewer_can_stop_the_program(job: JobInfo) -> None:
+    figures(job, at_least=3)
+    source = AttachSource(job)
+    source.send(StopProgram())
+    source.run(lambda snapshot: None)
+    assert source.exit_code == -signal.SIGINT  # as Ctrl+C would
+    assert source.last is not None and source.last.program is not None and not source.last.program.running
+
+
+def test_a_killed_collector_leaves_the_viewer_its_last_figures(job: JobInfo) -> None:
+    figures(job, at_least=3)
+    source = AttachSource(job)
+    seen: list[object] = []
+    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
+    watcher.start()
+    time.sleep(1)
+    os.kill(job.pid, signal.SIGKILL)
+    watcher.join(30)
+    last = seen[-1]
+    assert last.state is State.ERROR and "ended unexpectedly" in last.message  # type: ignore[attr-defined]
+    assert last.graph is not None and last.steps is not None  # type: ignore[attr-defined]
+    os.kill(job.program_pid, signal.SIGKILL)
+
+
+def test_a_killed_viewer_costs_the_job_nothing_and_two_viewers_both_work(shared: JobInfo) -> None:
+    figures(shared, at_least=3)
+    viewer = subprocess.Popen(
+        [sys.executable, "-c", f"import time; from fxtui.engine.run.attach import AttachSource; "
+         f"from fxtui.engine.run.jobs import find_job; s = AttachSource(find_job({shared.id!r})); time.sleep(60)"],
+    )  # fmt: skip
+    time.sleep(3)
+    viewer.kill()
+    viewer.wait()
+    one, two = AttachSource(shared), AttachSource(shared)
+    got: list[list[object]] = [[], []]
+    for source, sink in zip((one, two), got, strict=True):
+        threading.Thread(target=source.run, args=(sink.append,), daemon=True).start()
+    time.sleep(3)
+    assert got[0] and got[1]  # both viewers get snapshots
+    for source in (one, two):
+        source.send(Stop())
+    assert find_job(shared.id).alive
+
+
+def test_a_malformed_message_is_dropped_with_a_warning(shared: JobInfo) -> None:
+    figures(shared, at_least=3)
+    connection = Client(str(job_dir(shared.id) / VIEWER), family="AF_UNIX", authkey=read_key(shared))
+    connection.send_bytes(b"this is not a pickle")
+    connection.send(object())  # a pickle, but not a command
+    time.sleep(1)
+    connection.close()
+    assert figures(shared, at_least=3).graph is not None  # the collector still serves
+    log = (job_dir(shared.id) / "collector.log").read_text()
+    assert "does not read" in log and "which a job does not take" in log
+
+
+def test_a_jobs_files_are_its_users_alone(shared: JobInfo) -> None:
+    directory = job_dir(shared.id)
+    assert stat.S_IMODE(directory.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE((directory / KEY).stat().st_mode) == 0o600
+    assert stat.S_IMODE((directory / VIEWER).stat().st_mode) == 0o600
+    if os.getuid() != 0:
+        pytest.skip("only root can try as another user here")
+    try:
+        subprocess.run([sys.executable, "-c", "pass"], user="nobody", cwd="/tmp", check=True)
+    except (PermissionError, subprocess.CalledProcessError):
+        pytest.skip("user nobody cannot run this checkout's Python here")
+    done = subprocess.run(
+        [sys.executable, "-m", "fxtui", "attach", shared.id], capture_output=True, text=True, user="nobody",
+        env={**os.environ, "HOME": "/tmp"}, cwd="/tmp",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
