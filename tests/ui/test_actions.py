@@ -79,11 +79,13 @@ async def test_the_palette_offers_every_registered_command_once_they_all_apply()
         titles = {c.title for c in app.get_system_commands(app.screen)}
         # The phase filter applies to training steps only (tests/ui/test_train_view.py offers it), the
         # memory columns once the memory pass has run (tests/ui/test_memory_view.py), the program's output
-        # to fxtui run (tests/ui/test_run_view.py).
+        # and detaching from it or stopping it to fxtui run (tests/ui/test_run_view.py).
         assert {a.palette for a in palette_actions()} - {
             "Filter by phase",
             "Memory columns",
             "Program output",
+            "Detach",
+            "Stop the program",
         } <= titles
         app.main.set_scope("")
         titles = {c.title for c in app.get_system_commands(app.screen)}
