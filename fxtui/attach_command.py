@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fxtui attach", description="Watch a job started with fxtui run; leaving never stops it.")
     p.add_argument("job", metavar="JOB", nargs="?", help="the job's id (or its start), or its program's pid")
     p.add_argument("--once", action="store_true", help="print the job's current profile and leave (no app)")
+    p.add_argument("--token", help="with JOB as HOST:PORT: the token the job printed when it started (--listen)")
     add_table_options(p)
     add_export_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -52,6 +53,8 @@ def main(argv: Sequence[str]) -> int:
         exports=output_exports(args),
     )
     check(output)
+    if args.job is not None and _is_address(args.job):  # a job served over TCP, from another server
+        return _remote(args.job, args.token, output, args.once or not sys.stdout.isatty())
     if args.job is None:
         running = list_jobs(running_only=True)
         if not running:
@@ -85,6 +88,34 @@ def main(argv: Sequence[str]) -> int:
     from fxtui.run_command import watch
 
     return watch(job, output, stop_on_quit=False)
+
+
+def _is_address(text: str) -> bool:
+    host, _, port = text.rpartition(":")
+    return bool(host) and port.isdigit()
+
+
+def _remote(address: str, token: str | None, output: OutputSettings, once: bool) -> int:
+    from fxtui.engine.run.attach import AttachSource, remote_job
+
+    if not token:
+        raise FxtuiError(f"attaching to {address} needs the job's token (--token, printed when the job started)")
+    try:
+        key = bytes.fromhex(token)
+    except ValueError:
+        raise FxtuiError("--token takes the hexadecimal token the job printed when it started") from None
+    job = remote_job(address)
+    if once:
+        from fxtui.run_command import print_report
+
+        snapshot = AttachSource(job, key).take()
+        if snapshot is None or snapshot.graph is None:
+            raise FxtuiError(f"the job at {address} has no figures yet (it is still warming up)")
+        print_report(snapshot, output)
+        return 0
+    from fxtui.run_command import watch
+
+    return watch(job, output, stop_on_quit=False, token=key)
 
 
 def once(job: object, output: OutputSettings) -> int:

@@ -132,6 +132,15 @@ def main(argv: Sequence[str]) -> int:
     return live(settings, output, args.listen)
 
 
+def site_dir() -> str:
+    """The directory whose ``sitecustomize`` gives a Python process the agent (for ranks started elsewhere)."""
+    from pathlib import Path
+
+    import fxtui
+
+    return str(Path(fxtui.__file__).resolve().parent / "engine" / "run" / "site")
+
+
 def detach(settings: ProgramSettings, listen: str = "") -> int:
     """Start the job in the background and say how to watch it."""
     from fxtui.engine.run.jobs import LOG, read_key, start_detached
@@ -141,7 +150,10 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
     say(f"  its output: {directory / LOG}")
     say(f"  watch it:   fxtui attach {job.id}")
     if job.listen:
-        say(f"  over TCP:   fxtui attach {job.listen} --token {read_key(job).hex()}")
+        token = read_key(job).hex()
+        say(f"  over TCP:   fxtui attach {job.listen} --token {token}")
+        say(f"  ranks on other servers: FXTUI_AGENT={job.agents} FXTUI_AGENT_KEY={token} PYTHONPATH={site_dir()} "
+            "torchrun … (on each of them)")  # fmt: skip
     return 0
 
 
@@ -149,15 +161,15 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
     """Run the program with the terminal its own, then print the profile; the program's exit status."""
     from fxtui.core.snapshot import State
     from fxtui.engine.run.agent import AgentOptions
-    from fxtui.engine.run.collector import Collector
     from fxtui.engine.run.job import ProgramJob, exit_status
+    from fxtui.engine.run.ranks import JobCollector
 
-    collector = Collector(settings.command, warmup=settings.warmup)
+    collector = JobCollector(settings.command, warmup=settings.warmup)
     lock = threading.Lock()
 
     def receive(message: object, agent: int) -> None:
         with lock:
-            collector.receive(message)
+            collector.receive(message, agent)
 
     job = ProgramJob(settings.command, receive, options=AgentOptions(settings.warmup, settings.every, settings.budget))
     # Ctrl+C reaches the program (the terminal signals the whole process group): it stops as it would
@@ -218,7 +230,7 @@ def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") ->
     return watch(job, output, stop_on_quit=True)
 
 
-def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool) -> int:
+def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool, token: bytes | None = None) -> int:
     """The app attached to ``job``. Quitting stops the program when ``stop_on_quit`` (fxtui run), else leaves it
     running (fxtui attach); D always leaves it running."""
     from fxtui.core.commands import StopProgram
@@ -227,7 +239,7 @@ def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool) -> int:
     from fxtui.engine.run.jobs import LOG, job_dir
     from fxtui.ui.app import FxtuiApp
 
-    source = AttachSource(job)
+    source = AttachSource(job, token)
     app = FxtuiApp(source, title=f"fxtui {'run' if stop_on_quit else 'attach'} {' '.join(job.command)}")
     app.run()
     detached = app.detached
@@ -239,13 +251,14 @@ def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool) -> int:
         return 0
     final, code = source.last, source.exit_code
     if code is None:  # quit while the program runs: stop it as Ctrl+C would, and wait for its last profile
-        stopper = AttachSource(job)
+        stopper = AttachSource(job, token)
         stopper.send(StopProgram())
         stopper.run(lambda snapshot: None)  # until the collector has sent the last profile and the status
         final, code = stopper.last or final, stopper.exit_code
     if final is not None:
         print_report(final, OutputSettings(top=10, exports=output.exports))
-    say(f"the program's output: {job_dir(job.id) / LOG}")
+    if job.pid:  # a job of this machine's (a remote one keeps its output where it runs)
+        say(f"the program's output: {job_dir(job.id) / LOG}")
     return exit_status(code) if code is not None else 1
 
 

@@ -186,3 +186,50 @@ def test_a_jobs_files_are_its_users_alone(shared: JobInfo) -> None:
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_rank_on_another_server_reports_over_tcp_and_a_viewer_watches_over_tcp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fxtui.engine.run.attach import remote_job
+    from fxtui.run_command import site_dir
+
+    script = tmp_path / "loop.py"
+    script.write_text(textwrap.dedent(LOOP))
+    port = _free_port()
+    monkeypatch.setenv("RANK", "0")  # the job's own program is rank 0; the other server's is rank 1
+    info, _ = start_detached(ProgramSettings((str(script),), warmup=2, every=2), listen=f"127.0.0.1:{port}")
+    try:
+        assert info.listen == f"127.0.0.1:{port}" and info.agents == f"127.0.0.1:{port + 1}"
+        token = read_key(info)
+        env = {**os.environ, "RANK": "1", "FXTUI_AGENT": info.agents, "FXTUI_AGENT_KEY": token.hex(),
+               "PYTHONPATH": site_dir()}  # fmt: skip
+        (tmp_path / "elsewhere").mkdir()
+        remote = tmp_path / "elsewhere" / "loop.py"
+        remote.write_text(textwrap.dedent(LOOP))
+        other = subprocess.Popen([sys.executable, str(remote)], env=env)
+        try:
+            deadline = time.monotonic() + 180
+            snapshot = None
+            while time.monotonic() < deadline:
+                snapshot = AttachSource(remote_job(info.listen), token).take()  # a viewer over TCP, with the token
+                if snapshot is not None and snapshot.graph is not None and snapshot.graph.ranks == (0, 1):
+                    break
+                time.sleep(1)
+            assert snapshot is not None and snapshot.graph is not None and snapshot.graph.ranks == (0, 1)
+            assert snapshot.rank_summary is not None and len(snapshot.rank_summary.ranks) == 2
+        finally:
+            (tmp_path / "elsewhere" / "stop").write_text("0")
+            other.wait(60)
+        with pytest.raises(Exception):  # noqa: B017 (the key's challenge fails: multiprocessing's own error)
+            Client(("127.0.0.1", port), family="AF_INET", authkey=b"not the token")
+    finally:
+        (tmp_path / "stop").write_text("0")

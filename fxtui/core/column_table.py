@@ -108,13 +108,26 @@ class ColumnTable(Mapping[str, R], Generic[R]):
     ) -> ColumnTable[R]:
         """A table made straight from one sequence per field of ``kind`` (no record is made).
 
-        ``stored`` gives fields already in their stored form (:func:`equal_tuples`).
+        ``stored`` gives fields already in their stored form (:func:`equal_tuples`); a field given neither way
+        takes its default in every record.
         """
-        fields = [f.name for f in dataclasses.fields(kind) if f.init]  # type: ignore[arg-type]
         stored = stored or {}
-        return cls(
-            kind, tuple(names), {name: stored[name] if name in stored else _encode(columns[name]) for name in fields}
-        )
+        out: dict[str, Stored] = {}
+        for f in dataclasses.fields(kind):  # type: ignore[arg-type]
+            if not f.init:
+                continue
+            if f.name in stored:
+                out[f.name] = stored[f.name]
+            elif f.name in columns or f.default is dataclasses.MISSING:
+                out[f.name] = _encode(columns[f.name])
+            else:
+                out[f.name] = _encode([f.default] * len(names))
+        return cls(kind, tuple(names), out)
+
+    def with_columns(self, **fields: Sequence[Any]) -> ColumnTable[R]:
+        """The same records with ``fields`` replaced, one value per record (the others' columns shared)."""
+        columns = {**self.columns, **{name: _encode(values) for name, values in fields.items()}}
+        return ColumnTable(self.kind, self.names, columns, self._index)
 
     @property
     def index(self) -> Mapping[str, int]:

@@ -171,6 +171,10 @@ COLUMNS: tuple[Column, ...] = (
     _bytes_column("alloc", "allocated", "alloc_bytes"),
     _bytes_column("live", "live after", "live_bytes"),
     _bytes_column("saved", "saved", "saved_bytes"),
+    _time_column("rank_min", "fastest rank", "rank_min_s", 11),
+    _time_column("rank_max", "slowest rank", "rank_max_s", 11),
+    Column("slowest", "slowest", lambda _i, s, _r: "–" if s is None or s.slowest_rank < 0 else f"rank {s.slowest_rank}",
+           _stat("slowest_rank"), numeric=False, width=8, stat="slowest_rank"),
 )  # fmt: skip
 
 BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
@@ -188,15 +192,20 @@ APP_TIME = ("node", "median", "p90", "pct", "calls", "noisy", "phase", "op", "ta
 #: The app's memory set (``m``): each node's bytes first.
 APP_MEMORY = ("node", "output", "alloc", "live", "saved", "median", "pct", "noisy", "phase", "op", "target", "module",
               "shape")  # fmt: skip
-#: Columns that mean something only for a training step.
+#: Columns that mean something only for a training step (or a program's phases).
 TRAINING_ONLY = frozenset({"phase", "saved"})
+#: Columns of a distributed job: every rank's spread of each node, after the shown rank's median.
+RANK_COLUMNS = ("rank_min", "rank_max", "slowest")
 #: What ``--sort`` also accepts, for the columns' other names.
 SORT_ALIASES = {"name": "node", "path": "module"}
 
 
-def app_columns(training: bool, column_set: str = "time") -> tuple[Column, ...]:
-    """The app table's columns: ``time`` or ``memory``; a training step's rows also show their phase."""
-    keys = APP_MEMORY if column_set == "memory" else APP_TIME
+def app_columns(training: bool, column_set: str = "time", ranks: bool = False) -> tuple[Column, ...]:
+    """The app table's columns: ``time`` or ``memory``; a training step's rows also show their phase, a
+    distributed job's the spread of every rank after the median."""
+    keys: tuple[str, ...] = APP_MEMORY if column_set == "memory" else APP_TIME
+    if ranks:
+        keys = (*keys[:2], *RANK_COLUMNS, *keys[2:])
     return tuple(BY_KEY[k] for k in keys if training or k not in TRAINING_ONLY)
 
 

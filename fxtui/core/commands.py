@@ -38,6 +38,13 @@ class StopProgram:
 
 
 @dataclass(frozen=True)
+class ShowRank:
+    """A distributed job: show ``rank``'s figures (every rank stays compared beside them)."""
+
+    rank: int
+
+
+@dataclass(frozen=True)
 class Explain:
     """Find the aten operators inside ``node``; later snapshots carry them in ``aten``."""
 
@@ -57,4 +64,4 @@ class MeasureWhatIfs:
     names: tuple[str, ...]
 
 
-Command = Pause | Resume | Reset | Stop | StopProgram | Explain | RequestHints | MeasureWhatIfs
+Command = Pause | Resume | Reset | Stop | StopProgram | ShowRank | Explain | RequestHints | MeasureWhatIfs

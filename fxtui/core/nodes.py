@@ -34,7 +34,7 @@ UNSTEADY_MIN_S = 20e-6
 
 #: The phases of a training step, in the order a step runs them (inference nodes have none); a program's
 #: nodes (``fxtui run``) may also be in its data loading or in its own code between the model's calls.
-PHASES = ("forward", "backward", "optimizer", "data", "other")
+PHASES = ("forward", "backward", "optimizer", "data", "comm", "other")
 
 
 def module_ancestors(path: str) -> list[str]:
@@ -173,6 +173,14 @@ class NodeStats:
     """The first quartile of the window: with ``q75_s``, the range around the median."""
     q75_s: float = 0.0
     """The third quartile of the window."""
+    rank: int = -1
+    """In a distributed job (``fxtui run`` of ``torchrun``): the rank these figures are from; -1 elsewhere."""
+    rank_min_s: float = 0.0
+    """In a distributed job: the fastest rank's median of this node."""
+    rank_max_s: float = 0.0
+    """In a distributed job: the slowest rank's median of this node."""
+    slowest_rank: int = -1
+    """In a distributed job: the rank whose median of this node is the largest."""
 
     @property
     def noisy(self) -> bool:

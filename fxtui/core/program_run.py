@@ -131,3 +131,48 @@ def phase_medians(steps: Sequence[StepTimes]) -> tuple[float, ...]:
     if not steps:
         return tuple(0.0 for _ in STEP_PHASES)
     return tuple(statistics.median(s.phases_ns[i] for s in steps) / 1e9 for i in range(len(STEP_PHASES)))
+
+
+@dataclass(frozen=True, slots=True)
+class RankFigures:
+    """One rank of a distributed job: its pace, its phases, and what it computes against what it waits."""
+
+    rank: int
+    host: str = ""
+    steps: int = 0
+    step_median_s: float | None = None
+    phase_median_s: tuple[float, ...] = ()
+    compute_s: float = 0.0
+    """Σ of its forward and backward ops' medians (sampled steps): its own arithmetic per step."""
+    comm_s: float = 0.0
+    """Its backward phase's median less its backward ops': time waiting in collectives (and autograd's engine)."""
+    comm_ops_s: float = 0.0
+    """Σ of its collective ops' medians (``c10d.allreduce_`` …): launching them, not waiting for them."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankSummary:
+    """Every rank of a distributed job side by side, the rank the figures show, and who holds the others up."""
+
+    shown: int
+    ranks: tuple[RankFigures, ...]
+
+    def straggler(self) -> str:
+        """One sentence: the rank whose compute is the slowest, by how much, and what the others wait."""
+        timed = [r for r in self.ranks if r.compute_s > 0]
+        if len(timed) < 2:
+            return ""
+        slow = max(timed, key=lambda r: r.compute_s)
+        fast = min(timed, key=lambda r: r.compute_s)
+        if fast.compute_s <= 0 or slow.compute_s < 1.05 * fast.compute_s:
+            return "ranks compute alike (within 5%)"
+        others = [r for r in timed if r is not slow]
+        wait = statistics.median(r.comm_s for r in others) - slow.comm_s
+        said = f"rank {slow.rank} is {100 * (slow.compute_s / fast.compute_s - 1):.0f}% slower in forward and backward"
+        if wait > 0:
+            said += f"; the others wait ~{_ms(wait)} a step for it in collectives"
+        return said
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

@@ -23,7 +23,7 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
 from fxtui.core.nodes import GraphBreak, module_memory, phase_totals
-from fxtui.core.program_run import ProgramState, StepSummary
+from fxtui.core.program_run import ProgramState, RankSummary, StepSummary
 from fxtui.core.report_json import CODECS, NOT_METADATA, REQUIRED_DEFAULTS, SCHEMA, SCHEMA_VERSION, coerce, load_json
 from fxtui.core.rollup import ModulePlan
 from fxtui.core.rows import ModuleRow, NodeRow, Rates
@@ -92,6 +92,8 @@ class ReportData(RunFiguresMixin):
     """A program's steps: counts, each phase's median and the timeline (``fxtui run``)."""
     shapes: dict[str, tuple[tuple[str, int, float], ...]] = field(default_factory=dict)
     """Nodes that ran at several output shapes: each shape, how often, its median (``fxtui run``)."""
+    rank_summary: RankSummary | None = None
+    """A distributed job: every rank's pace, phases, arithmetic and waiting; the rank the rows are from."""
 
     # -- derived figures -----------------------------------------------------------
 

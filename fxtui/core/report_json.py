@@ -19,7 +19,7 @@ from typing import Any
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf
 from fxtui.core.nodes import GraphBreak
-from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
+from fxtui.core.program_run import STEP_PHASES, ProgramState, RankFigures, RankSummary, StepSummary
 from fxtui.core.snapshot import RunSpreads
 
 #: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
@@ -125,6 +125,17 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
     )
 
 
+def _ranks_encode(summary: RankSummary | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    return {"shown": summary.shown, "straggler": summary.straggler(), "ranks": [asdict(r) for r in summary.ranks]}
+
+
+def _ranks_decode(data: Mapping[str, Any]) -> RankSummary:
+    figures = tuple(RankFigures(**{**r, "phase_median_s": tuple(r.get("phase_median_s", ()))}) for r in data["ranks"])
+    return RankSummary(int(data.get("shown", 0)), figures)
+
+
 def coerce(default: Any, value: Any) -> Any:
     """A metadata value as the field's type (read from its default): tuples from lists, numbers from text."""
     if isinstance(default, tuple):
@@ -151,6 +162,7 @@ CODECS: dict[str, _Codec] = {
     "training": _Codec(lambda v: {"training": v}, lambda meta: bool(meta.get("training", meta.get("mode") == "train"))),
     "program": _one("program", _program_encode, _program_decode),
     "steps": _one("steps", _steps_encode, _steps_decode),
+    "rank_summary": _one("ranks", _ranks_encode, _ranks_decode),
     "shapes": _one(
         "shapes",
         lambda v: {name: [list(s) for s in shapes] for name, shapes in v.items()},

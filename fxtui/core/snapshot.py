@@ -35,7 +35,7 @@ from fxtui.core.nodes import (  # noqa: F401 (the data a snapshot is made of, im
     node_medians,
     phase_totals,
 )
-from fxtui.core.program_run import ProgramState, StepSummary
+from fxtui.core.program_run import ProgramState, RankSummary, StepSummary
 from fxtui.core.rollup import ModulePlan, module_stats  # noqa: F401 (importable from here too)
 
 #: The six FX opcodes, in the order the UI lists them.
@@ -96,6 +96,8 @@ class GraphInfo:
     """The optimizer a training step runs (``SGD(lr=0.001)``)."""
     memory: MemorySummary | None = None
     """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
+    ranks: tuple[int, ...] = ()
+    """The ranks of a distributed job (``fxtui run`` of ``torchrun``): the nodes carry every rank's spread."""
 
     @cached_property
     def module_plan(self) -> ModulePlan:
@@ -252,6 +254,8 @@ class Snapshot(RunFiguresMixin):
     shapes: Mapping[str, tuple[tuple[str, int, float], ...]] = field(default_factory=dict)
     """Nodes that ran at several output shapes: each shape, how often, and its median (the row shows the most
     frequent one)."""
+    rank_summary: RankSummary | None = None
+    """A distributed job: every rank's steps and phases, which rank is shown, and the straggler."""
 
     def keeping_figures_of(self, before: Snapshot) -> Snapshot:
         """This snapshot (a source that failed after tracing sends one without a graph) with the graph and the

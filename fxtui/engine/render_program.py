@@ -40,6 +40,16 @@ def program_lines(report: ReportData) -> list[str]:
         f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
         f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
     )
+    ranks = report.rank_summary
+    if ranks is not None:
+        for r in ranks.ranks:
+            lines.append(
+                f"rank {r.rank:<5} {r.host + ': ' if r.host else ''}step {format_seconds(r.step_median_s)}, "
+                f"forward+backward ops {format_seconds(r.compute_s)}, waiting in backward {format_seconds(r.comm_s)}"
+                + ("   (the rows below)" if r.rank == ranks.shown else "")
+            )
+        if straggler := ranks.straggler():
+            lines.append(f"straggler  {straggler}")
     if program.dropped:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:

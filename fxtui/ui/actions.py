@@ -84,6 +84,12 @@ def _running_program(screen: Any) -> bool:
     return _program(screen) and getattr(screen, "main", screen).snapshot.program.running
 
 
+def _ranks(screen: Any) -> bool:
+    """A distributed job's ranks are shown."""
+    graph = getattr(screen, "main", screen).graph
+    return graph is not None and len(graph.ranks) > 1
+
+
 def _model(screen: Any) -> bool:
     """The screen shows a model fxtui reruns itself (what-ifs, hints and pausing apply)."""
     return not _program(screen)
@@ -216,6 +222,11 @@ ACTIONS: tuple[Action, ...] = (
         "detach", "D", "Detach", APP,
         "with `fxtui run` or `fxtui attach`: leave the app, the program goes on (`fxtui attach` comes back)",
         palette="Detach", palette_help="Leave the app; the program goes on", applies=_running_program,
+    ),
+    Action(
+        "cycle_rank", "R", "Next rank", APP,
+        "with `fxtui run` of a distributed job: show the next rank's figures (every rank stays compared beside them)",
+        palette="Next rank", palette_help="Show the next rank's figures", applies=_ranks,
     ),
     Action(
         "stop_program", "K", "Stop program", APP,

@@ -16,7 +16,7 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
-from fxtui.core.commands import Stop, StopProgram
+from fxtui.core.commands import ShowRank, Stop, StopProgram
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.ui.actions import APP, PROFILER_GROUPS, actions, bindings, help_rows, palette_actions, palette_help
 from fxtui.ui.messages import SnapshotReady
@@ -98,6 +98,18 @@ class FxtuiApp(App[None]):
         self.detached = True
         self.source.send(Stop())
         self.exit()
+
+    def action_cycle_rank(self) -> None:
+        """Show the next rank's figures of a distributed job."""
+        snapshot = self.main.snapshot
+        graph = snapshot.graph if snapshot is not None else None
+        if snapshot is None or graph is None or not graph.ranks:
+            return
+        shown = snapshot.rank_summary.shown if snapshot.rank_summary is not None else graph.ranks[0]
+        ranks = list(graph.ranks)
+        following = ranks[(ranks.index(shown) + 1) % len(ranks)] if shown in ranks else ranks[0]
+        self.source.send(ShowRank(following))
+        self.notify(f"showing rank {following}", timeout=2)
 
     def action_stop_program(self) -> None:
         """Stop the profiled program as Ctrl+C would, once the user says yes; its last figures stay."""

@@ -86,6 +86,7 @@ async def test_the_palette_offers_every_registered_command_once_they_all_apply()
             "Program output",
             "Detach",
             "Stop the program",
+            "Next rank",
         } <= titles
         app.main.set_scope("")
         titles = {c.title for c in app.get_system_commands(app.screen)}

@@ -292,7 +292,9 @@ class OpNamer:
             if func.namespace == "profiler":  # record_function's own ops (optimizers push ranges)
                 continue
             label = func.overloadpacket.__name__
-            if node is not None:  # run by autograd: a gradient, charged to the forward module it differentiates
+            if func.namespace == "c10d":  # a collective (DDP's allreduce): waiting is not a module's arithmetic
+                key = ("comm", (-1, "collectives"), label)
+            elif node is not None:  # run by autograd: a gradient, charged to the forward module it differentiates
                 if type(node).__name__ == "AccumulateGrad":
                     owner = self._param.get(id(getattr(node, "variable", None)), outside)
                 else:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import socket
 import statistics
 import sys
 import time
@@ -342,7 +343,18 @@ def start_from_environment() -> None:
         return
     options = AgentOptions.decode(os.environ.get(AGENT_OPTIONS, ""))
     agent = Agent(sender.send, options)
-    sender.send(wire.Hello(os.getpid(), tuple(sys.argv), torch.__version__, torch.get_num_threads()))
+    rank = os.environ.get("RANK")
+    sender.send(
+        wire.Hello(
+            os.getpid(),
+            tuple(sys.argv),
+            torch.__version__,
+            torch.get_num_threads(),
+            rank=int(rank) if rank and rank.isdigit() else None,
+            world_size=int(os.environ.get("WORLD_SIZE", "1") or 1),
+            host=socket.gethostname(),
+        )
+    )
     agent.install()
     _agent = agent
 

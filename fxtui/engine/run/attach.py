@@ -21,11 +21,21 @@ from fxtui.engine.run.jobs import VIEWER, JobInfo, job_dir, read_key
 from fxtui.engine.run.viewers import shutdown
 
 
-def connect(job: JobInfo) -> Connection:
-    """A connection to ``job``'s collector; one sentence when it cannot be had."""
-    key = read_key(job)
+def remote_job(address: str) -> JobInfo:
+    """A job served over TCP at ``HOST:PORT`` (its collector on another server)."""
+    return JobInfo(id=address, command=(address,), cwd="", pid=0, listen=address)
+
+
+def connect(job: JobInfo, token: bytes | None = None) -> Connection:
+    """A connection to ``job``'s collector (over TCP with ``token`` for a remote job); one sentence when it cannot
+    be had."""
+    key = token if token is not None else read_key(job)
     try:
-        connection = Client(str(job_dir(job.id) / VIEWER), family="AF_UNIX", authkey=key)
+        if token is not None:
+            host, _, port = job.listen.rpartition(":")
+            connection = Client((host, int(port)), family="AF_INET", authkey=key)
+        else:
+            connection = Client(str(job_dir(job.id) / VIEWER), family="AF_UNIX", authkey=key)
     except FileNotFoundError:
         raise FxtuiError(f"job {job.id} is no longer served (its collector ended)") from None
     except (OSError, EOFError) as e:
@@ -38,9 +48,9 @@ def connect(job: JobInfo) -> Connection:
 class AttachSource:
     """Snapshots from a job's collector (:class:`~fxtui.core.snapshot.SnapshotSource`)."""
 
-    def __init__(self, job: JobInfo) -> None:
+    def __init__(self, job: JobInfo, token: bytes | None = None) -> None:
         self.job = job
-        self._connection = connect(job)
+        self._connection = connect(job, token)
         self._lock = threading.Lock()
         self.last: Snapshot | None = None
         self.exit_code: int | None = None

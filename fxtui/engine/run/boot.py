@@ -102,13 +102,28 @@ def _report(error: BaseException) -> None:
     sys.excepthook(type(error), error, error.__traceback__)
 
 
+_watching = False
+
+
+def watch_this_process() -> None:
+    """Install the agent once this process imports torch (at once if it has), when a collector listens.
+
+    Called by the boot for the program itself and by the program's other Python processes as they start
+    (``fxtui/engine/run/site/sitecustomize.py``: ``torchrun``'s ranks); once per process.
+    """
+    global _watching
+    if _watching or not os.environ.get(AGENT_ADDRESS):
+        return
+    _watching = True
+    if "torch" in sys.modules:
+        _install_agent()
+    else:
+        sys.meta_path.insert(0, _AfterTorchImport(_install_agent))
+
+
 def run(command: Sequence[str]) -> int:
     """Run ``command`` (``[SCRIPT, ARGS…]`` or ``["-m", MODULE, ARGS…]``) as ``python`` would; its exit status."""
-    if os.environ.get(AGENT_ADDRESS):
-        if "torch" in sys.modules:
-            _install_agent()
-        else:
-            sys.meta_path.insert(0, _AfterTorchImport(_install_agent))
+    watch_this_process()
     try:
         if command[0] == "-m":
             sys.argv = [command[1], *command[2:]]  # runpy sets argv[0] to the module's file

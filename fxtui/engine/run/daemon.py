@@ -22,11 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import State
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine.run.agent import AgentOptions
-from fxtui.engine.run.collector import Collector
 from fxtui.engine.run.job import ProgramJob, log_tail
 from fxtui.engine.run.jobs import KEY, PROFILE, VIEWER, JobInfo, write_info
+from fxtui.engine.run.ranks import JobCollector
 from fxtui.engine.run.viewers import ViewerServer
 
 #: Seconds between snapshots for attached viewers.
@@ -47,18 +47,24 @@ def run(directory: Path) -> int:
     os.chdir(cwd)
     key = bytes.fromhex((directory / KEY).read_text().strip())
     lock = threading.Lock()
-    collector = Collector(settings.command, warmup=settings.warmup)
+    collector = JobCollector(settings.command, warmup=settings.warmup)
 
     def receive(message: object, agent: int) -> None:
         with lock:
             collector.receive(message, agent)
 
+    agents_on = ""
+    if listen:  # ranks on other servers report one port above the viewers'
+        host, _, port = listen.rpartition(":")
+        agents_on = f"{host}:{int(port) + 1}"
     job = ProgramJob(
         settings.command,
         receive,
         options=AgentOptions(settings.warmup, settings.every, settings.budget),
         log=True,
         directory=directory,
+        key=key,
+        agents_on=agents_on,
     )
     stop = threading.Event()
     server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=lambda: _reset(collector, lock))
@@ -67,7 +73,7 @@ def run(directory: Path) -> int:
     with lock:
         collector.started(pid, str(job.log_path or ""))
     info = JobInfo(directory.name.removeprefix("job-"), settings.command, cwd, os.getpid(), pid, time.time(),
-                   listen=server.tcp_address)  # fmt: skip
+                   listen=server.tcp_address, agents=job.agents_address)  # fmt: skip
     write_info(directory, info)
     os.nice(10)  # after the program started: it keeps its own priority, the collector yields to it
     server.start()
@@ -76,8 +82,12 @@ def run(directory: Path) -> int:
         if server.viewers:
             with lock:
                 collector.tail(log_tail(job.log_path))
-                snapshot = collector.snapshot(State.RUNNING)
-            server.publish(snapshot)
+
+            def running(rank: int | None) -> Snapshot:
+                with lock:
+                    return collector.snapshot(State.RUNNING, rank)
+
+            server.publish(running)
         if time.monotonic() - written >= INFO_EVERY:
             written = time.monotonic()
             write_info(directory, replace(info, steps=collector.steps))
@@ -98,7 +108,7 @@ def run(directory: Path) -> int:
     return code
 
 
-def _reset(collector: Collector, lock: threading.Lock) -> None:
+def _reset(collector: JobCollector, lock: threading.Lock) -> None:
     with lock:
         collector.reset()
 

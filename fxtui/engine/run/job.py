@@ -53,6 +53,12 @@ def private_dir() -> Path:
     return path
 
 
+def is_executable(command: Sequence[str]) -> bool:
+    """True when ``command`` names a program to run as it is (``torchrun …``), not a Python script or ``-m``."""
+    first = command[0] if command else ""
+    return first != "-m" and not first.endswith(".py") and not Path(first).is_file() and bool(shutil.which(first))
+
+
 def check_command(command: Sequence[str]) -> None:
     """One sentence, before anything starts, when the program cannot be run: no such script, not Python, no such
     module."""
@@ -76,6 +82,8 @@ def check_command(command: Sequence[str]) -> None:
                 f"no module named {top!r} here (fxtui run -m looks in {os.getcwd()} and the installed ones)"
             )
         return
+    if is_executable(command):
+        return  # a launcher (torchrun): its Python processes get the agent as they import torch
     script = Path(command[0])
     if not script.exists():
         raise FxtuiError(f"no such script: {script}")
@@ -108,14 +116,24 @@ class ProgramJob:
         options: AgentOptions | None = None,
         log: bool = False,
         directory: Path | None = None,
+        key: bytes | None = None,
+        agents_on: str = "",
     ) -> None:
         self.command = tuple(command)
         self.on_message = on_message
         self.options = options or AgentOptions()
         self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
         self.log_path = self.dir / "output.log" if log else None
-        self._key = secrets.token_bytes(32)
+        self._key = key or secrets.token_bytes(32)
         self._listener = Listener(str(self.dir / "agent.sock"), family="AF_UNIX", authkey=self._key)
+        self._listeners = [self._listener]
+        self.agents_address = ""
+        """``HOST:PORT`` where agents of ranks on other servers report, when asked for (``agents_on``)."""
+        if agents_on:
+            host, _, port = agents_on.rpartition(":")
+            remote = Listener((host or "127.0.0.1", int(port)), family="AF_INET", authkey=self._key)
+            self._listeners.append(remote)
+            self.agents_address = "{}:{}".format(*remote.address)
         self.process: subprocess.Popen[bytes] | None = None
         self._reader = threading.Thread(target=self._accept, name="fxtui-collector", daemon=True)
         self._readers: list[threading.Thread] = []
@@ -125,27 +143,34 @@ class ProgramJob:
 
     def start(self) -> None:
         """Start the program (its own process), then listen for its agent."""
+        site = str(Path(__file__).resolve().parent / "site")
         env = {
             **os.environ,
             AGENT_ADDRESS: str(self._listener.address),
             AGENT_KEY: self._key.hex(),
             AGENT_OPTIONS: self.options.encode(),
+            # Every Python process the program starts (torchrun's ranks) gets an agent too.
+            "PYTHONPATH": os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH", "")) if p),
         }
         stdio: dict[str, object] = {}
         if self.log_path is not None:
             fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             self._log_file = os.fdopen(fd, "wb")
             stdio = {"stdin": subprocess.DEVNULL, "stdout": self._log_file, "stderr": subprocess.STDOUT}
-        argv = [sys.executable, "-m", "fxtui.engine.run.boot", *self.command]
+        argv = [*self.command] if is_executable(self.command) else [sys.executable, "-m", "fxtui.engine.run.boot",
+                                                                    *self.command]  # fmt: skip
         with _signals_for_the_program():
             self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
         self._reader.start()
+        for listener in self._listeners[1:]:
+            threading.Thread(target=self._accept, args=(listener,), daemon=True, name="fxtui-remote-agents").start()
 
-    def _accept(self) -> None:
+    def _accept(self, listener: Listener | None = None) -> None:
         """Take each agent that connects (one per process of the program that imports torch)."""
+        listener = listener or self._listener
         while not self._closing:
             try:
-                connection = self._listener.accept()
+                connection = listener.accept()
             except Exception:  # OSError once closed below; AuthenticationError for a stranger without the key
                 if self._closing:
                     return
@@ -190,8 +215,9 @@ class ProgramJob:
         assert self.process is not None
         code = self.process.wait(timeout)
         self._closing = True
-        with contextlib.suppress(OSError):
-            self._listener.close()  # unblocks accept()
+        for listener in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()  # unblocks accept()
         for reader in self._readers:
             reader.join(5)  # the agents' last messages
         return code
@@ -202,8 +228,9 @@ class ProgramJob:
 
     def close(self) -> None:
         """Forget the socket; keep the log (its path was given) and remove the rest of the job's directory."""
-        with contextlib.suppress(OSError):
-            self._listener.close()
+        for listener in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()
         if self._log_file is not None:
             self._log_file.close()
         if self.log_path is None:

@@ -46,6 +46,8 @@ class JobInfo:
     exit_code: int | None = None
     listen: str = ""
     """Where the collector also listens on TCP (``HOST:PORT``), when asked."""
+    agents: str = ""
+    """Where agents of ranks on other servers report (``HOST:PORT``), when the collector listens on TCP."""
 
     @property
     def alive(self) -> bool:

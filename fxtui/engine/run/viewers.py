@@ -27,7 +27,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 
-from fxtui.core.commands import Reset, Stop, StopProgram
+from fxtui.core.commands import Reset, ShowRank, Stop, StopProgram
 from fxtui.core.snapshot import Snapshot
 from fxtui.engine.remote import Publisher
 
@@ -70,6 +70,8 @@ class _Viewer:
         self._exit: int | None = None
         self._ready = threading.Condition()
         self.alive = True
+        self.rank: int | None = None
+        """The rank this viewer asked to see (a distributed job); None: the first."""
         self._threads = 2
         self._threads_lock = threading.Lock()
         threading.Thread(target=self._send, daemon=True, name="fxtui-viewer-send").start()
@@ -138,6 +140,8 @@ class _Viewer:
                 self.server.on_stop()
             elif isinstance(command, Reset):
                 self.server.on_reset()
+            elif isinstance(command, ShowRank):
+                self.rank = command.rank
             else:
                 self.server.warn(f"a viewer sent {type(command).__name__}, which a job does not take; dropped it")
 
@@ -165,7 +169,7 @@ class ViewerServer:
         self.on_stop, self.on_reset = on_stop, on_reset
         self._viewers: list[_Viewer] = []
         self._lock = threading.Lock()
-        self._last: Snapshot | None = None
+        self._last: Callable[[int | None], Snapshot] | None = None
         self._listeners = [(Listener(str(path), family="AF_UNIX", authkey=key), True)]
         path.chmod(0o600)
         self.tcp_address = ""
@@ -205,15 +209,25 @@ class ViewerServer:
                 self._viewers.append(viewer)
                 last = self._last
             if last is not None:
-                viewer.offer(last)  # at once: a viewer attaching to a long job sees its figures without waiting
+                viewer.offer(last(None))  # at once: a viewer attaching to a long job sees its figures without waiting
 
-    def publish(self, snapshot: Snapshot) -> None:
-        """Offer ``snapshot`` to every viewer (each gets the newest one when it is ready for it)."""
+    def publish(self, snapshot: Snapshot | Callable[[int | None], Snapshot]) -> None:
+        """Offer every viewer the newest snapshot (each gets it when it is ready for it): ``snapshot``, or
+        ``snapshot(rank)`` for the rank each viewer asked to see, made once per rank asked for."""
+        made: dict[int | None, Snapshot] = {}
+
+        def of(rank: int | None) -> Snapshot:
+            if isinstance(snapshot, Snapshot):
+                return snapshot
+            if rank not in made:
+                made[rank] = snapshot(rank)
+            return made[rank]
+
         with self._lock:
-            self._last = snapshot
+            self._last = of
             viewers = list(self._viewers)
         for viewer in viewers:
-            viewer.offer(snapshot)
+            viewer.offer(of(viewer.rank))
 
     def announce_exit(self, code: int) -> None:
         """Tell every viewer the program's exit status."""

@@ -35,6 +35,10 @@ class Hello:
     argv: tuple[str, ...]
     torch: str
     threads: int
+    rank: int | None = None
+    """The process's rank in a distributed job (``RANK`` as torchrun sets it); None outside one."""
+    world_size: int = 1
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,11 @@ class Sender:
 
     @classmethod
     def connect(cls, address: str, key: bytes) -> Sender:
-        """Connect to the collector listening at ``address``."""
+        """Connect to the collector listening at ``address``: a socket's path, or ``HOST:PORT`` (a rank on
+        another server)."""
+        host, _, port = address.rpartition(":")
+        if host and port.isdigit() and "/" not in address:
+            return cls(Client((host, int(port)), family="AF_INET", authkey=key or None))
         return cls(Client(address, family="AF_UNIX", authkey=key or None))
 
     def send(self, message: Message) -> None:

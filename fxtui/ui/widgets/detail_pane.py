@@ -61,6 +61,9 @@ def _fields(
         ]
         if stats.unsteady:
             rows.append(("unsteady", _unsteady(stats)))
+        if stats.slowest_rank >= 0:  # a distributed job: every rank's median of this node
+            rows.append(("ranks", f"rank {stats.rank} shown · fastest {format_seconds(stats.rank_min_s)} · slowest "
+                                  f"{format_seconds(stats.rank_max_s)} (rank {stats.slowest_rank})"))  # fmt: skip
     else:
         rows.append(("median", "not measured yet"))
     if info.params is not None:

@@ -99,6 +99,9 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
     if steps is None or not steps.steps:
         text.append(" │ warming up" if program.running else " │ no steps")
         return
+    if snapshot.rank_summary is not None:
+        summary = snapshot.rank_summary
+        text.append(f" │ rank {summary.shown} of {len(summary.ranks)} (R)", style="bold")
     kind = "steps" if steps.kind == "train" else "calls"
     text.append(f" │ {steps.steps} {kind} · {steps.sampled} sampled · step {format_seconds(steps.step_median_s)}")
     text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")

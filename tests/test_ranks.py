@@ -1,0 +1,55 @@
+"""fxtui run of a torchrun job: every rank's agent reports, the ranks are compared, the straggler is named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch.distributed
+
+pytestmark = pytest.mark.skipif(
+    not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+    reason="this torch has no torch.distributed with gloo",
+)
+
+#: DDP on gloo, one thread per rank; rank 1 gets four times the batch.
+DDP = """
+import torch, torch.distributed as dist, torch.nn as nn
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
+model = nn.parallel.DistributedDataParallel(net)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+batch = 64 * (4 if rank == 1 else 1)
+for step in range(40):
+    x, y = torch.randn(batch, 128), torch.randint(0, 10, (batch,))
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+dist.destroy_process_group()
+"""
+
+
+def test_two_ranks_are_compared_and_the_one_with_four_times_the_batch_is_named(tmp_path: Path) -> None:
+    (tmp_path / "ddp.py").write_text(textwrap.dedent(DDP))
+    out = tmp_path / "run.json"
+    command = [sys.executable, "-m", "fxtui", "run", "--once", "--warmup-steps", "3", "--sample-every", "3",
+               "--json", str(out), "-m", "torch.distributed.run", "--nproc-per-node", "2", "ddp.py"]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    saved = json.loads(out.read_text())
+    ranks = saved["metadata"]["ranks"]
+    assert [r["rank"] for r in ranks["ranks"]] == [0, 1] and ranks["shown"] == 0
+    assert ranks["straggler"].startswith("rank 1 is ")  # four times the batch: the slow one
+    assert ranks["ranks"][1]["compute_s"] > 1.3 * ranks["ranks"][0]["compute_s"]
+    assert "straggler  rank 1 is" in done.stdout
+    rows = {r["name"]: r for r in saved["rows"]}
+    heavy = rows["2 · addmm"] if "2 · addmm" in rows else rows["0 · addmm"]
+    assert heavy["rank"] == 0 and heavy["slowest_rank"] == 1 and heavy["rank_max_s"] > heavy["rank_min_s"] > 0
+    assert any(r["phase"] == "comm" and r["target"].startswith("c10d.") for r in saved["rows"])  # DDP's allreduce
