@@ -40,7 +40,8 @@ def test_two_ranks_are_compared_and_the_one_with_four_times_the_batch_is_named(t
     (tmp_path / "ddp.py").write_text(textwrap.dedent(DDP))
     out = tmp_path / "run.json"
     command = [sys.executable, "-m", "fxtui", "run", "--once", "--warmup-steps", "3", "--sample-every", "3",
-               "--json", str(out), "-m", "torch.distributed.run", "--nproc-per-node", "2", "ddp.py"]  # fmt: skip
+               "--json", str(out), "--chrome-trace", str(tmp_path / "trace.json"),
+               "-m", "torch.distributed.run", "--nproc-per-node", "2", "ddp.py"]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     saved = json.loads(out.read_text())
@@ -53,3 +54,7 @@ def test_two_ranks_are_compared_and_the_one_with_four_times_the_batch_is_named(t
     heavy = rows["2 · addmm"] if "2 · addmm" in rows else rows["0 · addmm"]
     assert heavy["rank"] == 0 and heavy["slowest_rank"] == 1 and heavy["rank_max_s"] > heavy["rank_min_s"] > 0
     assert any(r["phase"] == "comm" and r["target"].startswith("c10d.") for r in saved["rows"])  # DDP's allreduce
+    trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    names = [e["args"]["name"] for e in trace if e["ph"] == "M"]
+    assert names == [f"fxtui {saved['metadata']['model']} rank 0", f"fxtui {saved['metadata']['model']} rank 1"]
+    assert {e["pid"] for e in trace if e["ph"] == "X"} == {1, 2}  # one process per rank, on one clock

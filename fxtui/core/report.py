@@ -54,6 +54,8 @@ class ReportData(RunFiguresMixin):
     warnings: tuple[str, ...] = ()
     timeline: list[tuple[str, float, float]] = field(default_factory=list)
     """One representative profiled run: (node name, start s, duration s), graph order."""
+    timelines: dict[int, list[tuple[str, float, float]]] = field(default_factory=dict)
+    """A program's latest sampled step of each rank (or of its one process, as rank 0), on one clock."""
     peaks: MachinePeaks | None = None
     """This machine's measured ceilings, against which ``bound`` is judged."""
     thread_info: tuple[str, ...] = ()

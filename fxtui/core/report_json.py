@@ -27,7 +27,7 @@ SCHEMA = "fxtui.report"
 SCHEMA_VERSION = 1
 
 #: Fields that are not metadata: the tables and the representative run (a trace's, not saved).
-NOT_METADATA = frozenset({"rows", "modules", "timeline"})
+NOT_METADATA = frozenset({"rows", "modules", "timeline", "timelines"})
 #: Values for required fields a very old file lacks.
 REQUIRED_DEFAULTS: dict[str, Any] = {
     "model": "", "inputs": (), "dtype": "", "threads": 0, "runs": 0, "run_median_s": None, "eager_median_s": None,

@@ -256,6 +256,8 @@ class Snapshot(RunFiguresMixin):
     frequent one)."""
     rank_summary: RankSummary | None = None
     """A distributed job: every rank's steps and phases, which rank is shown, and the straggler."""
+    timelines: Mapping[int, list[tuple[str, float, float]]] = field(default_factory=dict)
+    """A program's last profile (``State.DONE``): the latest sampled step of each rank, for a trace."""
 
     def keeping_figures_of(self, before: Snapshot) -> Snapshot:
         """This snapshot (a source that failed after tracing sends one without a graph) with the graph and the

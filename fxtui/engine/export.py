@@ -62,9 +62,25 @@ def dataframe(report: ReportData) -> Any:
 
 
 def chrome_trace(report: ReportData) -> dict[str, Any]:
-    """One representative run as nested spans (module → node) in the Chrome trace event format."""
-    if not report.timeline:
+    """One representative run as nested spans (module → node) in the Chrome trace event format.
+
+    A distributed job's trace has one process per rank (its latest sampled step), on one clock, so
+    Perfetto shows the ranks stacked and their waits line up.
+    """
+    timelines = report.timelines or ({0: report.timeline} if report.timeline else {})
+    if not any(timelines.values()):
         raise FxtuiError("this report has no recorded run to export as a trace")
+    origin = min(start for spans in timelines.values() for _, start, _ in spans)
+    events: list[dict[str, Any]] = []
+    for pid, (rank, spans) in enumerate(sorted(timelines.items()), start=1):
+        label = f"fxtui {report.model}" + (f" rank {rank}" if report.timelines and len(timelines) > 1 else "")
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}})
+        events += _spans(report, [(n, s - origin, d) for n, s, d in spans], pid)
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def _spans(report: ReportData, timeline: list[tuple[str, float, float]], pid: int) -> list[dict[str, Any]]:
+    """One run's nodes as nested spans: module → node (a training step's phases around its modules)."""
     paths = {r.name: r.module_path for r in report.rows}
     phases = {r.name: r.info.phase for r in report.rows}
     ops = {r.name: (r.info.op, r.info.target) for r in report.rows}
@@ -76,11 +92,12 @@ def chrome_trace(report: ReportData) -> dict[str, Any]:
         while len(open_spans) > keep:
             path, start = open_spans.pop()
             if path.startswith(_PHASE):  # a training step's forward or backward pass around its modules
-                events.append(_span(path[len(_PHASE) :], "phase", start, end - start, {}))
+                events.append(_span(path[len(_PHASE) :], "phase", start, end - start, {}, pid))
             else:
-                events.append(_span(path.rpartition(".")[2] or path, "module", start, end - start, {"path": path}))
+                name = path.rpartition(".")[2] or path
+                events.append(_span(name, "module", start, end - start, {"path": path}, pid))
 
-    for name, start, dur in report.timeline:
+    for name, start, dur in timeline:
         phase = phases.get(name, "")
         chain = ([_PHASE + phase] if phase else []) + module_ancestors(paths.get(name, ""))[1:]
         common = 0
@@ -90,19 +107,19 @@ def chrome_trace(report: ReportData) -> dict[str, Any]:
         for path in chain[common:]:
             open_spans.append((path, start))
         op, target = ops.get(name, ("", ""))
-        events.append(_span(name, op, start, dur, {"target": target, "module": paths.get(name, "")}))
+        events.append(_span(name, op, start, dur, {"target": target, "module": paths.get(name, "")}, pid))
         end = max(end, start + dur)
     close_until(0)
-    events.insert(0, {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": f"fxtui {report.model}"}})
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
+    return events
 
 
 #: Marks a phase among the open spans of :func:`chrome_trace` (module paths never start with it).
 _PHASE = "\x00"
 
 
-def _span(name: str, cat: str, start: float, dur: float, args: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "cat": cat, "ph": "X", "ts": start * 1e6, "dur": dur * 1e6, "pid": 1, "tid": 1, "args": args}
+def _span(name: str, cat: str, start: float, dur: float, args: dict[str, Any], pid: int = 1) -> dict[str, Any]:
+    return {"name": name, "cat": cat, "ph": "X", "ts": start * 1e6, "dur": dur * 1e6, "pid": pid, "tid": 1,
+            "args": args}  # fmt: skip
 
 
 def _json_default(value: Any) -> Any:

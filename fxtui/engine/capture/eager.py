@@ -255,15 +255,15 @@ class OpNamer:
             found = self._path[id(module)]
         return found
 
-    def resolve(self, records: Iterable[tuple[Any, ...]]) -> list[tuple[int, int, str]]:
-        """One step's records as ``(node id, ns, output shape)``, in the order the ops ran."""
+    def resolve(self, records: Iterable[tuple[Any, ...]]) -> list[tuple[int, int, str, int]]:
+        """One step's records as ``(node id, ns, output shape, clock at its start)``, in the order the ops ran."""
         stack: list[tuple[int, str]] = []
         entered: list[int] = []
         marks: list[int] = []  # sequence numbers where a module's stretch begins …
         owners: list[tuple[int, str]] = []  # … and the module it belongs to
         phases: list[tuple[str, object]] = []
         counts: dict[tuple[Any, ...], int] = {}
-        out: list[tuple[int, int, str]] = []
+        out: list[tuple[int, int, str, int]] = []
         outside = (-1, "")
         for record in records:
             kind = record[0]
@@ -280,7 +280,7 @@ class OpNamer:
                     start = entered.pop()
                     if kind == SKIP_EXIT:
                         key = ("forward", where, "<compiled>")
-                        out.append((self._id(key, counts, "compiled", ""), record[2] - start, ""))
+                        out.append((self._id(key, counts, "compiled", ""), record[2] - start, "", start))
                     marks.append(record[3])
                     owners.append(stack[-1] if stack else outside)
                 elif kind == PHASE_ENTER:
@@ -318,7 +318,7 @@ class OpNamer:
                 key = ("other", outside, label)
             shape_text = "×".join(map(str, shape)) if shape is not None else ""
             node_id = self._id(key, counts, f"{func.namespace}.{func.overloadpacket.__name__}", shape_text, record)
-            out.append((node_id, t1 - t0, shape_text))
+            out.append((node_id, t1 - t0, shape_text, t0))
         return out
 
     def _id(

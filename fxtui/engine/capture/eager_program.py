@@ -65,9 +65,10 @@ class EagerTimer:
         known = len(self.names)
         ns, starts = [0] * known, [start] * known
         overhead = self.clock_overhead_ns
-        for node, duration, _shape in ops:
+        for node, duration, _shape, began in ops:
             if node < known:
                 ns[node] += max(duration - overhead, 0)
+                starts[node] = began
             else:
                 self.program.late_graphs += 1  # a code path the first run did not take: timed in no node
         self.last_ns, self.last_start_ns = ns, starts

@@ -257,11 +257,14 @@ class Agent:
                 self.recorder.stop()
             wall = now - self._start
             phases = tuple(self._acc)
-            ops: list[tuple[int, int, str]] = []
+            ops: list[tuple[int, int, str, int]] = []
             if sampled:
                 ops = self.namer.resolve(self.recorder.take())
             nodes, roots = self.namer.take_new()
-            self.send(wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots))
+            self.send(
+                wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots,
+                          start_ns=self._start)
+            )  # fmt: skip
             self._learn(wall, sampled, self.describing)
             self.index += 1
         self._started = True

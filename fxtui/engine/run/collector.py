@@ -65,6 +65,8 @@ class Collector:
         self._graph_key: tuple[int, int, int] = (-1, -1, -1)
         self._described = 0
         self.failed = ""
+        self._trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
+        """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -77,6 +79,14 @@ class Collector:
             self._replace(pid=message.pid)
         elif isinstance(message, wire.Bye):
             self.failed = message.failed
+
+    def trace(self) -> list[tuple[str, float, float]]:
+        """The latest sampled step as ``(node name, start s, duration s)``, the clock's own seconds (one clock for
+        every process of a machine: ranks line up)."""
+        _, ops = self._trace
+        graph = self.graph()
+        names = [n.name for n in graph.nodes]
+        return [(names[node], began / 1e9, ns / 1e9) for node, ns, _shape, began in ops if node < len(names)]
 
     def started(self, pid: int, log: str) -> None:
         """The program runs as ``pid``, its output going to ``log``."""
@@ -133,6 +143,7 @@ class Collector:
         self.sampled += 1
         self._sampled.append(step.wall_ns)
         self._add_ops(step.ops)
+        self._trace = (step.start_ns, step.ops)
 
     def _reset_steps(self) -> None:
         self.steps = self.sampled = 0
@@ -144,11 +155,11 @@ class Collector:
         self._stretch.clear()
         self._history_every = 1
 
-    def _add_ops(self, ops: list[tuple[int, int, str]]) -> None:
+    def _add_ops(self, ops: list[tuple[int, int, str, int]]) -> None:
         columns = np.empty(len(ops), dtype=np.int64)
         ns = np.empty(len(ops), dtype=np.int64)
         new = 0
-        for i, (node, duration, shape) in enumerate(ops):
+        for i, (node, duration, shape, _began) in enumerate(ops):
             key = (node, shape)
             column = self._columns.get(key)
             if column is None:

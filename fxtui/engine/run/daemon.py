@@ -88,6 +88,9 @@ def run(directory: Path) -> int:
                     return collector.snapshot(State.RUNNING, rank)
 
             server.publish(running)
+        if job.log_error and collector.program.note != job.log_error:
+            with lock:
+                collector.note(job.log_error + "; the program goes on")
         if time.monotonic() - written >= INFO_EVERY:
             written = time.monotonic()
             write_info(directory, replace(info, steps=collector.steps))

@@ -124,6 +124,8 @@ class ProgramJob:
         self.options = options or AgentOptions()
         self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
         self.log_path = self.dir / "output.log" if log else None
+        self.log_error = ""
+        """Why the program's output could not all be kept (a full disk), once it could not; the program goes on."""
         self._key = key or secrets.token_bytes(32)
         self._listener = Listener(str(self.dir / "agent.sock"), family="AF_UNIX", authkey=self._key)
         self._listeners = [self._listener]
@@ -156,14 +158,32 @@ class ProgramJob:
         if self.log_path is not None:
             fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             self._log_file = os.fdopen(fd, "wb")
-            stdio = {"stdin": subprocess.DEVNULL, "stdout": self._log_file, "stderr": subprocess.STDOUT}
+            # Through a pipe, not straight to the file: a full disk then costs the log lines, never the program
+            # (its own print() would raise).
+            stdio = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
         argv = [*self.command] if is_executable(self.command) else [sys.executable, "-m", "fxtui.engine.run.boot",
                                                                     *self.command]  # fmt: skip
         with _signals_for_the_program():
             self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
         self._reader.start()
+        if self._log_file is not None and self.process.stdout is not None:
+            self._copier = threading.Thread(target=self._copy_output, daemon=True, name="fxtui-program-output")
+            self._copier.start()
         for listener in self._listeners[1:]:
             threading.Thread(target=self._accept, args=(listener,), daemon=True, name="fxtui-remote-agents").start()
+
+    def _copy_output(self) -> None:
+        """The program's output into its log, as it comes; what a full disk refuses is dropped, said once."""
+        assert self.process is not None and self.process.stdout is not None and self._log_file is not None
+        source, log = self.process.stdout, self._log_file
+        while chunk := source.read1(65536):  # type: ignore[attr-defined]
+            if self.log_error:
+                continue  # keep draining: a program blocked on a full pipe would stop
+            try:
+                log.write(chunk)
+                log.flush()
+            except OSError as e:
+                self.log_error = f"the program's output could not be written to {self.log_path} ({e.strerror or e})"
 
     def _accept(self, listener: Listener | None = None) -> None:
         """Take each agent that connects (one per process of the program that imports torch)."""
@@ -220,6 +240,9 @@ class ProgramJob:
                 listener.close()  # unblocks accept()
         for reader in self._readers:
             reader.join(5)  # the agents' last messages
+        copier = getattr(self, "_copier", None)
+        if copier is not None:
+            copier.join(5)
         return code
 
     @property
@@ -232,7 +255,8 @@ class ProgramJob:
             with contextlib.suppress(OSError):
                 listener.close()
         if self._log_file is not None:
-            self._log_file.close()
+            with contextlib.suppress(OSError):  # a full disk: what the buffer holds is lost, as said
+                self._log_file.close()
         if self.log_path is None:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:

@@ -55,6 +55,10 @@ class JobCollector:
             note = "no module was called: the program ran no nn.Module"
         self.program = dataclasses.replace(self.program, running=False, exit_code=code, note=note)
 
+    def note(self, sentence: str) -> None:
+        """Something to say about the program itself (a log that could not be written)."""
+        self.program = dataclasses.replace(self.program, note=sentence)
+
     def reset(self) -> None:
         for collector in self.agents.values():
             collector.reset()
@@ -77,9 +81,10 @@ class JobCollector:
     def snapshot(self, state: State = State.RUNNING, rank: int | None = None) -> Snapshot:
         """The figures of ``rank`` (the lowest when None or unknown), every rank compared beside them."""
         ranked = self.ranked()
+        traces = {r if r < 10_000 else 0: c.trace() for r, c in ranked} if state is State.DONE else {}
         if len(ranked) <= 1:
             collector = ranked[0][1] if ranked else self._any()
-            return dataclasses.replace(collector.snapshot(state), program=self.program)
+            return dataclasses.replace(collector.snapshot(state), program=self.program, timelines=traces)
         snapshots = {r: c.snapshot(state) for r, c in ranked}
         shown = rank if rank in snapshots else ranked[0][0]
         base = snapshots[shown]
@@ -88,7 +93,7 @@ class JobCollector:
         graph = dataclasses.replace(base.graph, ranks=tuple(r for r, _ in ranked))
         nodes = _spread_over_ranks(base, snapshots, shown)
         return dataclasses.replace(
-            base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary,
+            base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
             message=base.message or summary.straggler(),
         )  # fmt: skip
 

@@ -52,12 +52,14 @@ class Step:
     sampled: bool
     describing: bool
     """Sampled, and slower for noting new nodes' inputs and source lines: its ops are not figures."""
-    ops: list[tuple[int, int, str]] = field(default_factory=list)
-    """(node id, ns, output shape) per op, in the order they ran."""
+    ops: list[tuple[int, int, str, int]] = field(default_factory=list)
+    """(node id, ns, output shape, clock at its start) per op, in the order they ran."""
     nodes: list[EagerNode] = field(default_factory=list)
     roots: list[RootModule] = field(default_factory=list)
     dropped: int = 0
     """Messages dropped before this one (the collector fell behind)."""
+    start_ns: int = 0
+    """The clock (``perf_counter_ns``: one clock for every process of a machine) when the step began."""
 
 
 @dataclass(frozen=True)
