@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.core.column_table import ColumnTable
-from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
+from fxtui.core.commands import Pause, Reset, Resume, Stop
 from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine.remote import ChildOptions, ProcessSource
