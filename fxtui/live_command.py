@@ -9,6 +9,7 @@ with figures not yet saved. A plain ``q`` saves nothing: the user chose to leave
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -58,15 +59,18 @@ def finish(app: FxtuiApp) -> int:
         raise FxtuiError(app.fatal_error)
     snapshot = app.savable()
     lost = snapshot is not None and (snapshot.state is State.ERROR or app.ended_by is not None)
+    said = ""
     if lost and app.unsaved():
         try:
-            path = app.save_figures()
+            said = f"the figures shown were saved to {app.save_figures()}"
         except FxtuiError as e:
-            say(f"fxtui: the figures could not be saved: {e}", sys.stderr)
-        else:
-            say(f"fxtui: the figures shown were saved to {path}", sys.stderr)
+            said = f"the figures could not be saved: {e}"
     elif lost and app.saved is not None:
-        say(f"fxtui: the figures shown were saved to {app.saved[1]}", sys.stderr)
+        said = f"the figures shown were saved to {app.saved[1]}"
+    if said:
+        # After SIGHUP the terminal may be gone: the file is written, and saying so must not fail the exit.
+        with contextlib.suppress(OSError):
+            say(f"fxtui: {said}", sys.stderr)
     return 128 + app.ended_by if app.ended_by is not None else 0
 
 
