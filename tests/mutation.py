@@ -14,6 +14,7 @@ or timed out) over every mutant, those no selected test reaches included. It tak
 from __future__ import annotations
 
 import collections
+import os
 import re
 import subprocess
 import sys
@@ -65,7 +66,8 @@ def report() -> int:
 
 def main(argv: list[str]) -> int:
     if "--report" not in argv:
-        subprocess.run(["mutmut", "run"], cwd=ROOT, check=False)
+        # FXTUI_MUTATION: the property tests find a failure without shrinking it (see tests/test_properties.py).
+        subprocess.run(["mutmut", "run", *argv], cwd=ROOT, check=False, env={**os.environ, "FXTUI_MUTATION": "1"})
     return report()
 
 

@@ -4,13 +4,15 @@ run figures' ranges as a report's metadata writes them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fxtui.core.diff import diff_reports
 from fxtui.core.filters import parse_ops, parse_phases, parse_types
-from fxtui.core.nodes import Spread
+from fxtui.core.nodes import NodeInfo, Spread
 from fxtui.core.report import SCHEMA, SCHEMA_VERSION, ReportData
-from fxtui.core.snapshot import RunError, RunSpreads, Snapshot, State
+from fxtui.core.snapshot import PAGE_FAULT_WARNING, RunError, RunSpreads, Snapshot, State, page_fault_warning
 from fxtui.ui.demo.source import make_snapshot, resnet18_graph, resnet18_medians
 
 
@@ -50,6 +52,9 @@ def test_diff_of_training_steps_compares_each_module_s_forward_and_backward_apar
     assert d.nodes[0].module_path == "conv"
     inference = diff_reports(report([], modules_before), report([], modules_after))
     assert [m.name for m in inference.modules] == ["", "conv"]
+    # a training step against an inference run: no phases to compare
+    mixed = diff_reports(report([], modules_before, mode="train"), report([], modules_after))
+    assert [m.name for m in mixed.modules] == ["", "conv"]
 
 
 @pytest.mark.parametrize(
@@ -133,3 +138,23 @@ def test_run_spreads_are_written_as_p25_median_p75_and_read_back() -> None:
     }
     assert RunSpreads.from_dict(written) == spreads
     assert RunSpreads.from_dict({"run_range_s": [1.0, 2.0], "fidelity_range": "x"}) == RunSpreads()
+
+
+def test_page_faults_are_a_warning_from_the_threshold_on_naming_the_nodes_that_pay_most() -> None:
+    assert page_fault_warning(None) == "" and page_fault_warning(PAGE_FAULT_WARNING - 1, "glibc") == ""
+    nodes = [
+        NodeInfo(f"n{i}", i, "call_module", "t", "T", "", "", page_faults=faults)
+        for i, faults in enumerate([10, 0, 4000, None, 2500, 3000])
+    ]
+    assert page_fault_warning(2048.0, "glibc", nodes) == (
+        "2,048 page faults per run (~8 MB touched afresh, most by n2 (4,000), n5 (3,000), n4 (2,500)): the allocator "
+        "returns large buffers to the OS and the nodes that refill them pay for it; fxtui's --malloc keep (the "
+        "default on the command line; fxtui.keep_freed_memory() from Python) or a caching allocator (jemalloc or "
+        "tcmalloc via LD_PRELOAD) removes this"
+    )
+    assert page_fault_warning(float(PAGE_FAULT_WARNING), "keep") == (
+        "1,000 page faults per run (~4 MB touched afresh): the model maps new memory every run even though freed "
+        "memory is kept, and its nodes pay for it"
+    )
+    snapshot = dataclasses.replace(running(), faults_per_run=2048.0, malloc="system")
+    assert snapshot.fault_warning.startswith("2,048 page faults per run (~8 MB touched afresh): the allocator")

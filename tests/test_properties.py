@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import string
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from fxtui.core.errors import FxtuiError
@@ -22,9 +23,16 @@ from fxtui.core.rollup import ModulePlan, module_stats
 from fxtui.core.settings import parse_hf_config, parse_shape
 from fxtui.core.snapshot import OPCODES
 
-# The same examples on every run: a failure in CI is one a developer can rerun.
+# The same examples on every run: a failure in CI is one a developer can rerun. Under mutation testing
+# (tests/mutation.py sets FXTUI_MUTATION) a failure only has to be found, not shrunk to its simplest example:
+# shrinking made each killed mutant cost seconds.
+MUTATING = bool(os.environ.get("FXTUI_MUTATION"))
 CHECKED = settings(
-    derandomize=True, max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    derandomize=True,
+    max_examples=60 if MUTATING else 150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    phases=[Phase.explicit, Phase.generate] if MUTATING else list(Phase),
 )
 
 names = st.text(string.ascii_lowercase + string.digits + "_", min_size=1, max_size=6)
@@ -204,3 +212,19 @@ def test_module_roll_ups_add_up_to_the_root_and_each_module_to_itself_and_its_ch
         assert row.nodes == len(below)
     plan = ModulePlan(nodes, tree)
     assert list(plan.roll_up(medians)) == pytest.approx([table[p].inclusive_s for p in plan.paths], abs=1e-9)
+
+
+@CHECKED
+@given(timed_graphs(), st.data())
+def test_a_module_holds_a_shown_node_exactly_when_one_lies_in_its_subtree(
+    graph: tuple[list[NodeInfo], list[float]], data: st.DataObject
+) -> None:
+    nodes, _ = graph
+    tree = build_module_tree(nodes, {})
+    plan = ModulePlan(nodes, tree)
+    shown = np.array(data.draw(st.lists(st.booleans(), min_size=len(nodes), max_size=len(nodes))), dtype=bool)
+    held = plan.holding(shown)
+    for i, path in enumerate(plan.paths):
+        below = [n.index for n in nodes if path == "" or n.module_path == path or n.module_path.startswith(path + ".")]
+        assert list(plan.subtree(path)) == below
+        assert bool(held[i]) == any(shown[j] for j in below), path
