@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from fxtui.core.errors import FxtuiError
@@ -85,6 +85,8 @@ def test_the_array_filter_selects_exactly_the_nodes_matches_lets_through_in_orde
 
 @CHECKED
 @given(paths, patterns)
+@example("layer1.0.conv", "conv")  # a substring, not the whole path
+@example("layer1.0.conv", "layer1*")
 def test_a_path_filter_is_a_glob_with_glob_characters_and_a_substring_without(path: str, pattern: str) -> None:
     if not pattern:
         assert path_matches(path, pattern)
