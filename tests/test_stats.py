@@ -127,3 +127,17 @@ def test_without_whole_steps_nothing_is_left_out() -> None:
         w.add([ns], run_ns=2 * ns, disturbed=bad)  # no uninstrumented runs beside them
     s = w.summary()
     assert s is not None and (s.used, s.disturbed, s.left_out) == (7, 1, 0)
+
+
+def test_nanoseconds_past_float32_s_precision_stay_exact() -> None:
+    # 1.000000001 s: float32 would round it to 1 s; samples are int64, sums and run times float64.
+    w = SampleWindow(nodes=1, window=4)
+    for _ in range(3):
+        w.add([1_000_000_001], run_ns=3_000_000_001)
+        w.add_eager(2_000_000_001)
+    s = w.summary()
+    assert s is not None
+    assert list(s.median) == [1.000000001] and list(s.max) == [1.000000001] and list(s.min) == [1.000000001]
+    assert list(s.mean) == [1.000000001]
+    assert s.run_median == 3.000000001 and s.eager_median == 2.000000001
+    assert list(s.recent) == [1.000000001] * 3
