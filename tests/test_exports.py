@@ -18,6 +18,25 @@ import pytest
 from fxtui.core.errors import FxtuiError
 from fxtui.engine.export import check_exports, names_stdout, write_file
 
+
+def device(tmp_path: Path, name: str, major: int, minor: int) -> Path:
+    """A character device of our own (``/dev/null`` is 1,3, ``/dev/full`` 1,7): a regression that replaced the
+    device at the path it writes would replace this one, never the machine's (it did, once, run as root)."""
+    path = tmp_path / name
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return path
+
+
+def stdout_link(tmp_path: Path) -> Path:
+    """A link to this process's standard output, as /dev/stdout is, but ours to lose."""
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    return link
+
+
 TINY = textwrap.dedent(
     """
     import torch
@@ -72,16 +91,17 @@ def test_a_descriptor_of_this_process_is_written_through_not_replaced(tmp_path: 
     assert not list(Path("/dev/fd").glob(".*.tmp"))
 
 
-def test_dev_null_stays_a_device() -> None:
-    write_file("/dev/null", "gone")
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+def test_a_null_device_stays_a_device(tmp_path: Path) -> None:
+    null = device(tmp_path, "null", 1, 3)
+    write_file(null, "gone")
+    assert stat.S_ISCHR(null.stat().st_mode)
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-def test_a_full_device_is_one_sentence_and_stays_a_device() -> None:
-    with pytest.raises(FxtuiError, match=r"^cannot write /dev/full: No space left on device$"):
-        write_file("/dev/full", "x" * 10_000)
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+def test_a_full_device_is_one_sentence_and_stays_a_device(tmp_path: Path) -> None:
+    full = device(tmp_path, "full", 1, 7)
+    with pytest.raises(FxtuiError, match=rf"^cannot write {full}: No space left on device$"):
+        write_file(full, "x" * 10_000)
+    assert stat.S_ISCHR(full.stat().st_mode)
 
 
 def test_a_directory_is_refused_in_one_sentence(tmp_path: Path) -> None:
@@ -100,7 +120,7 @@ def test_one_path_for_two_exports_is_refused_even_through_a_link(tmp_path: Path)
 
 
 def test_an_export_into_stdout_is_recognised(tmp_path: Path) -> None:
-    assert names_stdout({"json": "/dev/stdout"}) and names_stdout({"csv": None, "json": "/dev/fd/1"})
+    assert names_stdout({"json": str(stdout_link(tmp_path))}) and names_stdout({"csv": None, "json": "/dev/fd/1"})
     assert not names_stdout({"json": str(tmp_path / "x.json"), "csv": None})
 
 
@@ -121,13 +141,15 @@ def bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_json_to_dev_stdout_piped_is_the_json_alone_and_the_table_goes_to_stderr(tiny: Path) -> None:
-    done = bash("FXTUI --json /dev/stdout | cat > piped.json; FXTUI --json /dev/stdout > redirected.json", tiny)
+def test_json_to_a_stdout_link_piped_is_the_json_alone_and_the_table_goes_to_stderr(tiny: Path) -> None:
+    stdout_link(tiny)  # what /dev/stdout is: a link to /proc/self/fd/1
+    done = bash("FXTUI --json stdout | cat > piped.json; FXTUI --json stdout > redirected.json", tiny)
     assert done.returncode == 0, done.stderr
     for name in ("piped.json", "redirected.json"):
         data = json.loads((tiny / name).read_text())  # nothing but the JSON: no table, no "wrote" line
         assert data["schema"] == "fxtui.report"
-    assert "wrote /dev/stdout" in done.stderr and "op type" in done.stderr
+    assert "wrote stdout" in done.stderr and "op type" in done.stderr
+    assert (tiny / "stdout").is_symlink()
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -139,10 +161,11 @@ def test_csv_into_a_process_substitution_reaches_the_reader(tiny: Path) -> None:
     assert lines[0].startswith("name,") and len(lines) == 1 + 4  # header, x, 0, 1, output
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_an_export_that_fails_names_it_and_exits_non_zero_after_writing_the_others(tiny: Path) -> None:
-    done = bash("FXTUI --json ok.json --csv /dev/full", tiny)
+    full = device(tiny, "full", 1, 7)
+    done = bash("FXTUI --json ok.json --csv full", tiny)
     assert done.returncode == 2
     assert "wrote ok.json" in done.stdout
-    assert done.stderr.strip() == "fxtui: cannot write /dev/full: No space left on device"
+    assert done.stderr.strip() == "fxtui: cannot write full: No space left on device"
     assert json.loads((tiny / "ok.json").read_text())["metadata"]["runs"] == 1
+    assert stat.S_ISCHR(full.stat().st_mode)
