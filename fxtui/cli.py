@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         say(f"fxtui: {e}", sys.stderr)
-        return EXIT_USAGE
+        return e.exit_status
     except KeyboardInterrupt:
         say("fxtui: interrupted", sys.stderr)
         return 130
@@ -289,21 +289,6 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _live(settings: RunSettings, output: OutputSettings) -> int:
-    # torch is imported by the engine's child process only; the app stays light.
-    from fxtui.core.commands import MeasureWhatIfs, Stop
-    from fxtui.engine.remote import ChildOptions, ProcessSource
-    from fxtui.ui.app import FxtuiApp
+    from fxtui.live_command import run_app
 
-    source = ProcessSource(ChildOptions(settings))
-    source.start()
-    if settings.what_ifs:  # measured once the session has warmed up; the what-if screen (w) shows them
-        source.send(MeasureWhatIfs(settings.what_ifs))
-    app = FxtuiApp(source, title=f"fxtui {settings.target.target}")
-    try:
-        app.run()
-    finally:
-        source.send(Stop())
-    fatal = getattr(app, "fatal_error", None)
-    if fatal:
-        raise FxtuiError(fatal)
-    return 0
+    return run_app(settings)

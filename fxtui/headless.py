@@ -6,11 +6,13 @@ so every mistake a user can make is reported before a model loads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 import sys
 
 from fxtui.core.columns import check_extra, sort_column
-from fxtui.core.errors import FxtuiError
+from fxtui.core.errors import FxtuiError, Interrupted
 from fxtui.core.settings import OutputSettings, RunSettings
 from fxtui.output import say
 from fxtui.signals import StopOnSignal
@@ -32,8 +34,12 @@ def run(settings: RunSettings, output: OutputSettings) -> int:
         from fxtui.engine.allocator import keep_freed_memory
 
         keep_freed_memory()
+    from fxtui.engine.export import names_stdout
+
     stop = StopOnSignal()
-    with stop:  # the whole run, printing and exports included: a signal never leaves half a result
+    # An export into fxtui's own stdout (--json /dev/stdout | jq) gets stdout to itself: the tables go to stderr.
+    text = contextlib.redirect_stdout(sys.stderr) if names_stdout(output.export_paths) else contextlib.nullcontext()
+    with stop, text:  # the whole run, printing and exports included: a signal never leaves half a result
         return _profile_and_print(settings, output, stop)
 
 
@@ -57,7 +63,10 @@ def _profile_and_print(settings: RunSettings, output: OutputSettings, stop: Stop
         if session.samples.count == 0:
             if session.last_error is not None:
                 raise FxtuiError(f"every run failed; last: {session.last_error.message}")
-            raise FxtuiError("interrupted before the first profiled run; nothing to report")
+            signum = stop.signum or signal.SIGINT
+            raise Interrupted(
+                f"stopped by {signal.Signals(signum).name} before the first profiled run; nothing to report", signum
+            )
         warnings: tuple[str, ...] = ()
         if done < settings.runs:
             why = "interrupted" if stop.is_set() else "stopped: too many runs failed"

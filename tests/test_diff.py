@@ -39,6 +39,9 @@ def test_changes_are_sorted_by_size_and_one_sided_nodes_are_listed() -> None:
     assert d.nodes[0].delta_s == pytest.approx(-0.5e-3)
     assert d.nodes[1].delta_pct == pytest.approx(50.0)
     assert d.only_before == ["bn_1"] and d.only_after == ["add_1"]
+    # Modules too: after minus before, largest change first.
+    assert [(m.name, m.before_s, m.after_s) for m in d.modules] == [("", 4.2e-3, 2.9e-3), ("conv", 3e-3, 2.5e-3)]
+    assert [m.delta_s for m in d.modules] == [pytest.approx(-1.3e-3), pytest.approx(-0.5e-3)]
     assert d.run.delta_pct == pytest.approx(-100 / 3)
     text = diff_table(d)
     assert "only in before (1): bn_1" in text and "only in after (1): add_1" in text

@@ -257,9 +257,18 @@ def test_unknown_model_suggests_close_names() -> None:
     assert "resnet19" in message and "resnet18" in message
 
 
-@pytest.mark.parametrize("target", ["a:b:c", "zoo.nets:", ":Net", "zoo.nets:not-an-attr", "   "])
-def test_malformed_targets(target: str) -> None:
-    user_error(target)
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("a:b:c", "cannot read the target 'a:b:c': write package.module:attr or path/file.py:attr"),
+        ("zoo.nets:", "both the module and the attribute are needed"),
+        (":Net", "both the module and the attribute are needed"),
+        ("zoo.nets:not-an-attr", "'not-an-attr' is not a Python attribute name"),
+        ("   ", "name a model to profile, e.g. resnet18"),
+    ],
+)
+def test_malformed_targets(target: str, words: str) -> None:
+    assert words in user_error(target)
 
 
 def test_file_or_module_without_attribute_says_how_to_name_it() -> None:
@@ -303,10 +312,16 @@ def test_parse_shape() -> None:
     assert parse_shape("5,3,224,224") == (5, 3, 224, 224)
     assert parse_shape("5x3x224x224") == (5, 3, 224, 224)
     assert parse_shape(" 1 × 8 ") == (1, 8)
-    for bad in ("", "3,a", "3,,4", "0,3", "-1,3"):
+    for bad, words in [
+        ("", "cannot read the shape ''"),
+        ("3,a", "cannot read the shape '3,a': write sizes separated by commas or x"),
+        ("3,,4", "cannot read the shape '3,,4'"),
+        ("0,3", "cannot use the shape '0,3': every size must be at least 1"),
+        ("-1,3", "cannot use the shape '-1,3': every size must be at least 1"),
+    ]:
         with pytest.raises(FxtuiError) as info:
             parse_shape(bad)
-        assert "\n" not in str(info.value)
+        assert "\n" not in str(info.value) and str(info.value).startswith(words)
 
 
 def test_input_shapes_keep_the_kind_of_a_factorys_example_inputs(tmp_path: Path) -> None:

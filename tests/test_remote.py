@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.core.column_table import ColumnTable
-from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
+from fxtui.core.commands import Pause, Reset, Resume, Stop
 from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine.remote import ChildOptions, ProcessSource
@@ -102,63 +101,30 @@ def test_a_bad_target_ends_in_an_error_snapshot() -> None:
     assert not worker.is_alive()
 
 
-def test_a_child_that_dies_is_reported(model_file: str) -> None:
+def test_a_child_that_dies_is_reported_and_its_last_figures_stay_final(model_file: str) -> None:
     source, got, worker = start(model_file)
-    got.wait_for(lambda s: s.state is State.RUNNING)
+    last = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
     os.kill(source._process.pid, signal.SIGKILL)
     error = got.wait_for(lambda s: s.state is State.ERROR)
     assert "ended unexpectedly" in error.message and "out of memory" in error.message
+    assert "final" in error.message
+    before = got.snapshots[got.snapshots.index(error) - 1]
+    assert before.runs >= last.runs and error.runs == before.runs
+    assert error.graph is before.graph and list(error.nodes) == list(before.nodes)
+    assert error.nodes["_0"].median_s == before.nodes["_0"].median_s > 0
     worker.join(timeout=30)
 
 
-def test_explain_hints_and_what_ifs_arrive_in_later_snapshots_with_progress_on_the_way(tmp_path: Path) -> None:
-    path = tmp_path / "convbn.py"
-    path.write_text(
-        "import torch\nfrom torch import nn\n\n"
-        "def make():\n"
-        "    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()), torch.randn(1, 3, 16, 16)\n"
-    )
-    source, got, worker = start(f"{path}:make")
-    got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
-    source.send(Explain("_0"))
-    source.send(RequestHints())
-    source.send(MeasureWhatIfs(("fold-bn", "int8-dynamic")))
-    done = got.wait_for(lambda s: "_0" in s.aten and s.hints is not None and len(s.what_ifs) == 2)
-    assert any("conv" in op.name for op in done.aten["_0"])
-    assert any(h.rule == "conv-bn-fold" and h.what_if == "fold-bn" for h in done.hints or ())
-    fold, int8 = done.what_ifs
-    assert fold.measured and fold.before_s and fold.after_s and fold.serial == 1
-    assert {c.name: c.after_s for c in fold.nodes}["_1"] is None  # the BatchNorm is folded away
-    assert int8.error == "int8-dynamic quantizes nn.Linear layers, and this model has none"
-    assert any(s.what_if_progress.startswith("what-if fold-bn: ") for s in got.snapshots)
-    assert {o.name for o in done.what_if_options} >= {"channels-last", "fold-bn", "compile"}
-    got.wait_for(lambda s: s.seq > done.seq and s.what_if_progress == "" and s.runs > done.runs)  # reruns go on
-    source.send(Stop())
+def test_a_killed_child_leaves_no_semaphore_behind(model_file: str) -> None:
+    # The resource tracker warned of a "leaked semaphore" on the user's terminal after the OOM killer struck:
+    # the child's tqdm lock (torch.fx makes a progress bar) was a named semaphore. None is made now.
+    source, got, worker = start(model_file)
+    got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)  # past the analysis: fx ran
+    maps = Path(f"/proc/{source._process.pid}/maps")
+    if not maps.exists():
+        pytest.skip("no /proc here")
+    named = [line for line in maps.read_text().splitlines() if "/dev/shm/sem." in line]
+    os.kill(source._process.pid, signal.SIGKILL)
+    got.wait_for(lambda s: s.state is State.ERROR)
     worker.join(timeout=30)
-
-
-LARGE = """
-import torch
-from torch import nn
-
-def make():
-    return nn.Sequential(*(nn.ReLU() for _ in range({layers}))), torch.randn(1, 8)
-"""
-
-
-def test_a_large_graph_crosses_as_columns_whose_names_are_sent_once(tmp_path: Path) -> None:
-    layers = 3000
-    path = tmp_path / "large.py"
-    path.write_text(LARGE.format(layers=layers))
-    source, got, worker = start(f"{path}:make", threads=(1,))
-    first = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 2, timeout=180)
-    later = got.wait_for(lambda s: s.seq > first.seq and s.runs > first.runs, timeout=180)
-    source.send(Stop())
-    worker.join(timeout=60)
-    assert first.graph is not None and len(first.graph.nodes) == layers + 2
-    assert isinstance(later.nodes, ColumnTable) and isinstance(later.modules, ColumnTable)
-    assert later.nodes.names is first.nodes.names  # one tuple for the session: sent once
-    assert len(later.nodes) == len(first.graph.nodes)  # every node has its statistics
-    stats = later.nodes[f"_{layers - 1}"]
-    assert stats.count == later.runs and stats.median_s > 0 and len(stats.recent) == min(later.runs, 32)
-    assert later.modules[""].nodes == layers + 2
+    assert not named

@@ -189,9 +189,11 @@ def test_python_api_profiles_a_model() -> None:
     report = fxtui.profile(Net().eval(), torch.randn(1, 3, 16, 16), runs=4, warmup=1)
     # up to 4 more when other work disturbed some steps (report.disturbance says how many)
     assert 4 <= report.runs <= 8 and report.eager_median_s and report.run_median_s
-    assert report.fidelity is not None and report.disturbance is not None
-    if not report.disturbance.affects_figures:  # on a machine busy throughout, the report says so instead
-        assert 0.3 < report.fidelity < 2.0
+    assert report.disturbance is not None
+    # The figures are the README's ratios of this report's own medians (how close to 1 they come is a
+    # measurement: tests/benchmarks/bench_engine.py).
+    assert report.fidelity == pytest.approx(sum(r.median_s for r in report.rows) / report.eager_median_s)
+    assert report.overhead == pytest.approx(report.run_median_s / report.eager_median_s)
     assert "layer1_0_conv" in report.table(top=0)
 
 

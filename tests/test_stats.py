@@ -86,3 +86,58 @@ def test_the_quantiles_of_integer_samples_are_torch_quantile_s(runs: int) -> Non
     assert torch.allclose(quantiles(samples, q), expected, rtol=1e-12, atol=0)
     assert list(floats(expected[1])) == expected[1].tolist()
     assert list(floats(samples.t())) == samples.t().double().flatten().tolist()  # row by row, whatever the strides
+
+
+def steps(w: SampleWindow, node_ns: list[int], disturbed: list[bool]) -> None:
+    for ns, bad in zip(node_ns, disturbed, strict=True):
+        w.add([ns], run_ns=2 * ns, disturbed=bad)
+        w.add_eager(2 * ns)
+
+
+def test_disturbed_steps_leave_the_quantiles_only_while_five_quiet_ones_remain() -> None:
+    # 5 quiet steps (1..5 µs) and 2 disturbed ones (100, 200 µs): the disturbed are left out, exactly
+    w = SampleWindow(nodes=1, window=16)
+    steps(w, [1000, 2000, 100_000, 3000, 4000, 200_000, 5000], [False, False, True, False, False, True, False])
+    s = w.summary()
+    assert s is not None
+    assert (s.used, s.disturbed, s.left_out, s.count) == (5, 2, 2, 7)
+    assert list(s.median) == [3000 / 1e9] and list(s.q25) == [2000 / 1e9] and list(s.q75) == [4000 / 1e9]
+    assert s.run is not None and s.run.median == 6000 / 1e9
+    # count, mean, min and max stay running aggregates over every step
+    assert list(s.max) == [pytest.approx(200e-6)] and list(s.min) == [pytest.approx(1e-6)]
+    assert list(s.mean) == [pytest.approx(sum([1, 2, 100, 3, 4, 200, 5]) * 1e-6 / 7)]
+    kept = w.summary(leave_out_disturbed=False)
+    assert kept is not None and (kept.used, kept.disturbed, kept.left_out) == (7, 2, 0)
+    assert list(kept.median) == [4000 / 1e9]
+    # with 4 quiet steps there are too few to do without the disturbed ones
+    few = SampleWindow(nodes=1, window=16)
+    steps(few, [1000, 2000, 100_000, 3000, 4000], [False, False, True, False, False])
+    s = few.summary()
+    assert s is not None and (s.used, s.disturbed, s.left_out) == (5, 1, 0) and list(s.median) == [3000 / 1e9]
+    # every step quiet: nothing to leave out
+    quiet = SampleWindow(nodes=1, window=16)
+    steps(quiet, [1000] * 6, [False] * 6)
+    s = quiet.summary()
+    assert s is not None and (s.used, s.disturbed, s.left_out) == (6, 0, 0)
+
+
+def test_without_whole_steps_nothing_is_left_out() -> None:
+    w = SampleWindow(nodes=1, window=16)
+    for ns, bad in zip([1000, 2000, 100_000, 3000, 4000, 5000, 6000], [False, False, True] + [False] * 4, strict=True):
+        w.add([ns], run_ns=2 * ns, disturbed=bad)  # no uninstrumented runs beside them
+    s = w.summary()
+    assert s is not None and (s.used, s.disturbed, s.left_out) == (7, 1, 0)
+
+
+def test_nanoseconds_past_float32_s_precision_stay_exact() -> None:
+    # 1.000000001 s: float32 would round it to 1 s; samples are int64, sums and run times float64.
+    w = SampleWindow(nodes=1, window=4)
+    for _ in range(3):
+        w.add([1_000_000_001], run_ns=3_000_000_001)
+        w.add_eager(2_000_000_001)
+    s = w.summary()
+    assert s is not None
+    assert list(s.median) == [1.000000001] and list(s.max) == [1.000000001] and list(s.min) == [1.000000001]
+    assert list(s.mean) == [1.000000001]
+    assert s.run_median == 3.000000001 and s.eager_median == 2.000000001
+    assert list(s.recent) == [1.000000001] * 3

@@ -6,6 +6,7 @@ Models are tiny and built here; nothing is downloaded.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -85,11 +86,16 @@ def test_backward_time_goes_to_the_module_whose_gradient_costs_it() -> None:
     _, report = trained(CostlyBackward(), Inputs((ids, torch.randn(8, 64))), runs=5)
     modules = {m.path: m for m in report.modules}
     costly = modules["costly"]
-    assert costly.backward_s > 5 * costly.forward_s  # the dense gradient, not the lookup
     assert costly.inclusive_s == pytest.approx(costly.forward_s + costly.backward_s)
     dense = next(r for r in report.rows if r.info.target == "aten.embedding_dense_backward")
     assert dense.module_path == "costly" and dense.info.phase == "backward"
-    assert modules["cheap"].backward_s > 0
+    # The dense gradient is charged to the module it differentiates: its backward time is the sum of its
+    # backward nodes' medians, the dense one among them (how much slower it is than the lookup is a measurement).
+    mine = [r for r in report.rows if r.module_path == "costly"]
+    assert costly.backward_s == pytest.approx(sum(r.median_s for r in mine if r.info.phase == "backward"))
+    assert costly.forward_s == pytest.approx(sum(r.median_s for r in mine if r.info.phase == "forward"))
+    cheap = [r for r in report.rows if r.module_path == "cheap" and r.info.phase == "backward"]
+    assert cheap and modules["cheap"].backward_s == pytest.approx(sum(r.median_s for r in cheap))
 
 
 def test_adamw_steps_are_their_own_rows() -> None:
@@ -229,7 +235,8 @@ def test_a_tiny_transformer_trains_per_node(capsys: pytest.CaptureFixture[str]) 
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "the mean of the first floating-point output" in out
-    assert "encoder.layer.1.output.dense · ∇" in out or "encoder.layer" in out
+    # Backward rows, each named after the encoder module it differentiates and marked ∇.
+    assert re.search(r"^backward\s+call_function\s+encoder\.layer\.[01]\.[\w.]+ · ∇\w+", out, re.MULTILINE), out
 
 
 def test_the_python_api_profiles_a_training_step() -> None:

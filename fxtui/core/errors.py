@@ -6,9 +6,25 @@ from __future__ import annotations
 class FxtuiError(Exception):
     """A problem with the user's input (model, options, files), worded for the user.
 
-    The command line prints ``str(error)`` and exits with status 2; ``--debug``
+    The command line prints ``str(error)`` and exits with :attr:`exit_status`; ``--debug``
     shows the traceback as well.
     """
+
+    exit_status = 2
+    """The command's exit status: 2, the status of a user's mistake."""
+
+
+class Interrupted(FxtuiError):
+    """A signal (Ctrl+C, SIGTERM, SIGHUP) ended the command before it had anything to show.
+
+    Not a mistake, so not status 2: the shell's convention for a command a signal ended, 128 + its number
+    (130 for Ctrl+C, 143 for SIGTERM), which scripts and supervisors read as "stopped", not "failed".
+    """
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_status = 128 + signum
 
 
 class NodeError(FxtuiError):

@@ -318,6 +318,16 @@ class Disturbance:
     """Disturbed steps were asked to be kept (``--keep-disturbed``)."""
     known: bool = True
     """False where the kernel does not report waits or steal time: nothing can be said."""
+    threads: int = 0
+    """The session's intra-op threads (0: not recorded)."""
+    cores: int = 0
+    """The cores this process may run on (0: not recorded)."""
+
+    @property
+    def own_threads(self) -> bool:
+        """True when the session's own threads outnumber its cores: they wait for one another, which the kernel
+        reports as waiting like any other process's work would cause."""
+        return 0 < self.cores < self.threads
 
     @property
     def kept(self) -> int:
@@ -337,10 +347,15 @@ class Disturbance:
         """One sentence for a header or status line; ``""`` on a quiet machine."""
         if not self.disturbed:
             return ""
-        said = (
-            f"{self.disturbed} of {self.steps} steps disturbed: other processes or the hypervisor took "
-            f"{100 * self.median_lost:.0f}% of their time (median; worst {100 * self.worst_lost:.0f}%)"
-        )
+        share = f"{100 * self.median_lost:.0f}% of their time (median; worst {100 * self.worst_lost:.0f}%)"
+        if self.own_threads:
+            said = (
+                f"{self.disturbed} of {self.steps} steps disturbed: the session's own {self.threads} threads on "
+                f"{self.cores} cores waited for one another {share}, perhaps other processes too; "
+                f"--threads {self.cores} avoids it"
+            )
+        else:
+            said = f"{self.disturbed} of {self.steps} steps disturbed: other processes or the hypervisor took {share}"
         if not self.kept:
             if not self.left_out:
                 return said + "; none in the statistics' window"

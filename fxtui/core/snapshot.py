@@ -57,6 +57,8 @@ class State(str, enum.Enum):
     WARMING_UP = "warming up"
     RUNNING = "running"
     PAUSED = "paused"
+    STOPPED = "stopped"
+    """The session stopped rerunning by itself (the model raised run after run); a Resume starts it again."""
     ERROR = "error"
     DONE = "done"
 
@@ -258,6 +260,16 @@ class Snapshot(RunFiguresMixin):
     """A distributed job: every rank's steps and phases, which rank is shown, and the straggler."""
     timelines: Mapping[int, list[tuple[str, float, float]]] = field(default_factory=dict)
     """A program's last profile (``State.DONE``): the latest sampled step of each rank, for a trace."""
+
+    def shown_after(self, before: Snapshot | None) -> Snapshot:
+        """What to show when this snapshot follows ``before``: itself, or, when a source that failed after
+        tracing sends one without the graph or without figures (its process died), its state and message over
+        ``before``'s graph and figures, so that what was measured stays on screen beside the failure."""
+        if before is None or before.graph is None:
+            return self
+        if self.graph is None or (self.state is State.ERROR and not self.nodes and before.nodes):
+            return self.keeping_figures_of(before)
+        return self
 
     def keeping_figures_of(self, before: Snapshot) -> Snapshot:
         """This snapshot (a source that failed after tracing sends one without a graph) with the graph and the

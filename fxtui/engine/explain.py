@@ -58,15 +58,20 @@ def analyse(session: Session, *, peaks: bool = True, memory: bool = False) -> tu
                 forward_source=where.forward if where and info.op == "call_module" else "",
             )
         )
-    threads = thread_info()
     graph = dataclasses.replace(
+        with_thread_facts(graph), nodes=tuple(nodes), peaks=measure_peaks(torch.get_num_threads()) if peaks else None
+    )
+    return graph, work
+
+
+def with_thread_facts(graph: GraphInfo) -> GraphInfo:
+    """``graph`` with this process's thread settings, build facts and warnings about them (cheap: no run)."""
+    threads = thread_info()
+    return dataclasses.replace(
         graph,
-        nodes=tuple(nodes),
-        peaks=measure_peaks(torch.get_num_threads()) if peaks else None,
         thread_info=tuple(line for line in threads.lines() if not line.startswith("warning: ")),
         thread_warnings=threads.warnings,
     )
-    return graph, work
 
 
 def annotate(session: Session, *, peaks: bool = True, memory: bool = False) -> None:

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +38,8 @@ from fxtui.core.report import ReportData
 
 def report_json(report: ReportData) -> str:
     """``report`` as JSON text (:meth:`~fxtui.core.report.ReportData.to_dict`)."""
-    return json.dumps(report.to_dict(), indent=1, allow_nan=False, default=_json_default)
+    # A newline at the end, as text files have (``--json /dev/stdout`` leaves the shell's prompt on a line of its own).
+    return json.dumps(report.to_dict(), indent=1, allow_nan=False, default=_json_default) + "\n"
 
 
 def report_csv(report: ReportData) -> str:
@@ -130,7 +132,7 @@ def _json_default(value: Any) -> Any:
 
 def trace_json(report: ReportData) -> str:
     """:func:`chrome_trace` as JSON text."""
-    return json.dumps(chrome_trace(report))
+    return json.dumps(chrome_trace(report)) + "\n"
 
 
 @dataclass(frozen=True)
@@ -239,26 +241,48 @@ def _is_stream(p: Path) -> bool:
         mode = os.stat(p).st_mode  # follows links: what is written into
     except OSError:
         return False  # a new file (or a dangling link: written as a new file where the link points)
-    return not stat.S_ISREG(mode) or _through_descriptor(p)
+    return not stat.S_ISREG(mode) or _descriptor_entry(p) is not None
 
 
-def _through_descriptor(p: Path) -> bool:
-    """True when ``p`` or a link it leads through is an entry of a process's descriptor table (``/proc/N/fd``)."""
+def _descriptor_entry(p: Path) -> tuple[int, int] | None:
+    """(pid, descriptor) when ``p`` or a link it leads through is an entry of a process's descriptor table
+    (``/proc/N/fd/M``; ``/dev/fd`` and ``/proc/self`` lead there)."""
     seen = 0
     current = str(p)
     while seen < 40:  # the kernel's own limit on links followed
         parent = os.path.realpath(os.path.dirname(os.path.abspath(current)))
-        if _FD_DIR.match(parent):
-            return True
+        found = _FD_DIR.match(parent)
+        name = os.path.basename(current)
+        if found and name.isdigit():
+            return int(found.group(1)), int(name)
         if not os.path.islink(current):
-            return False
+            return None
         target = os.readlink(current)
         current = target if os.path.isabs(target) else os.path.join(os.path.dirname(current), target)
         seen += 1
+    return None
+
+
+_FD_DIR = re.compile(r"^/proc/(\d+)/fd$")
+
+
+def names_stdout(paths: Mapping[str, str | None]) -> bool:
+    """True when an export would be written into this process's standard output (``--json /dev/stdout``,
+    ``--json out.json > out.json``): the command then prints its tables on stderr, so the export stays whole."""
+    try:
+        out = os.fstat(1)
+    except OSError:
+        return False
+    for path in paths.values():
+        if not path:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            return True
     return False
-
-
-_FD_DIR = re.compile(r"^/proc/[^/]+/fd$")
 
 
 def _regular_target(p: Path) -> Path:
@@ -277,9 +301,19 @@ def _identity(path: str) -> str:
 
 def _write_straight(p: Path, text: str) -> None:
     data = text.encode("utf-8")
+    entry = _descriptor_entry(p)
     try:
-        # No O_TRUNC on a device or a pipe, and no O_CREAT: the path already names what is written into.
-        fd = os.open(p, os.O_WRONLY)
+        if entry is not None and entry[0] == os.getpid():
+            # One of this process's own descriptors (/dev/stdout, /dev/fd/63): written through it, as a shell
+            # writes into /dev/stdout, so its file offset is shared; opened anew, a file behind it would be
+            # written from its start, over what is already there.
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            fd = os.dup(entry[1])
+        else:
+            # No O_TRUNC on a device or a pipe, and no O_CREAT: the path already names what is written into.
+            fd = os.open(p, os.O_WRONLY)
         try:
             view = memoryview(data)
             while view:

@@ -21,6 +21,10 @@ from fxtui.core.snapshot import Snapshot, State
 from fxtui.engine import explain
 from fxtui.engine.session import Session
 
+#: Runs in a row that may fail before the loop stops rerunning (a model that started to raise would otherwise
+#: be rerun as fast as it fails: 267,882 failed runs and both cores busy, in one report).
+MAX_FAILURES_IN_A_ROW = 5
+
 
 class LiveSource:
     """Runs a session in the calling (worker) thread and publishes snapshots.
@@ -54,6 +58,8 @@ class LiveSource:
         """Set by :meth:`send` as soon as a Stop arrives, so a what-if being measured ends between two pairs."""
         self._paused = False
         self._stopped = False
+        self._failing = 0
+        """Runs in a row that failed; at :data:`MAX_FAILURES_IN_A_ROW` the loop stops until a Resume."""
         self.session: Session | None = None
 
     def send(self, command: Command) -> None:
@@ -78,6 +84,7 @@ class LiveSource:
                     self._paused = True
                 case Resume():
                     self._paused = False
+                    self._failing = 0
                 case Stop():
                     self._stopped = True
                 case Reset():
@@ -89,6 +96,8 @@ class LiveSource:
                 case MeasureWhatIfs(names):
                     what_ifs.extend(names)
         state = State.PAUSED if self._paused else State.RUNNING
+        if not self._paused and self._failing >= MAX_FAILURES_IN_A_ROW:
+            state = State.STOPPED
         if reset:
             session.reset()
             send(session.snapshot(state, message="statistics reset"))
@@ -157,14 +166,14 @@ class LiveSource:
             if self._stopped:
                 break
             done = self.max_runs is not None and session.samples.count >= self.max_runs
-            if self._paused or done:
+            failing = self._failing >= MAX_FAILURES_IN_A_ROW
+            if self._paused or done or failing:
                 if not waiting:
-                    message = "paused" if self._paused else f"done: {session.samples.count} runs"
-                    send(session.snapshot(State.PAUSED if self._paused else State.DONE, message=message))
+                    send(self._idle_snapshot(session, failing))
                 waiting = True  # nothing to run: sleep until a command arrives
                 continue
             waiting = False
-            session.step()
+            self._failing = 0 if session.step() else self._failing + 1
             if session.last_error is not None and session.samples.count == 0:
                 time.sleep(0.1)  # every run fails: do not spin
             now = time.monotonic()
@@ -181,3 +190,13 @@ class LiveSource:
                     explain.annotate(session, memory=True)
                     send(session.snapshot(State.RUNNING))
         send(session.snapshot(State.DONE, message="stopped"))
+
+    def _idle_snapshot(self, session: Session, failing: bool) -> Snapshot:
+        """What the loop says when it stops rerunning: paused, done, or stopped because the model kept raising."""
+        if self._paused:
+            return session.snapshot(State.PAUSED, message="paused")
+        if failing:
+            # Rerunning a model that raises every time only burns the cores; the figures so far stay.
+            message = f"the model raised in {self._failing} runs in a row; figures kept, space reruns"
+            return session.snapshot(State.STOPPED, message=message)
+        return session.snapshot(State.DONE, message=f"done: {session.samples.count} runs")

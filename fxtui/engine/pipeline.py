@@ -15,7 +15,7 @@ import torch
 from fxtui.core.settings import Target
 from fxtui.core.snapshot import State
 from fxtui.engine.capture import capture
-from fxtui.engine.explain import annotate, measure_memory
+from fxtui.engine.explain import annotate, measure_memory, with_thread_facts
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
@@ -114,9 +114,12 @@ def session_for_module(
     if analyse:
         progress(State.TRACING, "measuring work per node and this machine's peaks")
         annotate(session, memory=memory)
-    elif memory:
-        progress(State.TRACING, "measuring memory per node")
-        session.graph = measure_memory(session)
+    else:
+        # Thread facts cost nothing, and a bad thread setup misleads every figure: warned of without --hints too.
+        session.graph = with_thread_facts(session.graph)
+        if memory:
+            progress(State.TRACING, "measuring memory per node")
+            session.graph = measure_memory(session)
     session.setup_seconds = time.perf_counter() - started
     return session
 

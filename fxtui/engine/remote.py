@@ -135,12 +135,19 @@ class ProcessSource:
         if not self._stopped and (last is None or last.state not in (State.DONE, State.ERROR)):
             code = self._process.exitcode
             why = " (killed: perhaps out of memory)" if code == -signal.SIGKILL else ""
+            message = f"the profiling process ended unexpectedly with exit code {code}{why}"
+            if last is None or not last.nodes:
+                publish(Snapshot(graph, State.ERROR, seq=(last.seq + 1) if last else 1, message=message))
+                return
+            # What it measured stays: the last snapshot's figures, said to be final (the app can save them).
             publish(
-                Snapshot(
-                    graph,
-                    State.ERROR,
-                    seq=(last.seq + 1) if last else 1,
-                    message=f"the profiling process ended unexpectedly with exit code {code}{why}",
+                dataclasses.replace(
+                    last,
+                    state=State.ERROR,
+                    seq=last.seq + 1,
+                    error=None,
+                    what_if_progress="",
+                    message=f"{message}; the figures shown are its last and final",
                 )
             )
 
@@ -218,6 +225,20 @@ class Publisher:
         self._send.send(("snapshot", self._packer.pack(snapshot)))
 
 
+def _no_semaphores() -> None:
+    """Keep the child from making named semaphores, which a child that is killed cannot give back.
+
+    ``torch.fx.Interpreter.run`` makes a (disabled) tqdm progress bar, and tqdm's first bar makes a
+    ``multiprocessing`` lock: a named semaphore the resource tracker, shared with the app, takes back when the app
+    ends. After the OOM killer's ``kill -9`` it did so with a "leaked semaphore" warning on the user's terminal.
+    A thread lock does as well here: the child writes no progress bar from other processes.
+    """
+    with contextlib.suppress(ImportError):
+        import tqdm
+
+        tqdm.tqdm.set_lock(threading.RLock())
+
+
 def _child_main(options: ChildOptions, send: Connection, commands: Connection) -> None:
     """The child: build the session, rerun it, send snapshots (graph once), obey commands."""
     # The parent owns the terminal and decides when to stop; Ctrl+C reaching the
@@ -230,6 +251,7 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)
+    _no_semaphores()
     settings = options.settings
     if settings.malloc == "keep":
         from fxtui.engine.allocator import keep_freed_memory

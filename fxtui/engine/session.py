@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import os
 import statistics
 import time
 from array import array
@@ -53,6 +54,14 @@ def thread_limit(threads: int | None) -> Iterator[int]:
         yield torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity mask; the machine's count where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 #: Runs of the uncaptured model timed for reference, one per step, in the first steps.
@@ -202,6 +211,8 @@ class Session:
             left_out=summary.left_out if summary else 0,
             keep=self.keep_disturbed,
             known=self.probe.known,
+            threads=self.graph.threads,
+            cores=_cores(),
         )
 
     @property

@@ -187,7 +187,7 @@ class SampleWindow:
         newest = (self.count - 1) % self.window
         order = [(newest - k) % self.window for k in range(min(filled, RECENT) - 1, -1, -1)]
         # Node by node: each node's recent samples together, as the snapshot's columns keep them.
-        recent = floats(self._buf[order].t() / 1e9)
+        recent = floats(self._buf[order].t().double() / 1e9)
         ratios = paired and bool((eager > 0).all())
         return Summary(
             count=self.count,
@@ -196,8 +196,9 @@ class SampleWindow:
             p90=floats(q[3]),
             q25=floats(q[0]),
             q75=floats(q[2]),
-            min=floats(self._min / 1e9),
-            max=floats(self._max / 1e9),
+            # In float64: an int64 tensor over a float divides in float32, which rounds past 2**24 ns (16.8 ms).
+            min=floats(self._min.double() / 1e9),
+            max=floats(self._max.double() / 1e9),
             recent=recent,
             recent_runs=len(order),
             run=spread_of(runs / 1e9),

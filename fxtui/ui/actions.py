@@ -235,7 +235,18 @@ ACTIONS: tuple[Action, ...] = (
         applies=_running_program,
     ),
     # The app, on every screen. Textual's own Ctrl+C only explains how to quit; in a profiler it should quit.
-    Action("quit", "q", "Quit", APP, "quit (the engine stops, the terminal is left as it was)", priority_keys="ctrl+c"),
+    Action(
+        "save", "E", "Save", APP,
+        "save the figures shown as JSON (what `--json` writes; `fxtui diff` compares two) in the current "
+        "directory, and say where; after the engine ended unexpectedly, or on SIGTERM or SIGHUP, leaving saves "
+        "them too and prints the path",
+        palette="Save the figures", palette_help="Write them as JSON, as --json does",
+    ),
+    Action(
+        "quit", "q", "Quit", APP,
+        "quit (the engine stops, the terminal is left as it was; SIGTERM and SIGHUP leave the same way)",
+        priority_keys="ctrl+c",
+    ),
     Action(
         "help", "question_mark", "Help", APP, "every key; Ctrl+P: the command palette offers the same actions",
         palette="Keys", palette_help="List every key",

@@ -7,6 +7,9 @@ main screen, which applies it in one batch.
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import ClassVar
 
@@ -17,6 +20,7 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from fxtui.core.commands import ShowRank, Stop, StopProgram
+from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.ui.actions import APP, PROFILER_GROUPS, actions, bindings, help_rows, palette_actions, palette_help
 from fxtui.ui.messages import SnapshotReady
@@ -26,6 +30,16 @@ from fxtui.ui.screens.main import MainScreen
 
 #: When each of the app's keys that does not always apply does (the action registry says).
 _APPLIES = {a.name: a.applies for a in actions(APP) if a.applies is not None}
+
+#: Signals that end the app as q does, the terminal restored and the engine stopped: ``kill`` (SIGTERM) and a
+#: terminal that went away (SIGHUP: an SSH connection that dropped). Textual restores the terminal only on its
+#: own way out; left to their default action, these signals left the pane raw (alternate screen, mouse
+#: reporting on, the cursor hidden) and the engine's child running.
+QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+#: Writes a snapshot's figures to a file and returns its path (:class:`FxtuiError` when it cannot).
+Save = Callable[[Snapshot], str]
+
 #: Events that mean the user is at the keyboard or the mouse (not mouse moves: hovering is not input).
 _INPUT = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 
@@ -46,7 +60,7 @@ class FxtuiApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = bindings(APP)
 
-    def __init__(self, source: SnapshotSource, *, title: str = "fxtui") -> None:
+    def __init__(self, source: SnapshotSource, *, title: str = "fxtui", save: Save | None = None) -> None:
         super().__init__()
         self.source = source
         self.title = title
@@ -55,7 +69,15 @@ class FxtuiApp(App[None]):
         self.fatal_error: str | None = None
         """Why the session could not start, when it could not (then the app exits with status 2)."""
         self.main = MainScreen(source, on_fatal=self._fatal)
+        self.save = save
+        """Writes the figures shown to a file (E); None: the app cannot save (a demo, a test)."""
+        self.saved: tuple[int, str] | None = None
+        """The snapshot (its ``seq``) last saved, and where."""
+        self.ended_by: int | None = None
+        """The signal that ended the app (SIGTERM, SIGHUP), when one did; the exit status is then 128 + it."""
         self._source_worker: Worker[None] | None = None
+        self._signals: dict[int, object] = {}
+        """The signals the app handles while it runs, each with the handler it replaced."""
 
     async def on_event(self, event: events.Event) -> None:
         """Input holds live snapshots back for a moment, so the key is drawn first (``pacing.KeysFirst``)."""
@@ -71,6 +93,17 @@ class FxtuiApp(App[None]):
         self._source_worker = self.run_worker(
             self._run_source, thread=True, name="snapshot-source", group="source", exit_on_error=False
         )
+        if threading.current_thread() is threading.main_thread():  # only there can signals be handled
+            loop = asyncio.get_running_loop()
+            for sig in QUIT_SIGNALS:
+                self._signals[sig] = signal.getsignal(sig)
+                loop.add_signal_handler(sig, self._signalled, sig)
+
+    def _signalled(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: leave as q does (the terminal restored, the engine stopped), status 128 + signum."""
+        self.ended_by = signum
+        self.source.send(Stop())
+        self.exit(return_code=128 + signum)
 
     def _run_source(self) -> None:
         """Runs in the worker thread: nothing here may touch a widget."""
@@ -137,6 +170,48 @@ class FxtuiApp(App[None]):
     def on_unmount(self) -> None:
         # However the app ends (an exception included), the session must not keep running.
         self.source.send(Stop())
+        loop = asyncio.get_running_loop()
+        for sig, previous in self._signals.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+        self._signals.clear()
+
+    def savable(self) -> Snapshot | None:
+        """The snapshot E would save: one with figures, when the app can save."""
+        snapshot = self.main.snapshot
+        if self.save is None or snapshot is None or snapshot.graph is None or not snapshot.nodes:
+            return None
+        return snapshot
+
+    def unsaved(self) -> bool:
+        """True when the figures shown have not been saved as they are now."""
+        snapshot = self.savable()
+        return snapshot is not None and (self.saved is None or self.saved[0] != snapshot.seq)
+
+    def save_figures(self) -> str | None:
+        """Save the figures shown (:attr:`save`); returns the path, or None when there is nothing to save."""
+        snapshot = self.savable()
+        if snapshot is None or self.save is None:
+            return None
+        path = self.save(snapshot)
+        self.saved = (snapshot.seq, path)
+        return path
+
+    def action_save(self) -> None:
+        """Write the figures shown as JSON (as --json does) and say where."""
+        try:
+            path = self.save_figures()
+        except FxtuiError as e:
+            self.notify(str(e), title="not saved", severity="error", timeout=8)
+            return
+        if path is not None:
+            self.notify(f"saved to {path}", title="figures saved", timeout=6)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """E shows only when there are figures to save."""
+        if action == "save":
+            return self.savable() is not None
+        return True
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette offers the app's own actions besides Textual's, those that apply now."""

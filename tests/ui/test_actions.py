@@ -72,7 +72,7 @@ def test_every_profiler_action_says_what_it_does_in_the_readme_and_keys_are_not_
 
 async def test_the_palette_offers_every_registered_command_once_they_all_apply() -> None:
     source = FakeSource([error_snapshot(seq=1)])
-    app = FxtuiApp(source)
+    app = FxtuiApp(source, save=lambda snapshot: "saved.json")
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
         await pilot.press("h", "t", "a", "d", "d", "enter")  # below the root, with a type filter

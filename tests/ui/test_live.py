@@ -21,7 +21,6 @@ from fxtui.core.findings import AtenOp, Hint
 from fxtui.core.nodes import GraphBreak
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
@@ -110,11 +109,6 @@ async def test_refresh_keeps_cursor_expansion_sort_and_scroll() -> None:
         assert main.table.sort_key == "p90"
         assert main.table.scroll_y == scroll > 0
         assert "layer2_0_conv1" in tree_entries(main.module_tree)
-
-
-async def test_a_backlog_of_snapshots_collapses_to_the_newest() -> None:
-    older, newer = SnapshotReady(resnet_snapshot(seq=1)), SnapshotReady(resnet_snapshot(seq=2))
-    assert older.can_replace(newer)
 
 
 async def test_an_error_inside_the_model_shows_the_node_and_the_app_stays_usable() -> None:

@@ -18,6 +18,7 @@ import torch
 
 from fxtui.core.errors import FxtuiError
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.memory_limit import check_inputs_fit
 from fxtui.engine.targets.default_inputs import SEED, convert, inputs_from_shapes, own_dtype
 
 #: Accepted ``--dtype`` spellings and the torch dtype each means.
@@ -102,6 +103,8 @@ def load_target(
     if target.startswith(hf.PREFIX):
         if shapes is not None and len(shapes) != 1:
             raise FxtuiError(f"{target} takes one --input-shape (its token ids' or image's), not {len(shapes)}")
+        if shapes is not None:
+            check_inputs_fit(shapes, itemsize=8, dtype="token ids (int64)")  # an image takes less
         module, inputs = hf.load_hf(target[len(hf.PREFIX) :].strip(), hf_config, shapes[0] if shapes else None)
         name, kind = target, "transformers"
         shapes = None  # applied to the default inputs already
@@ -127,6 +130,9 @@ def load_target(
         kind = "module"
 
     if shapes is not None:
+        # Before a byte is allocated: a 40 GB input ended in the allocator's own error, an input that fits the
+        # machine but not the container in a kill (137) without a word.
+        check_inputs_fit(shapes, itemsize=torch_dtype.itemsize, dtype=str(torch_dtype).removeprefix("torch."))
         inputs = Inputs(
             inputs_from_shapes(
                 module, shapes, torch_dtype, name, detection=kind == "detection", examples=inputs.args if inputs else ()

@@ -19,6 +19,7 @@ import torch
 
 from fxtui.core.errors import FxtuiError, exception_text
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.memory_limit import headroom
 from fxtui.engine.targets.default_inputs import SEED
 
 PREFIX = "hf:"
@@ -150,14 +151,9 @@ def _check_fits(params: int, config: Any, name: str) -> None:
 
 
 def _available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    # The memory cgroup's limit counts as much as the machine's memory: past it the process is killed.
+    room = headroom()
+    return room.bytes if room is not None else None
 
 
 def _default_inputs(config: Any, name: str, shape: tuple[int, ...] | None) -> Inputs:

@@ -27,6 +27,13 @@ from fxtui.engine.inputs import Inputs
 _file_counter = itertools.count()
 
 
+def shortened(text: str, limit: int = 80) -> str:
+    """``text`` as a sentence can quote it: cut in the middle, with its length, when longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]}…{text[-limit // 4 :]} ({len(text):,} characters)"
+
+
 def load_attr_target(target: str) -> tuple[torch.nn.Module, Inputs | None, str]:
     """Import or execute the code TARGET names and build its module (and example inputs, when it gives them)."""
     if target.count(":") > 1:
@@ -43,8 +50,8 @@ def load_attr_target(target: str) -> tuple[torch.nn.Module, Inputs | None, str]:
     is_file = where.endswith(".py") or "/" in where or os.sep in where
     if is_file:
         path = Path(where).expanduser()
-        name = f"{path.name}:{attr}"
-        with _on_sys_path(path.resolve().parent):
+        name = f"{shortened(path.name)}:{attr}"
+        with _on_sys_path(path.absolute().parent):
             py_module = _exec_file(path)
             obj = _get_attr(py_module, attr, where)
             module, inputs = _instantiate(obj, name)
@@ -74,9 +81,13 @@ def _on_sys_path(directory: Path) -> Iterator[None]:
 
 
 def _exec_file(path: Path) -> Any:
-    if not path.exists():
+    try:
+        exists, is_file = path.exists(), path.is_file()
+    except OSError as e:  # a name too long for the file system, a path through a file …
+        raise FxtuiError(f"cannot read {shortened(str(path))}: {e.strerror or e}") from None
+    if not exists:
         raise FxtuiError(f"no such file: {path}")
-    if not path.is_file():
+    if not is_file:
         raise FxtuiError(f"{path} is not a file")
     # A unique name: two files both called model.py must not share a sys.modules entry.
     stem = re.sub(r"\W", "_", path.stem)

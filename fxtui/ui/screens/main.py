@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 
-from fxtui.core.commands import Pause, Reset, Resume
+from fxtui.core.commands import Reset
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo, Snapshot, SnapshotSource, State
@@ -40,7 +40,7 @@ from fxtui.ui.widgets.key_bar import KeyBar
 from fxtui.ui.widgets.memory_plot import MemoryPlot
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
-from fxtui.ui.widgets.status_bar import StatusBar, ViewState
+from fxtui.ui.widgets.status_bar import StatusBar, ViewState, toggled_pause
 from fxtui.ui.widgets.step_plot import StepPlot
 
 #: Actions that mean nothing until a graph has been traced.
@@ -161,8 +161,8 @@ class MainScreen(Screen[None]):
         if snapshot.state is State.ERROR and snapshot.graph is None and graph is None:
             self.on_fatal(snapshot.message or "loading the model failed")
             return
-        if snapshot.graph is None and graph is not None and self.snapshot is not None:
-            snapshot = snapshot.keeping_figures_of(self.snapshot)  # the source failed after tracing
+        if graph is not None:
+            snapshot = snapshot.shown_after(self.snapshot)  # a source that failed after tracing keeps its figures
         with self.app.batch_update():
             self.snapshot = snapshot
         self.applied += 1
@@ -307,9 +307,9 @@ class MainScreen(Screen[None]):
         self.spec = view_filter.next_phase(self.spec, view_filter.phases_of(self.graph))
 
     def action_toggle_pause(self) -> None:
-        """Pause the reruns, or resume them."""
-        self.paused = not self.paused
-        self.source.send(Pause() if self.paused else Resume())
+        """Pause the reruns, or resume them (also after the session stopped by itself: the model kept raising)."""
+        self.paused, command = toggled_pause(self.paused, self.snapshot)
+        self.source.send(command)
 
     def action_reset(self) -> None:
         """Forget the statistics so far."""

@@ -24,7 +24,9 @@ def error_text(snapshot: Snapshot | None) -> Text | None:
         hint = " · e: go to it" if node else ""
         return Text(f"✖ error {where}: {error.message}{runs}{hint}")
     if snapshot.state is State.ERROR:
-        return Text(f"✖ {snapshot.message or 'the session stopped with an error'}")
+        # Figures that outlived their session (the engine died) can still be saved.
+        save = " · E: save them" if snapshot.nodes else ""
+        return Text(f"✖ {snapshot.message or 'the session stopped with an error'}{save}")
     return None
 
 

@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from fxtui.core.captures import capture_mode
 from fxtui.core.column_table import column_total
+from fxtui.core.commands import Pause, Resume
 from fxtui.core.snapshot import RunFigures, Snapshot, State
 from fxtui.core.units import format_ratio, format_seconds
 
@@ -39,6 +40,14 @@ def state_text(snapshot: Snapshot | None, paused: bool) -> str:
     return snapshot.state.value
 
 
+def toggled_pause(paused: bool, snapshot: Snapshot | None) -> tuple[bool, Pause | Resume]:
+    """What Space does: the new ``paused`` and the command to send. A session that stopped by itself (the model
+    raised run after run) is not paused by the user: Space resumes it."""
+    if not paused and snapshot is not None and snapshot.state is State.STOPPED:
+        return False, Resume()
+    return not paused, Pause() if not paused else Resume()
+
+
 def fidelity(snapshot: Snapshot) -> float | None:
     """The snapshot's fidelity, summing the node medians from their column (no per-node record is made)."""
     attributed = column_total(snapshot.nodes, "median_s") if snapshot.nodes else None
@@ -49,9 +58,9 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
     """First line: state (first, so a narrow terminal never cuts it), model, inputs, runs, medians, fidelity."""
     text = Text()
     state = state_text(snapshot, paused)
-    text.append(f"● {state}", style="bold reverse" if state in ("paused", "error") else "bold")
+    text.append(f"● {state}", style="bold reverse" if state in ("paused", "stopped", "error") else "bold")
     if snapshot is not None and snapshot.message and snapshot.message != state:
-        text.append(f" {snapshot.message}")
+        text.append(f"{':' if state == 'stopped' else ''} {snapshot.message}")
     graph = snapshot.graph if snapshot is not None else None
     if graph is not None and graph.thread_warnings:
         # Early on the line, so a narrow terminal still shows it: timings under a bad thread setup mislead.
