@@ -97,7 +97,7 @@ def test_the_filter_parsers_split_on_commas_only_and_name_what_they_do_not_know(
     assert parse_phases("backward, forward") == {"backward", "forward"}
     with pytest.raises(ValueError) as unknown_phase:
         parse_phases("forward backward")
-    assert str(unknown_phase.value) == "unknown phase 'forward backward'; choose from forward, backward, optimizer"
+    assert str(unknown_phase.value) == "unknown phase 'forward backward'; choose from forward, backward, optimizer, data, comm, other"
 
 
 def running(seq: int = 1) -> Snapshot:
