@@ -95,6 +95,8 @@ class GraphInfo:
     """The optimizer a training step runs (``SGD(lr=0.001)``)."""
     memory: MemorySummary | None = None
     """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
+    value_warnings: tuple[str, ...] = ()
+    """NaN anywhere, or an inf that reaches an output, in the first run (:mod:`fxtui.core.nonfinite`)."""
 
     @cached_property
     def module_plan(self) -> ModulePlan:

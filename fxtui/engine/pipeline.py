@@ -164,9 +164,7 @@ def make_report(session: Session, *, timeline: bool = True, warnings: tuple[str,
             *warnings,
             f"the loss was NaN or infinite in {session.nonfinite_steps} of {session.samples.count} profiled steps",
         )
-    if session.nonfinite:
-        shown = ", ".join(session.nonfinite[:3]) + (" …" if len(session.nonfinite) > 3 else "")
-        warnings = (*warnings, f"NaN or inf in the output of {len(session.nonfinite)} node(s): {shown}")
+    warnings = (*warnings, *session.graph.value_warnings)
     spans: list[tuple[str, float, float]] = []
     if timeline and session.samples.count:
         run = session.representative_run()

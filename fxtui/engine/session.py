@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import statistics
 import time
 from array import array
@@ -27,6 +28,7 @@ from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.errors import FxtuiError, NodeError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.core.nodes import ModuleStats, NodeStats
+from fxtui.core.nonfinite import nonfinite_warnings
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine import allocator
@@ -36,6 +38,7 @@ from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
 from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
+from fxtui.engine.values import describe_value
 
 
 @contextlib.contextmanager
@@ -92,11 +95,10 @@ class Session:
         self.clock = clock
         with program.running():
             try:
-                self.timer.run(self.inputs.fresh())
+                returned = self.timer.run(self.inputs.fresh())
             except NodeError as e:
                 raise FxtuiError(f"the model does not run on these inputs: {e}") from e
         meta = self.timer.meta or []
-        self.nonfinite = tuple(n for n, m in zip(self.timer.names, meta, strict=False) if not m.finite)
         placeholders = [i for i, p in enumerate(program.nodes) if p.node.op == "placeholder" and p.part.index == 0]
         self.graph: GraphInfo = build_graph_info(
             program,
@@ -106,6 +108,10 @@ class Session:
             threads=torch.get_num_threads(),
             meta=meta,
             calls=list(self.timer.calls),
+        )
+        self.graph = dataclasses.replace(
+            self.graph,
+            value_warnings=nonfinite_warnings(self.graph.nodes, describe_value(returned, check_finite=True).nonfinite),
         )
         self.samples = SampleWindow(len(self.timer.names), window)
         self.failures = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from fxtui.core.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.core.nodes import NodeInfo, NodeStats
+from fxtui.core.nonfinite import values_fact
 from fxtui.core.snapshot import RunError, Snapshot
 from fxtui.core.units import format_bytes, format_pct, format_seconds
 from fxtui.ui.widgets.field_list import FieldList
@@ -33,11 +34,13 @@ def _fields(
     peaks: MachinePeaks | None = None,
     others: Mapping[str, NodeStats] | None = None,
     memory: MemorySummary | None = None,
+    value_warnings: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """Label/value pairs in reading order; fields the engine fills only sometimes appear when present.
 
     ``others`` (every node's statistics) gives the time of a forward node's gradients; ``memory``
-    (the run's memory summary) puts the node's live bytes beside the peak.
+    (the run's memory summary) puts the node's live bytes beside the peak; ``value_warnings`` (the
+    graph's) tells an inf masked before any output from one that reaches an output.
     """
     rows: list[tuple[str, str]] = [
         ("target", info.target),
@@ -47,6 +50,8 @@ def _fields(
         ("inputs", ", ".join(info.input_shapes) or "–"),
         ("output", f"{info.shape or '–'} {info.dtype}".strip()),
     ]
+    if fact := values_fact(info, value_warnings):
+        rows.append(("values", fact))
     if stats is not None and stats.count:
         rows += [
             ("median", f"{format_seconds(stats.median_s)}   {format_pct(stats.pct)} of the run"),
@@ -224,6 +229,7 @@ class DetailPane(VerticalScroll):
             explaining=explaining,
             others=snapshot.nodes,
             memory=graph.memory,
+            value_warnings=graph.value_warnings,
         )
 
     def show(
@@ -237,6 +243,7 @@ class DetailPane(VerticalScroll):
         explaining: bool = False,
         others: Mapping[str, NodeStats] | None = None,
         memory: MemorySummary | None = None,
+        value_warnings: Sequence[str] = (),
     ) -> None:
         """Describe ``info`` (or say that nothing is selected).
 
@@ -266,7 +273,7 @@ class DetailPane(VerticalScroll):
         if error is not None and show_error:
             error_line.update(Text(f"✖ raised: {error.message}"))
         error_line.display = show_error
-        self.fields = _fields(info, stats, peaks, others, memory)
+        self.fields = _fields(info, stats, peaks, others, memory, value_warnings)
         fields_widget.show(self.fields)
         samples = stats.recent if stats is not None else ()
         sparkline.show(samples)
