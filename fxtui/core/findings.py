@@ -175,6 +175,10 @@ class WhatIf:
     """What else the reader should know: the time budget cut the pairs short, outputs not compared …"""
     serial: int = 0
     """Which measurement of the session this was (1, 2 …): a later one of the same name replaces it."""
+    rss_before_bytes: int | None = None
+    """The measuring process's resident memory when the what-if began (None where /proc does not say)."""
+    peak_rss_bytes: int | None = None
+    """Its peak resident memory while the what-if ran: the changed copy, both sides' runs."""
 
     @property
     def measured(self) -> bool:
