@@ -73,7 +73,7 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
         found = graph_break_of(gm)
         if found is not None:
             breaks.append(found)
-        part = GraphPart(gm, namer.name_graph(gm), owner.node_count, len(owner.parts))
+        part = GraphPart(gm, namer.name_graph(gm, outside=namer.caller()), owner.node_count, len(owner.parts))
         owner.parts.append(part)
         return part
 
