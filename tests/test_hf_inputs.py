@@ -23,7 +23,7 @@ from fxtui.engine.targets.hf_inputs import default_inputs, input_hint
 def stand_in(main_input: str, forward: str) -> nn.Module:
     """A module whose forward takes the parameters ``forward`` lists (all keyword, default None)."""
     namespace: dict[str, Any] = {}
-    exec(f"def forward(self, {forward}): return None", namespace)  # noqa: S102 (a signature to inspect)
+    exec(f"def forward(self, {forward}): return None", namespace)  # a signature to inspect
     cls = type("StandIn", (nn.Module,), {"forward": namespace["forward"], "main_input_name": main_input})
     return cls()
 
@@ -113,6 +113,6 @@ def test_a_default_input_that_does_not_run_the_model_says_what_else_it_takes(
 ) -> None:
     pytest.importorskip("transformers")
     code = main(["hf:speecht5", "--hf-config", "encoder_layers=1,decoder_layers=1", "--once", "--runs", "1"])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err
     assert "fxtui gave hf:speecht5 input_values by default; its forward also takes decoder_input_values" in err
