@@ -322,6 +322,8 @@ class Disturbance:
     """Disturbed steps were asked to be kept (``--keep-disturbed``)."""
     known: bool = True
     """False where the kernel does not report waits or steal time: nothing can be said."""
+    median_display: float = 0.0
+    """Median share of a disturbed step's time the display took (the live app drawing on the same cores)."""
 
     @property
     def kept(self) -> int:
@@ -341,9 +343,14 @@ class Disturbance:
         """One sentence for a header or status line; ``""`` on a quiet machine."""
         if not self.disturbed:
             return ""
+        display = round(100 * self.median_display)
+        other = max(0, round(100 * (self.median_lost - self.median_display)))
+        who = [f"the display took {display}%"] if display else []
+        if other or not who:
+            who.append(f"other processes or the hypervisor {'took ' if not who else ''}{other}%")
         said = (
-            f"{self.disturbed} of {self.steps} steps disturbed: other processes or the hypervisor took "
-            f"{100 * self.median_lost:.0f}% of their time (median; worst {100 * self.worst_lost:.0f}%)"
+            f"{self.disturbed} of {self.steps} steps disturbed: {' and '.join(who)} of their time "
+            f"(median; worst {100 * self.worst_lost:.0f}%)"
         )
         if not self.kept:
             if not self.left_out:

@@ -150,6 +150,8 @@ class Session:
         self.disturbed_steps = 0
         self.lost: collections.deque[float] = collections.deque(maxlen=256)
         """Share of the time other work took from each disturbed step, latest steps."""
+        self.display_lost: collections.deque[float] = collections.deque(maxlen=256)
+        """The part of each of those the display (the live app, drawing) took."""
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -189,7 +191,9 @@ class Session:
         if not any(load.disturbed for load in loads):
             return False
         self.disturbed_steps += 1
-        self.lost.append(max(load.lost_share for load in loads))
+        worst = max(loads, key=lambda load: load.lost_share)
+        self.lost.append(worst.lost_share)
+        self.display_lost.append(worst.display_share)
         return True
 
     def disturbance(self, summary: Summary | None = None) -> Disturbance:
@@ -200,6 +204,7 @@ class Session:
             disturbed=self.disturbed_steps,
             median_lost=statistics.median(lost) if lost else 0.0,
             worst_lost=lost[-1] if lost else 0.0,
+            median_display=statistics.median(self.display_lost) if self.display_lost else 0.0,
             used=summary.used if summary else 0,
             in_window=summary.disturbed if summary else 0,
             left_out=summary.left_out if summary else 0,
@@ -271,6 +276,7 @@ class Session:
         self.faults.clear()
         self.samples.reset()
         self.lost.clear()
+        self.display_lost.clear()
         self.steps_read = self.disturbed_steps = 0
         self.nonfinite_steps = 0
         self.failures = 0
