@@ -195,7 +195,7 @@ class OutlineView(ScrollView, can_focus=True):
 
     def _open_branch(self, line: int) -> bool:
         entry = self.entry_at(line)
-        return entry is not None and entry.kind == "module" and self.is_expanded(entry.key)
+        return entry is not None and entry.kind != "node" and self.is_expanded(entry.key)
 
     def action_cursor_up(self) -> None:
         """Move the cursor up a line."""
@@ -227,15 +227,15 @@ class OutlineView(ScrollView, can_focus=True):
             self.entry_selected(entry)
 
     def action_expand_cursor(self) -> None:
-        """Open the module under the cursor."""
+        """Open the module (or group) under the cursor."""
         entry = self.cursor_entry
-        if entry is not None and entry.kind == "module":
+        if entry is not None and entry.kind != "node":
             self.open_branch(entry.key)
 
     def action_collapse_cursor(self) -> None:
         """Close the module under the cursor, or go to its parent."""
         entry = self.cursor_entry
-        if entry is not None and entry.kind == "module" and entry.key and self.is_expanded(entry.key):
+        if entry is not None and entry.kind != "node" and entry.key and self.is_expanded(entry.key):
             self.close_branch(entry.key)
         else:
             self.action_cursor_parent()
@@ -245,7 +245,7 @@ class OutlineView(ScrollView, can_focus=True):
         line = self._line_under(event)
         if line is None or (entry := self.entry_at(line)) is None:
             return
-        if entry.kind == "module" and self._on_icon(line, event):
+        if entry.kind != "node" and self._on_icon(line, event):
             if self.is_expanded(entry.key) and entry.key:
                 self.close_branch(entry.key)
             else:
@@ -362,7 +362,7 @@ class OutlineView(ScrollView, can_focus=True):
             label_style += styles["tree--highlight"]
         if self.cursor_line == line_no:
             label_style += styles["cursor"]
-        if entry.kind == "module":
+        if entry.kind != "node":
             icon = self.ICON_NODE_EXPANDED if self.is_expanded(entry.key) else self.ICON_NODE
             segments.append(Segment(icon, line_style))
         plain = line_style + label_style
