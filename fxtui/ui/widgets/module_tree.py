@@ -313,6 +313,6 @@ class ModuleTree(OutlineView):
         backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0
         # Modules of a training step say how much of their time is backward; nodes have a phase column.
         split = entry.kind == "module" and graph.training
-        width = self.scrollable_content_region.width or 80
+        width = self.line_width or 80
         indent = depth * self.guide_depth + (cell_len(self.ICON_NODE) if entry.kind != "node" else 0)
         return fit_label(name, kind, flag, seconds, share, width, indent, backward_share if split else None)
