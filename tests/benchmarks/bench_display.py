@@ -8,10 +8,13 @@ the app starts it), rounds interleaved so that a drift of the machine reaches ev
 
 * ``headless``: a consumer that only receives the snapshots (nothing draws);
 * ``app idle``: the real app (Textual's headless driver, 160×48) applying and painting every snapshot;
-* ``app keys``: the same, with a cursor key pressed every 200 ms (Down and Up in turn, a Tab every tenth).
+* ``app keys``: the same, with a cursor key pressed every 200 ms (Down and Up in turn, a Tab every tenth);
+* ``… no wait``: the app idle and with keys, the engine not waiting for the display to draw a snapshot
+  before its next step (``LoadProbe.wait_for_display`` off in the child): what drawing between steps buys.
 
-Printed per setting: steps per minute, disturbed steps per minute and their share, and the
-engine's own sentence about them (``disturbance.line()``), after the session's warm-up. The
+Printed per setting: steps per minute, disturbed steps per minute, the median share of a disturbed
+step the display took (``Disturbance.median_display``), and the engine's own sentence about them
+(``disturbance.line()``), after the session's warm-up. The
 load average before and after says whether other work shared the machine. Reads only the
 snapshots, so the same script measures an older fxtui side by side (``PYTHONPATH=<other worktree>``).
 """
@@ -28,13 +31,29 @@ from typing import Any
 
 from fxtui.core.settings import RunSettings, Target, parse_shape
 from fxtui.core.snapshot import Snapshot, State
+from fxtui.engine import remote
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.ui.app import FxtuiApp
+
+_CHILD = remote._child_main
+
+
+def _child_without_waiting(*args: Any) -> None:
+    """The engine's child, not waiting for the display between steps (runs in the child process)."""
+    from fxtui.engine import interference
+    from fxtui.engine import remote as child_remote
+
+    interference.LoadProbe.wait_for_display = lambda self, *a, **k: 0.0  # type: ignore[method-assign]
+    child_remote._child_main(*args)
 
 
 def _counts(snapshot: Snapshot | None) -> tuple[int, int, str]:
     d = snapshot.disturbance if snapshot is not None else None
-    return (d.steps, d.disturbed, d.line()) if d is not None else (0, 0, "")
+    if d is None:
+        return 0, 0, ""
+    display = getattr(d, "median_display", None)  # (an older fxtui does not tell the display apart)
+    said = f"display {100 * display:.1f}% · " if display is not None else ""
+    return d.steps, d.disturbed, said + d.line()
 
 
 class Last:
@@ -79,9 +98,13 @@ def headless(target: Target, seconds: float) -> tuple[float, float, str]:
     return out
 
 
-async def with_app(target: Target, seconds: float, keys: bool) -> tuple[float, float, str]:
+async def with_app(target: Target, seconds: float, keys: bool, wait: bool = True) -> tuple[float, float, str]:
     source = ProcessSource(ChildOptions(RunSettings(target)))
-    source.start()
+    remote._child_main = _CHILD if wait else _child_without_waiting  # type: ignore[assignment]
+    try:
+        source.start()
+    finally:
+        remote._child_main = _CHILD  # type: ignore[assignment]
     last = Last()
     app = FxtuiApp(source)
     original = app._publish
@@ -122,17 +145,19 @@ def main() -> None:
         "headless": lambda: headless(target, args.seconds),
         "app idle": lambda: asyncio.run(with_app(target, args.seconds, keys=False)),
         "app keys": lambda: asyncio.run(with_app(target, args.seconds, keys=True)),
+        "idle, no wait": lambda: asyncio.run(with_app(target, args.seconds, keys=False, wait=False)),
+        "keys, no wait": lambda: asyncio.run(with_app(target, args.seconds, keys=True, wait=False)),
     }
     for r in range(args.rounds):
         for name, run in settings.items():
             steps, disturbed, line = run()
             found.setdefault(name, []).append((steps, disturbed, line))
-            print(f"  round {r + 1} {name:<9} {steps:6.1f} steps/min, {disturbed:6.1f} disturbed/min · {line}")
+            print(f"  round {r + 1} {name:<13} {steps:6.1f} steps/min, {disturbed:6.1f} disturbed/min · {line}")
     print("\nmedians over the rounds:")
     for name, values in found.items():
         steps = statistics.median(v[0] for v in values)
         disturbed = statistics.median(v[1] for v in values)
-        print(f"  {name:<9} {steps:6.1f} steps/min, {disturbed:6.1f} disturbed/min ({100 * disturbed / steps:.0f}%)")
+        print(f"  {name:<13} {steps:6.1f} steps/min, {disturbed:6.1f} disturbed/min ({100 * disturbed / steps:.0f}%)")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
