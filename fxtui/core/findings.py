@@ -175,6 +175,10 @@ class WhatIf:
     """What else the reader should know: the time budget cut the pairs short, outputs not compared …"""
     serial: int = 0
     """Which measurement of the session this was (1, 2 …): a later one of the same name replaces it."""
+    rss_before_bytes: int | None = None
+    """The measuring process's resident memory when the what-if began (None where /proc does not say)."""
+    peak_rss_bytes: int | None = None
+    """Its peak resident memory while the what-if ran: the changed copy, both sides' runs."""
 
     @property
     def measured(self) -> bool:
@@ -328,6 +332,8 @@ class Disturbance:
         """True when the session's own threads outnumber its cores: they wait for one another, which the kernel
         reports as waiting like any other process's work would cause."""
         return 0 < self.cores < self.threads
+    median_display: float = 0.0
+    """Median share of a disturbed step's time the display took (the live app drawing on the same cores)."""
 
     @property
     def kept(self) -> int:
@@ -355,7 +361,15 @@ class Disturbance:
                 f"--threads {self.cores} avoids it"
             )
         else:
-            said = f"{self.disturbed} of {self.steps} steps disturbed: other processes or the hypervisor took {share}"
+            display = round(100 * self.median_display)
+            other = max(0, round(100 * (self.median_lost - self.median_display)))
+            who = [f"the display took {display}%"] if display else []
+            if other or not who:
+                who.append(f"other processes or the hypervisor {'took ' if not who else ''}{other}%")
+            said = (
+                f"{self.disturbed} of {self.steps} steps disturbed: {' and '.join(who)} of their time "
+                f"(median; worst {100 * self.worst_lost:.0f}%)"
+            )
         if not self.kept:
             if not self.left_out:
                 return said + "; none in the statistics' window"

@@ -94,6 +94,9 @@ class NodeInfo:
     page_faults: int | None = None
     """Minor page faults the process took while the node ran, in the memory pass's run: the node that
     touches freshly mapped memory first pays for it."""
+    nonfinite: str = ""
+    """What the node's output held in the first run: ``"nan"`` (a NaN), ``"inf"`` (an infinity, no NaN)
+    or ``""`` (finite values only)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,8 @@ class GraphInfo:
     """The run's memory figures, once the memory pass has run (nodes then carry theirs)."""
     ranks: tuple[int, ...] = ()
     """The ranks of a distributed job (``fxtui run`` of ``torchrun``): the nodes carry every rank's spread."""
+    value_warnings: tuple[str, ...] = ()
+    """NaN anywhere, or an inf that reaches an output, in the first run (:mod:`fxtui.core.nonfinite`)."""
 
     @cached_property
     def module_plan(self) -> ModulePlan:

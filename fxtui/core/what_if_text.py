@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fxtui.core.findings import ModuleChange, NodeChange, WhatIf
-from fxtui.core.units import format_seconds
+from fxtui.core.units import format_bytes, format_seconds
 
 #: How the relative output difference is defined, said once wherever it is shown.
 REL_DIFF_DEFINITION = "max|a−b| ÷ max|a| per floating output"
@@ -76,6 +76,18 @@ def setup_line(result: WhatIf) -> str:
         return f"compile time {format_seconds(result.setup_s)} (the first call)"
     # Under a millisecond nothing was made (the same graphs under a context): not worth a line.
     return f"{format_seconds(result.setup_s)} to make the changed model" if result.setup_s >= 1e-3 else ""
+
+
+def memory_line(result: WhatIf) -> str:
+    """The process's peak resident memory during the what-if against before it ("" when unknown)."""
+    if result.peak_rss_bytes is None:
+        return ""
+    line = f"peak RSS {format_bytes(result.peak_rss_bytes)} during the what-if"
+    if result.rss_before_bytes is not None:
+        grew = result.peak_rss_bytes - result.rss_before_bytes
+        sign = "+" if grew >= 0 else "−"
+        line += f" ({sign}{format_bytes(abs(grew))} over the {format_bytes(result.rss_before_bytes)} before)"
+    return line
 
 
 def ratio(before: float | None, after: float | None) -> str:

@@ -15,7 +15,15 @@ from fxtui.core.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.core.findings import AtenOp, Hint, WhatIf
 from fxtui.core.rows import NodeRow
 from fxtui.core.units import format_pct, format_seconds
-from fxtui.core.what_if_text import module_rows, node_rows, outputs_line, run_line, setup_line, summary
+from fxtui.core.what_if_text import (
+    memory_line,
+    module_rows,
+    node_rows,
+    outputs_line,
+    run_line,
+    setup_line,
+    summary,
+)
 
 
 def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
@@ -80,6 +88,8 @@ def what_if_text(result: WhatIf, top: int | None = 10) -> str:
     lines.append(f"outputs    {outputs_line(result)}")
     if setup := setup_line(result):
         lines.append(f"setup      {setup}")
+    if memory := memory_line(result):
+        lines.append(f"memory     {memory}")
     if result.note:
         lines.append(f"note       {result.note}")
     if not result.nodes:

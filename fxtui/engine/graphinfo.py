@@ -51,6 +51,7 @@ def build_graph_info(
                     node_text=node.format_node() or node.name,
                     shape=m.shape if m else "",
                     dtype=m.dtype if m else "",
+                    nonfinite=m.nonfinite if m else "",
                     input_shapes=input_shapes,
                     module_repr=_module_repr(part.gm, node),
                     graph=part.index,

@@ -47,8 +47,12 @@ class LiveSource:
         interval: float = 0.3,
         max_runs: int | None = None,
         analyse: bool = False,
+        display: int | None = None,
     ) -> None:
         self._build = build
+        self.display = display
+        """The process id of the app showing the snapshots: its drawing is told apart from other work, and
+        the loop lets it draw a snapshot before the next step (:meth:`LoadProbe.wait_for_display`)."""
         self.warmup = warmup
         self.interval = interval
         self.max_runs = max_runs
@@ -155,6 +159,8 @@ class LiveSource:
         from fxtui.engine.whatif.run import what_if_options
 
         session.what_if_options = what_if_options(session)
+        if self.display is not None:
+            session.probe.watch(self.display)
         send(session.snapshot(State.WARMING_UP, message=f"warming up ({self.warmup} runs)"))
         session.warm_up(self.warmup)
         last = 0.0
@@ -183,6 +189,7 @@ class LiveSource:
                 # A 10,000-node snapshot takes ~0.2 s; publish so that freezing statistics
                 # never takes more than a quarter of the loop's time.
                 interval = max(self.interval, 4 * (time.monotonic() - now))
+                session.probe.wait_for_display()  # the app draws it now, not during the next step
                 if not analysed and session.samples.count:
                     analysed = True
                     # The memory pass (about one more run) comes with the analysis: the app's memory

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import Target
 from fxtui.core.snapshot import State
 from fxtui.engine.capture import capture
@@ -91,26 +92,31 @@ def session_for_module(
     else:
         progress(State.TRACING, f"tracing {loaded.name}")
     started = time.perf_counter()
-    program = capture(
-        loaded.module,
-        loaded.inputs,
-        mode=capture_mode,
-        name=loaded.name,
-        train=train,
-        optimizer=optimizer,
-        transformers=transformers,
-    )
-    if program.reason.startswith("symbolic_trace"):
-        progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
-    session = Session(
-        program,
-        loaded.inputs,
-        model=loaded.name,
-        input_desc=loaded.input_desc,
-        dtype=loaded.dtype,
-        window=window,
-        keep_disturbed=keep_disturbed,
-    )
+    try:
+        program = capture(
+            loaded.module,
+            loaded.inputs,
+            mode=capture_mode,
+            name=loaded.name,
+            train=train,
+            optimizer=optimizer,
+            transformers=transformers,
+        )
+        if program.reason.startswith("symbolic_trace"):
+            progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
+        session = Session(
+            program,
+            loaded.inputs,
+            model=loaded.name,
+            input_desc=loaded.input_desc,
+            dtype=loaded.dtype,
+            window=window,
+            keep_disturbed=keep_disturbed,
+        )
+    except FxtuiError as e:
+        if not loaded.input_hint:
+            raise
+        raise FxtuiError(f"{e}; {loaded.input_hint}") from e
     if analyse:
         progress(State.TRACING, "measuring work per node and this machine's peaks")
         annotate(session, memory=memory)
@@ -167,9 +173,7 @@ def make_report(session: Session, *, timeline: bool = True, warnings: tuple[str,
             *warnings,
             f"the loss was NaN or infinite in {session.nonfinite_steps} of {session.samples.count} profiled steps",
         )
-    if session.nonfinite:
-        shown = ", ".join(session.nonfinite[:3]) + (" …" if len(session.nonfinite) > 3 else "")
-        warnings = (*warnings, f"NaN or inf in the output of {len(session.nonfinite)} node(s): {shown}")
+    warnings = (*warnings, *session.graph.value_warnings)
     spans: list[tuple[str, float, float]] = []
     if timeline and session.samples.count:
         run = session.representative_run()

@@ -271,6 +271,7 @@ def _child_main(options: ChildOptions, send: Connection, commands: Connection) -
         warmup=settings.warmup,
         interval=options.interval,
         analyse=True,
+        display=os.getppid(),  # the app that started this process draws on the same cores
     )
     publish = Publisher(send)
 

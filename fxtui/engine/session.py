@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import os
 import statistics
@@ -29,6 +30,7 @@ from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.errors import FxtuiError, NodeError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.core.nodes import ModuleStats, NodeStats
+from fxtui.core.nonfinite import nonfinite_warnings
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.engine import allocator
@@ -38,6 +40,7 @@ from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
 from fxtui.engine.stats import SampleWindow, Summary
 from fxtui.engine.timing import Clock, ProgramTimer
+from fxtui.engine.values import describe_value
 
 
 @contextlib.contextmanager
@@ -103,11 +106,10 @@ class Session:
         self.clock = clock
         with program.running():
             try:
-                self.timer.run(self.inputs.fresh())
+                returned = self.timer.run(self.inputs.fresh())
             except NodeError as e:
                 raise FxtuiError(f"the model does not run on these inputs: {e}") from e
         meta = self.timer.meta or []
-        self.nonfinite = tuple(n for n, m in zip(self.timer.names, meta, strict=False) if not m.finite)
         placeholders = [i for i, p in enumerate(program.nodes) if p.node.op == "placeholder" and p.part.index == 0]
         described: dict[str, Any] = dict(
             model=model,
@@ -119,6 +121,10 @@ class Session:
             self.graph: GraphInfo = program.describe(self.timer, **described)
         else:
             self.graph = build_graph_info(program, meta=meta, calls=list(self.timer.calls), **described)
+        self.graph = dataclasses.replace(
+            self.graph,
+            value_warnings=nonfinite_warnings(self.graph.nodes, describe_value(returned, check_finite=True).nonfinite),
+        )
         self.samples = SampleWindow(len(self.timer.names), window)
         self.failures = 0
         self.last_error: RunError | None = None
@@ -156,6 +162,8 @@ class Session:
         self.disturbed_steps = 0
         self.lost: collections.deque[float] = collections.deque(maxlen=256)
         """Share of the time other work took from each disturbed step, latest steps."""
+        self.display_lost: collections.deque[float] = collections.deque(maxlen=256)
+        """The part of each of those the display (the live app, drawing) took."""
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -195,7 +203,9 @@ class Session:
         if not any(load.disturbed for load in loads):
             return False
         self.disturbed_steps += 1
-        self.lost.append(max(load.lost_share for load in loads))
+        worst = max(loads, key=lambda load: load.lost_share)
+        self.lost.append(worst.lost_share)
+        self.display_lost.append(worst.display_share)
         return True
 
     def disturbance(self, summary: Summary | None = None) -> Disturbance:
@@ -206,6 +216,7 @@ class Session:
             disturbed=self.disturbed_steps,
             median_lost=statistics.median(lost) if lost else 0.0,
             worst_lost=lost[-1] if lost else 0.0,
+            median_display=statistics.median(self.display_lost) if self.display_lost else 0.0,
             used=summary.used if summary else 0,
             in_window=summary.disturbed if summary else 0,
             left_out=summary.left_out if summary else 0,
@@ -279,6 +290,7 @@ class Session:
         self.faults.clear()
         self.samples.reset()
         self.lost.clear()
+        self.display_lost.clear()
         self.steps_read = self.disturbed_steps = 0
         self.nonfinite_steps = 0
         self.failures = 0

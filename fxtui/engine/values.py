@@ -1,4 +1,4 @@
-"""What a node's output looks like, for display: its shape and dtype as text, and whether it is finite.
+"""What a node's output looks like, for display: its shape and dtype as text, and whether it holds NaN or inf.
 
 Recorded by the timing interpreter on its first run (outside the timed regions), kept per node
 in the graph description (``NodeInfo.shape``, ``dtype``).
@@ -6,6 +6,7 @@ in the graph description (``NodeInfo.shape``, ``dtype``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,27 +19,39 @@ class ValueMeta:
 
     shape: str
     dtype: str
-    finite: bool = True
+    nonfinite: str = ""
+    """``"nan"`` when the value holds a NaN, else ``"inf"`` when it holds an infinity, else ``""``."""
+
+    @property
+    def finite(self) -> bool:
+        """True when every element is finite."""
+        return not self.nonfinite
+
+
+def _worst(parts: Iterable[ValueMeta]) -> str:
+    """NaN over inf over finite: what a nested value holds at worst."""
+    kinds = {p.nonfinite for p in parts}
+    return "nan" if "nan" in kinds else "inf" if "inf" in kinds else ""
 
 
 def describe_value(value: Any, check_finite: bool = False) -> ValueMeta:
     """Describe a node's output: ``5×64×56×56`` for a tensor, ``(a, b)`` for tuples."""
     if isinstance(value, torch.Tensor):
-        finite = True
-        if check_finite and value.is_floating_point() and value.numel():
-            finite = _all_finite(value)
-        return ValueMeta("×".join(str(d) for d in value.shape) or "scalar", _dtype_name(value.dtype), finite)
+        nonfinite = ""
+        if check_finite and (value.is_floating_point() or value.is_complex()) and value.numel():
+            nonfinite = _nonfinite(value)
+        return ValueMeta("×".join(str(d) for d in value.shape) or "scalar", _dtype_name(value.dtype), nonfinite)
     if isinstance(value, (tuple, list)):
         parts = [describe_value(v, check_finite) for v in value]
         open_, close = ("(", ")") if isinstance(value, tuple) else ("[", "]")
         shown = ", ".join(p.shape for p in parts[:4]) + (", …" if len(parts) > 4 else "")
         dtypes = sorted({p.dtype for p in parts if p.dtype})
-        return ValueMeta(open_ + shown + close, ",".join(dtypes), all(p.finite for p in parts))
+        return ValueMeta(open_ + shown + close, ",".join(dtypes), _worst(parts))
     if isinstance(value, dict):
         entries = {k: describe_value(v, check_finite) for k, v in value.items()}
         shown = ", ".join(f"{k}: {p.shape}" for k, p in list(entries.items())[:4])
         dtypes = sorted({p.dtype for p in entries.values() if p.dtype})
-        return ValueMeta("{" + shown + "}", ",".join(dtypes), all(p.finite for p in entries.values()))
+        return ValueMeta("{" + shown + "}", ",".join(dtypes), _worst(entries.values()))
     if value is None:
         return ValueMeta("None", "")
     if isinstance(value, (int, float, bool)):
@@ -48,17 +61,19 @@ def describe_value(value: Any, check_finite: bool = False) -> ValueMeta:
     return ValueMeta(type(value).__name__, "")
 
 
-def _all_finite(value: torch.Tensor) -> bool:
-    """Whether every element of ``value`` is finite.
+def _nonfinite(value: torch.Tensor) -> str:
+    """``"nan"`` when ``value`` holds a NaN, else ``"inf"`` when it holds an infinity, else ``""``.
 
     A NaN or an infinity anywhere makes the sum NaN or infinite, so a finite sum settles
     it in one reduction; only a non-finite sum (which an overflow can also cause) needs the
-    element-wise test. Measured on BERT-base's 511 outputs and lifted weights: 0.02 s
+    element-wise tests. Measured on BERT-base's 511 outputs and lifted weights: 0.02 s
     against 0.6 s for ``isfinite(value).all()`` alone.
     """
     if bool(torch.isfinite(value.sum())):
-        return True
-    return bool(torch.isfinite(value).all())
+        return ""
+    if bool(torch.isnan(value).any()):
+        return "nan"
+    return "inf" if bool(torch.isinf(value).any()) else ""
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -176,6 +176,13 @@ ACTIONS: tuple[Action, ...] = (
         palette="Toggle detail pane", palette_help="Show or hide the detail pane", needs_graph=True,
     ),
     Action(
+        # The app's: a preference kept for the session, whatever screen is shown.
+        "app.tree_order", "g", "Tree order", MAIN,
+        "tree: siblings in graph order, or slowest first; kept for the session (a module's direct ops that "
+        "take little time are folded into one line, `34 small ops`, which → or Enter opens)", show=False,
+        palette="Tree order", palette_help="Siblings in graph order or slowest first", needs_graph=True,
+    ),
+    Action(
         "explain", "x", "Explain node", MAIN, "which aten operators the selected node runs, and their share of it",
         palette="Explain node", palette_help="Break the selected node down into aten operators", needs_graph=True,
         applies=_model,

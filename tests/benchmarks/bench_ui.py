@@ -151,7 +151,7 @@ class PaintMeter:
 async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str, list[tuple[float, float, float]]]:
     """Press each kind of key ``presses`` times (filter keys half as often); (wall, CPU, GC) seconds per kind."""
     main = app.main
-    for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter"):
+    for name in ("select_node", "set_scope", "action_toggle_detail", "_refilter", "set_focus"):
         setattr(main, name, meter.mark(getattr(main, name)))
     table, tree, prompt = main.table, main.module_tree, main.filter_input
     table.sort_by = meter.mark(table.sort_by)  # type: ignore[method-assign]
@@ -182,6 +182,8 @@ async def press_keys(app: FxtuiApp, meter: PaintMeter, presses: int) -> dict[str
         await asyncio.sleep(0.05)
         await press("tree down", "down")
         await press("tree up", "up")
+        await press("tab (tree → table)", "tab")
+        await press("shift+tab (→ tree)", "shift+tab")
         if module is not None and i % 4 == 0:
             main.set_scope("", reveal=False)  # so that Enter changes the view (a key that shows nothing has no paint)
             tree.reveal(Entry("module", module))

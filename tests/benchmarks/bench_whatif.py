@@ -7,17 +7,26 @@ ratio, and the largest node changes. Figures are printed, never asserted: the ma
 and the load average is printed before and after so a noisy run shows as one.
 
     python tests/benchmarks/bench_whatif.py [--pairs N] [--batch B] [--only NAME,…]
+    python tests/benchmarks/bench_whatif.py --memory [--layers 12] [--pairs 2]
 
 resnet18 has a single Linear layer, so int8-dynamic runs on a three-layer MLP (1024 wide, batch 64)
 instead, where the Linear layers are the whole model.
+
+``--memory`` prints what each what-if costs in resident memory on a large model (an MLP of
+``--layers`` 4096×4096 Linear layers, 64 MiB of weights each, captured with torch.fx and with
+TorchDynamo): the process's RSS before the what-if, its peak during it (the kernel's high-water
+mark, reset through /proc/self/clear_refs) and after it. It reads /proc itself, so the same
+script measures an older fxtui side by side (``PYTHONPATH=<other worktree> python …``).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -82,12 +91,64 @@ def measure(session: Session, names: tuple[str, ...], pairs: int) -> None:
             maxpool_line(result)
 
 
+def _rss(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:,.0f} MiB"
+
+
+def memory(layers: int, pairs: int) -> None:
+    """Peak RSS of each what-if on an MLP of ``layers`` 4096×4096 Linear layers, fx and TorchDynamo captures."""
+    torch.manual_seed(0)
+    blocks: list[nn.Module] = []
+    for _ in range(layers):
+        blocks += [nn.Linear(4096, 4096), nn.ReLU()]
+    mlp = nn.Sequential(*blocks).eval()
+    weights = sum(p.numel() * p.element_size() for p in mlp.parameters())
+    print(f"\nMLP of {layers} Linear(4096, 4096): {mib(weights)} of parameters, batch 8, at most {pairs} pairs")
+    print(f"  {'capture':<8}{'what-if':<14}{'RSS before':>12}{'peak during':>13}{'peak − before':>15}{'after':>11}")
+    for capture in ("fx", "dynamo"):
+        session = session_for_module(
+            loaded_from_module(mlp, torch.randn(8, 4096), "mlp"), analyse=False, capture_mode=capture
+        )
+        session.warm_up(1)
+        for name in ("threads=1", "bf16", "int8-dynamic", "compile"):
+            gc.collect()
+            before = _rss("VmRSS")
+            try:
+                Path("/proc/self/clear_refs").write_text("5")
+            except OSError:
+                print("  (cannot reset the peak: /proc/self/clear_refs refused)")
+            (result,) = run_what_ifs(session, [name], pairs=pairs, progress=progress)
+            print("\r\x1b[K", end="", file=sys.stderr)
+            peak = _rss("VmHWM")
+            gc.collect()
+            after = _rss("VmRSS")
+            error = f"  ({result.error[:60]})" if result.error else ""
+            figures = f"{mib(before):>12}{mib(peak):>13}{mib(peak - before):>15}{mib(after):>11}"
+            print(f"  {capture:<8}{name:<14}{figures}{error}")
+        del session
+        gc.collect()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=MAX_PAIRS, help=f"at most this many pairs (default {MAX_PAIRS})")
     parser.add_argument("--batch", type=int, default=5)
     parser.add_argument("--only", help="what-ifs to run, comma separated (default: all)")
+    parser.add_argument("--memory", action="store_true", help="peak RSS of each what-if on a large MLP")
+    parser.add_argument("--layers", type=int, default=12, help="with --memory: Linear(4096, 4096) layers")
     args = parser.parse_args()
+    if args.memory:
+        print(f"torch {torch.__version__}; load average {os.getloadavg()[0]:.2f}")
+        memory(args.layers, min(args.pairs, 3) if args.pairs != MAX_PAIRS else 2)
+        print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+        return
     only = set(args.only.split(",")) if args.only else None
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "

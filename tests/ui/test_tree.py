@@ -7,6 +7,7 @@ from fakes import FakeSource, settle, tree_cursor, tree_entries
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_medians, resnet18_rows
 from fxtui.ui.widgets.module_tree import Entry, bar, op_label, short_node_name
+from fxtui.ui.widgets.outline_view import GUTTER
 
 
 def test_short_names_drop_what_the_branch_already_says() -> None:
@@ -79,7 +80,7 @@ async def test_clicking_a_leaf_outside_the_scope_widens_the_scope() -> None:
 
 def _tree_screen_lines(app: FxtuiApp) -> list[str]:
     tree = app.main.module_tree
-    return [tree.render_line(y).text.rstrip() for y in range(tree.size.height)]
+    return [tree.render_line(y).text[GUTTER:].rstrip() for y in range(tree.size.height)]
 
 
 async def test_backspace_from_a_branch_opened_to_reveal_goes_up_one_module_not_to_the_last_line() -> None:
@@ -124,12 +125,12 @@ async def test_clicking_an_open_branch_icon_closes_it_and_the_cursor_inside_move
         await pilot.pause()
         line = tree.line_of(Entry("module", "layer1"))
         assert line is not None and tree.is_expanded("layer1")
-        await pilot.click("#tree", offset=(3, line))  # on "▼"
+        await pilot.click("#tree", offset=(GUTTER + 3, line))  # on "▼", after the focus gutter
         await pilot.pause()
         assert not tree.is_expanded("layer1")
         assert tree_cursor(tree) == Entry("module", "layer1")
         assert app.main.scope == "" and app.main.selected == "layer1_0_conv2"
-        await pilot.click("#tree", offset=(3, line))  # "▶" opens it again
+        await pilot.click("#tree", offset=(GUTTER + 3, line))  # "▶" opens it again
         await pilot.pause()
         assert tree.is_expanded("layer1")
 

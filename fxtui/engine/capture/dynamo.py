@@ -21,6 +21,7 @@ import logging
 import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -54,19 +55,26 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
     started = time.perf_counter()
     program = Program(capture="dynamo", root=module, call=lambda given: None, reason=reason)
     program.reference = lambda given: given.call(module)
-    namer = Namer(module)
+    # TorchDynamo keeps every backend it was given for as long as the process lives (its guards check
+    # which backend compiled a graph). The backend therefore holds the program weakly and lets go of
+    # the namer (and with it the module) once the capture is sealed: a what-if's captured copy is
+    # freed when the what-if ends, not kept for the rest of the session.
+    held = weakref.ref(program)
+    namer: Namer | None = Namer(module)
     breaks: list[GraphBreak] = []
     sealed = False
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
-        if sealed:
-            program.late_graphs += 1
+        owner = held()
+        if sealed or owner is None or namer is None:
+            if owner is not None:
+                owner.late_graphs += 1
             return gm.forward
         found = graph_break_of(gm)
         if found is not None:
             breaks.append(found)
-        part = GraphPart(gm, namer.name_graph(gm), program.node_count, len(program.parts))
-        program.parts.append(part)
+        part = GraphPart(gm, namer.name_graph(gm, outside=namer.caller()), owner.node_count, len(owner.parts))
+        owner.parts.append(part)
         return part
 
     raise_recompile_limit(torch._dynamo.config)
@@ -92,8 +100,10 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
         raise FxtuiError(
             f"TorchDynamo captured no graph of {name}: its forward runs no torch operation TorchDynamo can record"
         )
+    assert namer is not None
     program.module_paths = namer.paths
     program.module_classes = namer.classes
+    namer = None
     program.breaks = tuple(breaks)
     program.seconds = time.perf_counter() - started
     return program

@@ -4,6 +4,7 @@ for TorchDynamo and AOTAutograd graphs, a stable display name and module path pe
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 
 import torch
@@ -78,13 +79,24 @@ class Namer:
         stack: str = "nn_module_stack",
         mark: str = "",
         placeholders: PlaceholderNames | None = None,
+        outside: str = "",
     ) -> list[str]:
-        """One unique display name per node of ``gm``; ``mark`` prefixes operation labels (``∇`` for gradients)."""
+        """One unique display name per node of ``gm``; ``mark`` prefixes operation labels (``∇`` for gradients).
+
+        ``outside`` is the module charged with nodes that have no module stack at all (``""``: the root):
+        a function outside every module's forward that TorchDynamo compiled as a frame of its own
+        belongs to the module whose forward called it (:meth:`caller`).
+        """
         names = []
         for node in gm.graph.nodes:
             given = placeholders(node) if placeholders is not None and node.op == "placeholder" else None
             if given is not None:
                 (path, label), cls = given, ""
+            elif outside and not node.meta.get(stack):
+                path, cls = outside, ""
+                label = self.label(gm, node)
+                if node.op not in ("placeholder", "output"):
+                    label = mark + label
             else:
                 path, cls = self.module_of(node, stack)
                 label = self.label(gm, node)
@@ -94,6 +106,23 @@ class Namer:
             self.paths[names[-1]] = path
             self._add_class(path, cls)
         return names
+
+    def caller(self) -> str:
+        """The module whose forward is running now: the innermost frame on the stack whose ``self`` is one
+        of the root's modules (``""`` for the root, or when none is).
+
+        TorchDynamo compiles a frame before it runs, so while a backend receives the graph of a function
+        outside every module (``BoxCoder.decode`` after a graph break in the RPN's forward) the frames on
+        the stack are its callers'.
+        """
+        frame = sys._getframe(1)
+        by_id = self.by_id
+        while frame is not None:
+            owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
+            if owner is not None and (path := by_id.get(str(id(owner)))) is not None:
+                return path
+            frame = frame.f_back  # type: ignore[assignment]
+        return ""
 
     def module_of(self, node: Node, stack: str = "nn_module_stack") -> tuple[str, str]:
         """The module path a node runs in and the module's class name; ``("", "")`` for the root."""

@@ -52,6 +52,9 @@ class LoadedModel:
     kind: str = "module"
     """What was loaded: ``classification``, ``segmentation``, ``detection``, ``video``,
     ``optical_flow`` for torchvision models, ``transformers``, ``module`` otherwise."""
+    input_hint: str = ""
+    """For inputs fxtui made up (a transformers model's): what was given and what else the model takes,
+    added to the sentence when they do not run it."""
 
     @property
     def input_desc(self) -> tuple[str, ...]:
@@ -87,6 +90,7 @@ def load_target(
     fix raises :class:`FxtuiError`.
     """
     from fxtui.engine.targets import hf
+    from fxtui.engine.targets.hf_inputs import input_hint
     from fxtui.engine.targets.submodule import select_submodule
     from fxtui.engine.targets.torchvision import load_torchvision
     from fxtui.engine.targets.user_code import load_attr_target
@@ -100,6 +104,7 @@ def load_target(
     # Seeded so the random weights (and so the timings' inputs) are the same each run.
     torch.manual_seed(SEED)
     inputs: Inputs | None
+    hint = ""
     if target.startswith(hf.PREFIX):
         if shapes is not None and len(shapes) != 1:
             raise FxtuiError(f"{target} takes one --input-shape (its token ids' or image's), not {len(shapes)}")
@@ -107,6 +112,7 @@ def load_target(
             check_inputs_fit(shapes, itemsize=8, dtype="token ids (int64)")  # an image takes less
         module, inputs = hf.load_hf(target[len(hf.PREFIX) :].strip(), hf_config, shapes[0] if shapes else None)
         name, kind = target, "transformers"
+        hint = input_hint(module, name, inputs)
         shapes = None  # applied to the default inputs already
     elif ":" in target:
         module, inputs, name = load_attr_target(target)
@@ -141,5 +147,10 @@ def load_target(
     elif inputs is None:
         raise FxtuiError(f"{name} comes without example inputs; give their shapes with --input-shape, e.g. 1,3,224,224")
     return LoadedModel(
-        module=module, inputs=inputs, name=name, dtype=str(torch_dtype).removeprefix("torch."), kind=kind
+        module=module,
+        inputs=inputs,
+        name=name,
+        dtype=str(torch_dtype).removeprefix("torch."),
+        kind=kind,
+        input_hint=hint if not submodule else "",
     )

@@ -21,10 +21,9 @@ from fxtui.core.errors import FxtuiError, exception_text
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.memory_limit import headroom
 from fxtui.engine.targets.default_inputs import SEED
+from fxtui.engine.targets.hf_inputs import default_inputs
 
 PREFIX = "hf:"
-#: Token ids per sequence of the default text input.
-TEXT_LENGTH = 128
 #: Refuse a model whose parameters take more than this share of the memory available now:
 #: the rest is needed for activations, the statistics and the app.
 MEMORY_SHARE = 0.6
@@ -67,7 +66,7 @@ def load_hf(
     if module is None:
         torch.manual_seed(SEED)
         module = _build(transformers, config, name)
-    return module.eval(), _default_inputs(config, name, shape)
+    return module.eval(), default_inputs(module, config, name, shape)
 
 
 def _build(transformers: Any, config: Any, name: str, device: str | None = None) -> torch.nn.Module:
@@ -154,26 +153,3 @@ def _available_bytes() -> int | None:
     # The memory cgroup's limit counts as much as the machine's memory: past it the process is killed.
     room = headroom()
     return room.bytes if room is not None else None
-
-
-def _default_inputs(config: Any, name: str, shape: tuple[int, ...] | None) -> Inputs:
-    """Token ids (1×128) for a text model, an image for a vision model; ``shape`` overrides the size."""
-    gen = torch.Generator().manual_seed(SEED)
-    if isinstance(getattr(config, "vocab_size", None), int) and config.vocab_size > 0:
-        limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-        size = shape or (1, min(TEXT_LENGTH, limit) if isinstance(limit, int) and limit > 0 else TEXT_LENGTH)
-        ids = torch.randint(0, config.vocab_size, size, generator=gen)
-        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-        if getattr(config, "is_encoder_decoder", False):
-            kwargs["decoder_input_ids"] = ids.clone()
-        return Inputs((), kwargs)
-    image_size = getattr(config, "image_size", None)
-    if image_size is not None:
-        side = image_size if isinstance(image_size, int) else image_size[0]
-        channels = getattr(config, "num_channels", 3)
-        size = shape or (1, channels, side, side)
-        return Inputs((), {"pixel_values": torch.randn(size, generator=gen)})
-    raise FxtuiError(
-        f"fxtui has no default input for {name}; build it in a file and name the factory "
-        "(path/file.py:make returning (model, args, kwargs))"
-    )

@@ -3,9 +3,11 @@
 A variant is a :class:`~fxtui.engine.capture.program.Program` wherever the change keeps
 the model a graph, so both sides are timed node by node and matched by node name:
 
-* ``channels-last`` and ``int8-dynamic`` change a deep copy of the captured module and
+* ``channels-last`` and ``int8-dynamic`` change a copy of the captured module and
   capture it again with the session's capture mode (the same names come back: the copy
-  has the same module tree and code);
+  has the same module tree and code). The copy shares every parameter and buffer the change
+  does not rewrite (:mod:`fxtui.engine.whatif.sharing`): a what-if costs the memory of what it
+  changes, not another model;
 * ``fold-bn`` rewrites a copy of the fx graph (the BatchNorm nodes are gone, the
   convolutions keep their names);
 * ``threads=N`` and ``bf16`` keep the graphs and run them under a context (a thread count,
@@ -19,11 +21,10 @@ whole. Nothing here changes the session's own model or inputs.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -158,8 +159,11 @@ _CHECKS: dict[str, Callable[[Session], str]] = {
 
 
 def _copy(session: Session) -> nn.Module:
+    """The session's model as modules of its own that share its parameters and buffers."""
+    from fxtui.engine.whatif.sharing import copy_sharing_tensors
+
     try:
-        return copy.deepcopy(session.program.root)
+        return copy_sharing_tensors(session.program.root)
     except Exception as e:
         raise CannotApply(f"the model cannot be copied to change it ({type(e).__name__}: {e})") from e
 
@@ -193,8 +197,14 @@ def _threads(session: Session, n: int) -> Variant:
 
 
 def _channels_last(session: Session) -> Variant:
+    from fxtui.engine.whatif.sharing import replace_tensors
+
     started = time.perf_counter()
-    model = _copy(session).to(memory_format=torch.channels_last)
+    model = _copy(session)
+    # As Module.to(memory_format=torch.channels_last) would, but in the copy only: the 4-D weights
+    # are new tensors, everything else stays shared. Converting the inputs alone (sharing every
+    # weight) is not the same change: each convolution then reorders its weight on every call.
+    replace_tensors(model, lambda t: t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else None)
 
     def nhwc(t: torch.Tensor) -> torch.Tensor:
         return t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 and t.is_floating_point() else t
@@ -270,23 +280,55 @@ def _fold_bn(session: Session) -> Variant:
     )
 
 
+@contextlib.contextmanager
+def _fast_path_off() -> Iterator[None]:
+    """nn.TransformerEncoder(Layer) and nn.MultiheadAttention without their fused inference kernels."""
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+
+
 def _int8_dynamic(session: Session) -> Variant:
     started = time.perf_counter()
     model = _copy(session)
     count = len(_linears(model))
+    # TransformerEncoderLayer's fast path hands its nn.Linear weights to one fused kernel, which takes
+    # float tensors only: on the quantized copy it fails (a quantized Linear's weight is a method). The
+    # copy runs with the fast path off, and the title says so.
+    fast_path = any(isinstance(m, nn.TransformerEncoderLayer) for m in model.modules())
+    context: Context = _fast_path_off if fast_path else contextlib.nullcontext
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.ao.quantization announces its move to torchao on every call
         try:
             torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=True)
         except Exception as e:
             raise CannotApply(f"dynamic int8 quantization failed: {type(e).__name__}: {_first_line(e)}") from e
+    title = (
+        f"dynamic int8 quantization of {count} nn.Linear layer{'s' if count != 1 else ''} "
+        "(torch.ao.quantization.quantize_dynamic: int8 weights, activations quantized per batch)"
+    )
+    if fast_path:
+        title += (
+            "; the copy runs with nn.TransformerEncoderLayer's fast path off (its fused kernel takes float weights)"
+        )
+    if session.program.mode.guards:
+        # TorchDynamo cannot record a quantized Linear (its packed weights are a script object): each one
+        # breaks the graph and runs outside every node, so per node the Linear layers would look gone.
+        return Variant(
+            title=title + "; measured whole: TorchDynamo cannot record quantized Linear layers",
+            inputs=session.inputs,
+            call=lambda given: given.call(model),
+            context=context,
+            setup_s=time.perf_counter() - started,
+        )
+    with warnings.catch_warnings(), context():
+        warnings.simplefilter("ignore")
         program = recapture(session, model, session.inputs)
     return Variant(
-        title=f"dynamic int8 quantization of {count} nn.Linear layer{'s' if count != 1 else ''} "
-        "(torch.ao.quantization.quantize_dynamic: int8 weights, activations quantized per batch)",
-        inputs=session.inputs,
-        program=program,
-        setup_s=time.perf_counter() - started,
+        title=title, inputs=session.inputs, program=program, context=context, setup_s=time.perf_counter() - started
     )
 
 

@@ -8,12 +8,12 @@ pairs and builds the fused graph so the lead's profiler can time both.
 
 from __future__ import annotations
 
-import copy
-
 import torch
 import torch.fx
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+from fxtui.engine.whatif.sharing import copy_sharing_tensors
 
 _PAIRS: tuple[tuple[type[nn.Module], type[nn.Module]], ...] = (
     (nn.Conv1d, nn.BatchNorm1d),
@@ -61,9 +61,11 @@ def fuse_conv_bn(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list[t
 
     The original is left untouched. In the copy each fused convolution keeps its
     node name and module path; the BatchNorm nodes and modules are gone. Returns
-    the copy and the ``(conv, bn)`` node-name pairs that were fused.
+    the copy and the ``(conv, bn)`` node-name pairs that were fused. The copy shares the
+    original's parameters and buffers except the fused convolutions' own.
     """
-    fused = copy.deepcopy(gm)
+    fused = copy_sharing_tensors(gm)
+    assert isinstance(fused, torch.fx.GraphModule)
     pairs = find_conv_bn(fused)
     by_name = {n.name: n for n in fused.graph.nodes}
     for conv_name, bn_name in pairs:

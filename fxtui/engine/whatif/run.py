@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from fxtui.core.findings import WhatIf, WhatIfOption
 from fxtui.core.what_ifs import CATALOGUE, describe
 from fxtui.engine.whatif.changes import CannotApply, make_variant, reason_not
 from fxtui.engine.whatif.measure import BUDGET_S, MAX_PAIRS, Cancelled, measure
+from fxtui.engine.whatif.rss import PeakRss
 
 if TYPE_CHECKING:
     from fxtui.engine.session import Session
@@ -59,7 +61,31 @@ def _one(
     progress: Callable[[str], None],
     cancelled: Callable[[], bool],
 ) -> WhatIf:
-    """One what-if, measured, or a result saying in one sentence why not (never an exception but Cancelled)."""
+    """One what-if, measured, or a result saying in one sentence why not (never an exception but Cancelled).
+
+    The result carries the process's resident memory before the what-if and its peak meanwhile. The
+    changed copy lives only in here: it is gone (and its memory free for the session's runs) once
+    this returns.
+    """
+    rss = PeakRss().start()
+
+    def look(message: str) -> None:
+        rss.look()
+        progress(message)
+
+    result = _attempt(session, name, pairs, budget_s, look, cancelled)
+    gc.collect()  # the copy and both sides' sessions hold cycles (graph modules, interpreters)
+    return dataclasses.replace(result, rss_before_bytes=rss.before, peak_rss_bytes=rss.peak())
+
+
+def _attempt(
+    session: Session,
+    name: str,
+    pairs: int,
+    budget_s: float,
+    progress: Callable[[str], None],
+    cancelled: Callable[[], bool],
+) -> WhatIf:
     try:
         variant = make_variant(name, session)
     except CannotApply as e:

@@ -12,7 +12,7 @@ from fxtui.core.diff import RunDiff, diff_reports
 from fxtui.core.findings import Hint, MemorySummary
 from fxtui.core.report import ReportData
 from fxtui.core.snapshot import GraphInfo, Snapshot
-from fxtui.ui.demo.source import DemoSource, build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
+from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_graph, resnet18_medians, resnet18_rows
 from fxtui.ui.demo.what_ifs import demo_what_if_options, demo_what_ifs
 
 #: The (conv, bn) pairs of resnet18, in graph order.
@@ -108,11 +108,6 @@ def findings_snapshot() -> Snapshot:
         what_ifs=demo_what_ifs(),
         what_if_options=demo_what_if_options(),
     )
-
-
-def resnet18_findings_source() -> DemoSource:
-    """A demo source whose snapshot carries hints, what-ifs and thread facts."""
-    return DemoSource([findings_snapshot()])
 
 
 def resnet18_diff() -> RunDiff:

@@ -6,11 +6,8 @@ numbers are fixed so that pictures and tests come out the same on every machine.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
-from fxtui.core.commands import Command, Stop
 from fxtui.core.nodes import NodeInfo, NodeStats, build_module_tree, module_ancestors
 from fxtui.core.rollup import module_stats
 from fxtui.core.snapshot import GraphInfo, RunError, Snapshot, State
@@ -251,28 +248,3 @@ def synthetic_graph(n_nodes: int) -> tuple[GraphInfo, list[float]]:
     """A deep synthetic graph of ``n_nodes`` nodes and its fixed medians (µs)."""
     rows = synthetic_rows(n_nodes)
     return build_graph(rows, model=f"synthetic{n_nodes}", inputs=("8×256",)), [r[6] for r in rows]
-
-
-@dataclass
-class DemoSource:
-    """A :class:`~fxtui.core.snapshot.SnapshotSource` that publishes fixed snapshots.
-
-    ``run`` publishes ``snapshots`` in order and then waits for a ``Stop`` command; nothing
-    depends on the clock, so what the app shows is the same on every run.
-    """
-
-    snapshots: Sequence[Snapshot]
-
-    def __post_init__(self) -> None:
-        self._stop = threading.Event()
-
-    def run(self, publish: Callable[[Snapshot], None]) -> None:
-        """Publish every snapshot, then block until stopped."""
-        for snapshot in self.snapshots:
-            publish(snapshot)
-        self._stop.wait()
-
-    def send(self, command: Command) -> None:
-        """Only :class:`~fxtui.core.commands.Stop` does anything: the demo's numbers and findings are fixed."""
-        if isinstance(command, Stop):
-            self._stop.set()

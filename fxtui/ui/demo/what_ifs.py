@@ -109,3 +109,32 @@ def demo_what_ifs() -> tuple[WhatIf, ...]:
         serial=4,
     )
     return channels_last, bf16, fold, compiled
+
+
+def demo_result(name: str) -> WhatIf:
+    """The demo's fixed result for what-if ``name``: those of :func:`demo_what_ifs`, threads and int8 besides."""
+    found = {w.name: w for w in demo_what_ifs()}.get(name)
+    if found is not None:
+        return found
+    if name.startswith("threads="):
+        threads = name.partition("=")[2]
+        return _result(
+            name,
+            f"{threads} intra-op thread{'s' if threads != '1' else ''} instead of 2",
+            lambda node, kind: 1.0 if threads == "2" else (1.62 if kind in ("Conv2d", "Linear") else 1.08),
+            0.02,
+            max_abs_diff=0.0,
+            max_rel_diff=0.0,
+        )
+    if name == "int8-dynamic":
+        return _result(
+            name,
+            "dynamic int8 quantization of 1 nn.Linear layer (torch.ao.quantization.quantize_dynamic: int8 weights, "
+            "activations quantized per batch)",
+            lambda node, kind: 0.46 if kind == "Linear" else 1.0,
+            0.03,
+            max_abs_diff=3.1e-2,
+            max_rel_diff=6.2e-3,
+            setup_s=0.021,
+        )
+    return WhatIf(name, describe(name), error="the demo has no result for this what-if")

@@ -29,7 +29,7 @@ def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "", d
     text = Text()
     text.append("Threads and build", style="bold")
     text.append(f"  ({graph.model}, {graph.threads} thread{'s' if graph.threads != 1 else ''})\n\n")
-    warnings = (*graph.thread_warnings, *(w for w in (memory_warning, disturbance) if w))
+    warnings = (*graph.thread_warnings, *graph.value_warnings, *(w for w in (memory_warning, disturbance) if w))
     for warning in warnings:
         text.append("⚠ ", style="bold")
         text.append(warning, style="bold")

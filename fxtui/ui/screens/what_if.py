@@ -26,7 +26,7 @@ from textual.widgets.option_list import Option
 from fxtui.core.findings import WhatIf, WhatIfOption
 from fxtui.core.snapshot import Snapshot
 from fxtui.core.units import format_seconds
-from fxtui.core.what_if_text import change_text, diff_text, spread, summary
+from fxtui.core.what_if_text import change_text, diff_text, memory_line, spread, summary
 from fxtui.ui.actions import WHAT_IFS, bindings
 from fxtui.ui.widgets.change_table import ChangeTable
 
@@ -82,6 +82,8 @@ def result_text(result: WhatIf | None, option: WhatIfOption | None, waiting: boo
     if result.setup_s:
         setup = "compiled in" if result.name == "compile" else "setup"
         text.append(f" · {setup} {format_seconds(result.setup_s)}")
+    if memory := memory_line(result):
+        text.append(f"\n{memory}")
     if result.note:
         text.append(f"\nnote {result.note}", style="italic")
     return text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from fxtui.core.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.core.nodes import NodeInfo, NodeStats
+from fxtui.core.nonfinite import values_fact
 from fxtui.core.snapshot import RunError, Snapshot
 from fxtui.core.units import format_bytes, format_pct, format_seconds
 from fxtui.ui.widgets.field_list import FieldList
@@ -34,11 +35,13 @@ def _fields(
     others: Mapping[str, NodeStats] | None = None,
     memory: MemorySummary | None = None,
     shapes: tuple[tuple[str, int, float], ...] = (),
+    value_warnings: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """Label/value pairs in reading order; fields the engine fills only sometimes appear when present.
 
     ``others`` (every node's statistics) gives the time of a forward node's gradients; ``memory``
-    (the run's memory summary) puts the node's live bytes beside the peak.
+    (the run's memory summary) puts the node's live bytes beside the peak; ``value_warnings`` (the
+    graph's) tells an inf masked before any output from one that reaches an output.
     """
     rows: list[tuple[str, str]] = [
         ("target", info.target),
@@ -50,6 +53,8 @@ def _fields(
     ]
     if shapes:  # a program's node that ran at several output shapes: its row is the most frequent one's
         rows.append(("shapes", " · ".join(f"{s} ×{n} {format_seconds(m)}" for s, n, m in shapes)))
+    if fact := values_fact(info, value_warnings):
+        rows.append(("values", fact))
     if stats is not None and stats.count:
         rows += [
             ("median", f"{format_seconds(stats.median_s)}   {format_pct(stats.pct)} of the run"),
@@ -231,6 +236,7 @@ class DetailPane(VerticalScroll):
             others=snapshot.nodes,
             memory=graph.memory,
             shapes=snapshot.shapes.get(name, ()),
+            value_warnings=graph.value_warnings,
         )
 
     def show(
@@ -245,6 +251,7 @@ class DetailPane(VerticalScroll):
         others: Mapping[str, NodeStats] | None = None,
         memory: MemorySummary | None = None,
         shapes: tuple[tuple[str, int, float], ...] = (),
+        value_warnings: Sequence[str] = (),
     ) -> None:
         """Describe ``info`` (or say that nothing is selected).
 
@@ -274,7 +281,7 @@ class DetailPane(VerticalScroll):
         if error is not None and show_error:
             error_line.update(Text(f"✖ raised: {error.message}"))
         error_line.display = show_error
-        self.fields = _fields(info, stats, peaks, others, memory, shapes)
+        self.fields = _fields(info, stats, peaks, others, memory, shapes, value_warnings)
         fields_widget.show(self.fields)
         samples = stats.recent if stats is not None else ()
         sparkline.show(samples)

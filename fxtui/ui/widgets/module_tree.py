@@ -4,6 +4,12 @@ An :class:`~fxtui.ui.widgets.outline_view.OutlineView` of the modules and nodes 
 lets through: only the lines on screen are drawn, so a branch of 10,000 entries costs
 nothing until it is scrolled to. Labels are drawn from the current totals when a line
 is drawn, so a refresh changes numbers without touching the structure.
+
+A module's direct ops that each take little time (under :data:`SMALL_SHARE` of the run, decided
+once from a graph's first timings so that lines do not come and go) are folded into one line
+that opens like a branch (``34 small ops``; :class:`~fxtui.ui.widgets.tree_lines.Outline`):
+modules and heavy ops stay in view. Siblings are in graph order, or slowest first
+(:attr:`ModuleTree.by_time`, kept for the session).
 """
 
 from __future__ import annotations
@@ -13,12 +19,27 @@ from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
 from rich.cells import cell_len
+from textual.reactive import var
 
+from fxtui.core.column_table import column_map
 from fxtui.core.nodes import NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.outline_view import OutlineView
 from fxtui.ui.widgets.tree_labels import Entry, Part, bar, fit_label, op_label, short_node_name
-from fxtui.ui.widgets.tree_lines import Outline
+from fxtui.ui.widgets.tree_lines import Outline, group_module
+
+#: A direct op of a module that takes less than this share of the run is small: folded with the others.
+SMALL_SHARE = 0.005
+#: Which ops are small is decided from a graph's first timings, and once more when every node has this
+#: many samples (the first few runs are noisy); never again, so that lines do not come and go.
+SETTLED_SAMPLES = 10
+
+
+def small_ops(stats: Mapping[str, NodeStats], run_s: float) -> frozenset[str]:
+    """The nodes whose median is under :data:`SMALL_SHARE` of the run."""
+    limit = SMALL_SHARE * run_s
+    return frozenset(name for name, median in column_map(stats, "median_s").items() if median < limit)
+
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 
@@ -72,6 +93,38 @@ class ModuleTree(OutlineView):
         self.on_module = on_module
         """Called on Enter on a module, once its branch is open."""
         self._revealing = False
+        self.small: frozenset[str] = frozenset()
+        """Nodes folded into a group line when their module lists enough of them (:func:`small_ops`)."""
+        self._small_for: tuple[GraphInfo | None, bool] = (None, False)
+        """The graph :attr:`small` was decided for, and whether its samples had settled then."""
+        self._medians: Mapping[str, float] = {}
+        """Each node's median (a view of the statistics' column)."""
+
+    by_time: var[bool] = var(False, init=False)
+    """Siblings slowest first rather than in graph order (the app keeps it for the session): sorted by the
+    numbers of the moment the order is laid out (``g``, a filter, a branch opened), not again on every
+    refresh, which would move lines under the cursor (and cost 60 ms a refresh under a root of 10,000)."""
+
+    def watch_by_time(self) -> None:
+        self.relayout()
+
+    def relayout(self) -> None:
+        """Lay the lines out anew (folding, order) for the same filter; open branches and the cursor stay."""
+        outline = self.outline
+        if outline.graph is not None:
+            self.show(outline.graph, outline.modules, outline.nodes)
+
+    def _sort_key(self, entry: Entry) -> float:
+        """Slowest first: a module by its inclusive time, a node by its median, a group by its ops' sum."""
+        if entry.kind == "module":
+            return -self.totals.get(entry.key, 0.0)
+        if entry.kind == "group":
+            return -self._group_seconds(entry.key)
+        return -self._medians.get(entry.key, 0.0)
+
+    def _group_seconds(self, key: str) -> float:
+        medians = self._medians
+        return sum(medians.get(m.key, 0.0) for m in self.outline.group_members(key))
 
     # -- structure ----------------------------------------------------------
 
@@ -83,15 +136,21 @@ class ModuleTree(OutlineView):
         """
         cursor = self.cursor_entry
         expanded = set(self.outline.expanded)
+        order = self._sort_key if self.by_time else None
         reused = next(
             (
                 o
                 for o in self._outlines
-                if o.graph is graph and o.modules is visible_modules and o.nodes is visible_nodes
+                if o.graph is graph
+                and o.modules is visible_modules
+                and o.nodes is visible_nodes
+                and o.small is self.small
+                and o.order is None  # an order by time is worked out from the numbers of its moment
+                and order is None
             ),
             None,
         )
-        self.outline = reused or Outline(graph, visible_modules, visible_nodes)
+        self.outline = reused or Outline(graph, visible_modules, visible_nodes, small=self.small, order=order)
         self._outlines = [self.outline, *(o for o in self._outlines if o is not self.outline and o.graph is graph)][:3]
         if reused is None or reused.expanded != ({p for p in expanded if p in reused.modules} | {""}):
             self.outline.open_all(expanded)
@@ -109,8 +168,9 @@ class ModuleTree(OutlineView):
         return self.outline.display_parent(name)
 
     def children_of(self, path: str) -> list[Entry]:
-        """What the tree lists under module ``path``, in graph order (folded modules as their node)."""
-        return self.outline.children(path)
+        """What the tree lists under module ``path`` (folded modules as their node; a group's small ops each)."""
+        outline = self.outline
+        return [m for e in outline.children(path) for m in (outline.group_members(e.key) if e.kind == "group" else [e])]
 
     def open(self, path: str) -> None:
         """Expand module ``path`` for the user: it stays open when the cursor moves on."""
@@ -127,10 +187,16 @@ class ModuleTree(OutlineView):
             self.on_node(name)
 
     def entry_selected(self, entry: Entry) -> None:
-        """Enter: a module's branch opens and the table shows it; a node is selected."""
+        """Enter: a module's branch opens and the table shows it; a group of small ops opens or closes; a node
+        is selected."""
         if entry.kind == "module":
             self.open(entry.key)
             self.on_module(entry.key)
+        elif entry.kind == "group":
+            if self.is_expanded(entry.key):
+                self.close_branch(entry.key)
+            else:
+                self.open(entry.key)
         else:
             self._choose(entry.key)
 
@@ -147,11 +213,15 @@ class ModuleTree(OutlineView):
             entry = Entry("node", folded)
         if entry.kind == "module":
             chain = module_ancestors(entry.key)[:-1]
+        elif entry.kind == "group":
+            chain = module_ancestors(group_module(entry.key) or "")
         elif entry.key in outline.nodes:
             chain = module_ancestors(outline.display_parent(entry.key))
+            if (group := outline.group_of(entry.key)) is not None:
+                chain.append(group)  # a small op: its group opens too
         else:
             return False
-        if any(path not in outline.modules for path in chain):
+        if any(path not in outline.modules for path in chain if group_module(path) is None):
             return False
         for path in chain:
             if not self.is_expanded(path):
@@ -186,7 +256,16 @@ class ModuleTree(OutlineView):
         self.totals = totals
         self.backward = backward or {}
         self.stats = stats
+        self._medians = column_map(stats, "median_s")
         self.run_s = run_s
+        graph = self.outline.graph
+        decided_for, settled = self._small_for
+        if graph is not None and run_s > 0 and stats and (decided_for is not graph or not settled):
+            now_settled = max(column_map(stats, "count").values(), default=0) >= SETTLED_SAMPLES
+            if decided_for is not graph or now_settled:
+                self._small_for, self.small = (graph, now_settled), small_ops(stats, run_s)
+                self.relayout()
+                return
         self.redraw()
 
     def label_text(self, entry: Entry) -> str:
@@ -204,7 +283,13 @@ class ModuleTree(OutlineView):
         graph = self.outline.graph
         if graph is None:
             return [("model", "")]
-        if entry.kind == "module":
+        seconds: float | None
+        flag: Part | None
+        if entry.kind == "group":
+            count = len(self.outline.group_members(entry.key))
+            seconds, backward = self._group_seconds(entry.key), 0.0
+            name, kind, flag = f"{count} small ops", "", None
+        elif entry.kind == "module":
             info = graph.modules[entry.key]
             name = graph.model if entry.key == "" else entry.key.rpartition(".")[2]
             seconds = self.totals.get(entry.key)
@@ -229,6 +314,6 @@ class ModuleTree(OutlineView):
         backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0
         # Modules of a training step say how much of their time is backward; nodes have a phase column.
         split = entry.kind == "module" and graph.training
-        width = self.scrollable_content_region.width or 80
-        indent = depth * self.guide_depth + (cell_len(self.ICON_NODE) if entry.kind == "module" else 0)
+        width = self.line_width or 80
+        indent = depth * self.guide_depth + (cell_len(self.ICON_NODE) if entry.kind != "node" else 0)
         return fit_label(name, kind, flag, seconds, share, width, indent, backward_share if split else None)

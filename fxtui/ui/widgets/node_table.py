@@ -5,7 +5,9 @@ changing medians means tens of thousands of ``update_cell`` calls a few times a
 second. This table keeps only the row order (names) and reads the current
 statistics when a line is drawn, so a refresh costs one sort plus the rows in view.
 The cursor and the selection are keyed by node name, so they survive re-sorting,
-filtering and refreshes; the scroll position is left where the user put it.
+filtering and refreshes; the scroll position is left where the user put it. While the table has
+the focus its cursor row starts with a mark in a gutter of its own, as the module tree's does
+(:data:`~fxtui.ui.widgets.outline_view.FOCUS_MARK`): which pane the keys go to shows in the text.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from fxtui.core.columns import BY_KEY, Column, app_columns
 from fxtui.core.nodes import NodeInfo, NodeStats
 from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.table_sort import sort_names
+from fxtui.ui.widgets.outline_view import FOCUS_MARK, GUTTER
 
 
 class NodeTable(ScrollView, can_focus=True):
@@ -38,6 +41,7 @@ class NodeTable(ScrollView, can_focus=True):
         "node-table--cursor",
         "node-table--noisy",
         "node-table--error",
+        "node-table--focus-mark",
     }
 
     DEFAULT_CSS = """
@@ -51,6 +55,7 @@ class NodeTable(ScrollView, can_focus=True):
     NodeTable:focus > .node-table--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     NodeTable > .node-table--noisy { color: $warning; }
     NodeTable > .node-table--error { color: $error; text-style: bold; }
+    NodeTable > .node-table--focus-mark { color: $block-cursor-background; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -170,7 +175,7 @@ class NodeTable(ScrollView, can_focus=True):
         if self.cursor_name not in self._shown_names:
             self.cursor_name = keys[0] if keys else None
         width = sum(self._widths[c.key] for c in self.columns) + len(self.columns)
-        self.virtual_size = Size(width, len(keys) + 1)
+        self.virtual_size = Size(width + GUTTER, len(keys) + 1)
         self.refresh()
 
     # -- cursor -------------------------------------------------------------
@@ -231,7 +236,7 @@ class NodeTable(ScrollView, can_focus=True):
         if offset is None:
             return
         if offset.y == 0:
-            x = offset.x + round(self.scroll_x)
+            x = offset.x - GUTTER + round(self.scroll_x)
             for column in self.columns:
                 width = self._widths[column.key] + 1
                 if x < width:
@@ -263,17 +268,22 @@ class NodeTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """Line 0 is the header (it does not scroll vertically); the others are rows."""
-        width = self.size.width
+        width = self.size.width - GUTTER
         scroll_x = round(self.scroll_x)
         base = self._style("base")
+        gutter = Segment(" " * GUTTER, base)
         if y == 0:
             strip = self._header(base)
+            gutter = Segment(" " * GUTTER, base + self._style("node-table--header"))
         else:
             row = round(self.scroll_y) + y - 1
             if row >= len(self._keys) or self._graph is None:
-                return Strip.blank(width, base)
-            strip = self._row(self._keys[row], base)
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+                return Strip.blank(width + GUTTER, base)
+            name = self._keys[row]
+            strip = self._row(name, base)
+            if name == self.cursor_name and self.has_focus:
+                gutter = Segment(FOCUS_MARK, base + self._style("node-table--focus-mark"))
+        return Strip([gutter, *strip.crop_extend(scroll_x, scroll_x + width, base)])
 
     def _header(self, base: Style) -> Strip:
         header = base + self._style("node-table--header")

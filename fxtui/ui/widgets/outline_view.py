@@ -29,6 +29,9 @@ from fxtui.ui.widgets.tree_lines import Outline
 #: Guide characters (space, vertical, end, cross) as Textual's Tree draws them, by the guides' style.
 _GUIDES = {"default": ("  ", "│ ", "└─", "├─"), "bold": ("  ", "┃ ", "┗━", "┣━"), "double": ("  ", "║ ", "╚═", "╠═")}
 _STYLES = ("tree--label", "tree--highlight", "tree--highlight-line", "tree--guides", "tree--guides-hover")
+#: The focused pane's cursor line starts with this in a gutter of GUTTER cells (blank elsewhere): which pane
+#: the keys go to shows in the text, not only in colour (the timing table has the same gutter).
+FOCUS_MARK, GUTTER = "▌", 1
 
 
 class OutlineView(ScrollView, can_focus=True):
@@ -37,7 +40,7 @@ class OutlineView(ScrollView, can_focus=True):
     ICON_NODE = "▶ "
     ICON_NODE_EXPANDED = "▼ "
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {*_STYLES, "tree--cursor", "tree--guides-selected"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*_STYLES, "tree--cursor", "tree--guides-selected", "tree--focus-mark"}
 
     # Textual's Tree styles, so the tree reads as before.
     DEFAULT_CSS = """
@@ -52,6 +55,7 @@ class OutlineView(ScrollView, can_focus=True):
             background: $block-cursor-blurred-background;
         }
         & > .tree--highlight-line { background: $block-hover-background; }
+        & > .tree--focus-mark { color: $block-cursor-background; }
         &:focus {
             background-tint: $foreground 5%;
             & > .tree--cursor {
@@ -136,9 +140,14 @@ class OutlineView(ScrollView, can_focus=True):
         """True when module ``path``'s branch is open."""
         return self.outline.is_expanded(path)
 
+    @property
+    def line_width(self) -> int:
+        """Cells a line's guides, icon and label take: the width but for the focus gutter."""
+        return max(self.scrollable_content_region.width - GUTTER, 0)
+
     def lines_changed(self) -> None:
         """The outline's lines changed: size the scroll area and draw them again."""
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.outline.entries))
+        self.virtual_size = Size(self.line_width, len(self.outline.entries))
         self.redraw()
 
     def redraw(self) -> None:
@@ -195,7 +204,7 @@ class OutlineView(ScrollView, can_focus=True):
 
     def _open_branch(self, line: int) -> bool:
         entry = self.entry_at(line)
-        return entry is not None and entry.kind == "module" and self.is_expanded(entry.key)
+        return entry is not None and entry.kind != "node" and self.is_expanded(entry.key)
 
     def action_cursor_up(self) -> None:
         """Move the cursor up a line."""
@@ -227,15 +236,15 @@ class OutlineView(ScrollView, can_focus=True):
             self.entry_selected(entry)
 
     def action_expand_cursor(self) -> None:
-        """Open the module under the cursor."""
+        """Open the module (or group) under the cursor."""
         entry = self.cursor_entry
-        if entry is not None and entry.kind == "module":
+        if entry is not None and entry.kind != "node":
             self.open_branch(entry.key)
 
     def action_collapse_cursor(self) -> None:
         """Close the module under the cursor, or go to its parent."""
         entry = self.cursor_entry
-        if entry is not None and entry.kind == "module" and entry.key and self.is_expanded(entry.key):
+        if entry is not None and entry.kind != "node" and entry.key and self.is_expanded(entry.key):
             self.close_branch(entry.key)
         else:
             self.action_cursor_parent()
@@ -245,7 +254,7 @@ class OutlineView(ScrollView, can_focus=True):
         line = self._line_under(event)
         if line is None or (entry := self.entry_at(line)) is None:
             return
-        if entry.kind == "module" and self._on_icon(line, event):
+        if entry.kind != "node" and self._on_icon(line, event):
             if self.is_expanded(entry.key) and entry.key:
                 self.close_branch(entry.key)
             else:
@@ -269,10 +278,15 @@ class OutlineView(ScrollView, can_focus=True):
         line = offset.y + round(self.scroll_y)
         return line if 0 <= line <= self.last_line else None
 
+    def _gutter(self, line_no: int, styles: dict[str, Style]) -> Segment:
+        if self.has_focus and line_no == self.cursor_line:
+            return Segment(FOCUS_MARK, styles["base"] + styles["tree--focus-mark"])
+        return Segment(" " * GUTTER, styles["base"])
+
     def _on_icon(self, line: int, event: events.MouseEvent) -> bool:
         """True when the mouse is on the ▶/▼ of ``line`` (it follows a guide per level)."""
         offset = event.get_content_offset(self)
-        start = len(self.outline.lasts[line]) * self.guide_depth
+        start = GUTTER + len(self.outline.lasts[line]) * self.guide_depth
         return offset is not None and start <= offset.x + round(self.scroll_x) < start + cell_len(self.ICON_NODE)
 
     def on_leave(self, _: events.Leave) -> None:
@@ -309,11 +323,11 @@ class OutlineView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         """One line of the tree, drawn as Textual's Tree draws it: guides, then the label with its icon."""
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
+        width = self.size.width - GUTTER
         line_no = y + scroll_y
         styles = self._styles = self._styles or self._paint_styles()
         if line_no > self.last_line:
-            return Strip.blank(width, styles["base"])
+            return Strip.blank(width + GUTTER, styles["base"])
         entry, lasts = self.outline.entries[line_no], self.outline.lasts[line_no]
         hover, cursor = self._painting or (
             self._branch(self.hover_line, line_no),
@@ -330,7 +344,7 @@ class OutlineView(ScrollView, can_focus=True):
             if len(self._drawn) > 8 * max(self.size.height, 1):
                 self._drawn.clear()
             strip = self._drawn[key] = self._draw(line_no, entry, lasts, hover, cursor, hovered, selected, styles)
-        return strip.crop(scroll_x, scroll_x + width)
+        return Strip([self._gutter(line_no, styles), *strip.crop(scroll_x, scroll_x + width)])
 
     def _draw(
         self,
@@ -362,7 +376,7 @@ class OutlineView(ScrollView, can_focus=True):
             label_style += styles["tree--highlight"]
         if self.cursor_line == line_no:
             label_style += styles["cursor"]
-        if entry.kind == "module":
+        if entry.kind != "node":
             icon = self.ICON_NODE_EXPANDED if self.is_expanded(entry.key) else self.ICON_NODE
             segments.append(Segment(icon, line_style))
         plain = line_style + label_style
@@ -378,7 +392,7 @@ class OutlineView(ScrollView, can_focus=True):
                 segments.append(Segment(piece, line_style + styles[component] + label_style))
         if unstyled:
             segments.append(Segment(unstyled, plain))
-        return Strip(segments).extend_cell_length(self.size.width, line_style)
+        return Strip(segments).extend_cell_length(self.size.width - GUTTER, line_style)
 
     def _guides(self, style: Style) -> tuple[str, ...]:
         chars = _GUIDES["bold" if style.bold else "double" if style.underline2 else "default"]

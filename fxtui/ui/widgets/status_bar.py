@@ -67,6 +67,10 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         count = len(graph.thread_warnings)
         text.append(" ")
         text.append(f"⚠ {count} thread warning{'s' if count != 1 else ''} (T)", style="bold reverse")
+    for warning in graph.value_warnings if graph is not None else ():
+        # The model's values: a NaN anywhere, or an inf that reaches an output (T has the sentence).
+        text.append(" ")
+        text.append("⚠ NaN (T)" if warning.startswith("NaN") else "⚠ inf at an output (T)", style="bold reverse")
     if snapshot is not None and snapshot.fault_warning:
         # Node times then include first-touch page faults, which vary from session to session.
         text.append(" ")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -26,14 +26,50 @@ from fxtui.ui.widgets.tree_labels import Entry
 
 ROOT = Entry("module", "")
 
+#: The last part of a group's key: no module path can have it (a module's name is a Python identifier).
+SMALL = "·small"
+#: A module's direct op leaves are folded into one line only when at least this many are small.
+MIN_GROUP = 4
+
+
+def group_key(path: str) -> str:
+    """The key of the line that folds module ``path``'s small direct ops (an :class:`Entry` of kind ``group``)."""
+    return f"{path}.{SMALL}" if path else SMALL
+
+
+def group_module(key: str) -> str | None:
+    """The module whose small ops group ``key`` folds; None when ``key`` is not a group's."""
+    if key == SMALL:
+        return ""
+    return key[: -len(SMALL) - 1] if key.endswith("." + SMALL) else None
+
 
 class Outline:
-    """The modules and nodes of ``graph`` that a filter lets through, and the lines of the open branches."""
+    """The modules and nodes of ``graph`` that a filter lets through, and the lines of the open branches.
+
+    A module's direct op leaves named in ``small`` (ops that take little time) are folded into one
+    line of kind ``group`` when there are at least :data:`MIN_GROUP` of them: it opens like a branch
+    and lists them. Siblings are in graph order, or sorted by ``order`` (a sort key per entry).
+    """
 
     def __init__(
-        self, graph: GraphInfo | None = None, modules: Iterable[str] = ("",), nodes: Iterable[str] = ()
+        self,
+        graph: GraphInfo | None = None,
+        modules: Iterable[str] = ("",),
+        nodes: Iterable[str] = (),
+        *,
+        small: AbstractSet[str] = frozenset(),
+        order: Callable[[Entry], float] | None = None,
     ) -> None:
         self.graph = graph
+        self.small = small
+        """Nodes that take little time: folded when a module lists enough of them directly."""
+        self.order = order
+        """Sort key of sibling entries (None: graph order)."""
+        self._groups: dict[str, list[Entry]] = {}
+        """Module path → the small direct ops its group line folds."""
+        self._grouped: dict[str, str] = {}
+        """Node name → the key of the group line that lists it."""
         self.modules = modules if isinstance(modules, AbstractSet) and "" in modules else {*modules, ""}
         """Module paths holding a visible node in their subtree."""
         self.nodes = nodes if isinstance(nodes, AbstractSet) else set(nodes)
@@ -82,18 +118,39 @@ class Outline:
         return first
 
     def display_parent(self, name: str) -> str:
-        """The module whose branch lists node ``name``."""
+        """The module whose branch lists node ``name`` (for a node in a group of small ops, the group's module)."""
         assert self.graph is not None
         path = self.graph.node(name).module_path
         return path.rpartition(".")[0] if self.folded_node(path) == name else path
 
+    def group_of(self, name: str) -> str | None:
+        """The key of the group line that lists node ``name``; None when it is listed on its own."""
+        self.children(self.display_parent(name))
+        return self._grouped.get(name)
+
+    def group_members(self, key: str) -> list[Entry]:
+        """The small ops group ``key`` folds (empty when there is no such group)."""
+        module = group_module(key)
+        if module is None:
+            return []
+        if module not in self._groups:  # (while its module's children are sorted, the group is made already)
+            self.children(module)
+        return self._groups.get(module, [])
+
+    def is_branch(self, entry: Entry) -> bool:
+        """True for a line that opens: a module, or a group of small ops."""
+        return entry.kind != "node"
+
     def children(self, path: str) -> list[Entry]:
-        """What the tree lists under module ``path``, in graph order (folded modules as their node)."""
+        """What the tree lists under module ``path`` (folded modules as their node, small ops as a group),
+        or under group ``path`` (its small ops); in graph order or by :attr:`order`."""
         cached = self._children.get(path)
         if cached is not None:
             return cached
         if self.graph is None:
             return []
+        if group_module(path) is not None:
+            return self.group_members(path)
         listing = _Listing.of_graph(self.graph).of(path)
         # Which entries the filter keeps, tested in C: the root of a 50,000-layer nn.Sequential lists 50,000.
         if not listing.has_branches:  # nodes only: each is kept when its node is
@@ -113,8 +170,26 @@ class Outline:
             entries = list(map(operator.itemgetter(1), shown))
         else:
             entries = self._with_branches(shown)
+        if self.small:
+            entries = self._fold_small(path, entries)
+        if self.order is not None:
+            entries.sort(key=self.order)
         self._children[path] = entries
         return entries
+
+    def _fold_small(self, path: str, entries: list[Entry]) -> list[Entry]:
+        """``entries`` with module ``path``'s small direct ops as one group line, where its first one was."""
+        assert self.graph is not None
+        small, by_name = self.small, self.graph.by_name
+        members = [e for e in entries if e.kind == "node" and e.key in small and by_name[e.key].module_path == path]
+        if len(members) < MIN_GROUP:
+            return entries
+        key = group_key(path)
+        self._groups[path] = sorted(members, key=self.order) if self.order is not None else members
+        self._grouped.update(dict.fromkeys((e.key for e in members), key))
+        folded = set(members)
+        first = next(i for i, e in enumerate(entries) if e in folded)
+        return [*entries[:first], Entry("group", key), *(e for e in entries[first:] if e not in folded)]
 
     def _with_branches(self, shown: list[tuple[int, Entry, int]]) -> list[Entry]:
         """The entries of ``shown`` with each submodule holding more than one node as a branch or its one node."""
@@ -138,8 +213,9 @@ class Outline:
     # -- which lines are shown ----------------------------------------------
 
     def open_all(self, paths: Iterable[str]) -> None:
-        """Open the branches ``paths`` (and the root) and lay out every line anew."""
-        self.expanded = {p for p in paths if p in self.modules} | {""}
+        """Open the branches ``paths`` (module paths, group keys; the root always) and lay out every line anew."""
+        modules = self.modules
+        self.expanded = {p for p in paths if p in modules or group_module(p) in modules} | {""}
         self.entries, self.lasts = [ROOT], [()]
         self._subtree("", (), self.entries, self.lasts)
         self._line_index = None
@@ -158,7 +234,7 @@ class Outline:
             own = last if i == end else middle
             entries.append(entry)
             lasts.append(own)
-            if entry.kind == "module" and entry.key in self.expanded:
+            if entry.kind != "node" and entry.key in self.expanded:
                 self._subtree(entry.key, own, entries, lasts)
 
     def is_expanded(self, path: str) -> bool:
@@ -166,11 +242,12 @@ class Outline:
         return path in self.expanded
 
     def expand(self, path: str) -> tuple[int, int]:
-        """Open the branch of module ``path``: (its line, lines added); (-1, 0) when it is not on a line."""
-        if path in self.expanded or path not in self.modules:
+        """Open the branch of module (or group) ``path``: (its line, lines added); (-1, 0) when it is not on a line."""
+        group = group_module(path) is not None
+        if path in self.expanded or (not group and path not in self.modules):
             return -1, 0
         self.expanded.add(path)
-        at = self.line_of(Entry("module", path))
+        at = self.line_of(Entry("group" if group else "module", path))
         if at is None:
             return -1, 0
         entries: list[Entry] = []
@@ -186,7 +263,7 @@ class Outline:
         if path not in self.expanded or not path:
             return -1, 0
         self.expanded.discard(path)
-        at = self.line_of(Entry("module", path))
+        at = self.line_of(Entry("group" if group_module(path) is not None else "module", path))
         if at is None:
             return -1, 0
         end = self.subtree_end(at)
