@@ -332,6 +332,7 @@ class Disturbance:
         """True when the session's own threads outnumber its cores: they wait for one another, which the kernel
         reports as waiting like any other process's work would cause."""
         return 0 < self.cores < self.threads
+
     median_display: float = 0.0
     """Median share of a disturbed step's time the display took (the live app drawing on the same cores)."""
 

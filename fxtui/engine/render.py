@@ -38,8 +38,10 @@ def header(report: ReportData) -> str:
             f"{format_seconds(r.eager_median_s)}{_range(sp.eager, format_seconds)} uninstrumented median",
             # Each figure is a ratio of medians; its range is of another statistic, each step's own ratio, and can
             # lie beside the figure ("fidelity 0.907 (0.920–1.002)" confused): the line says which is which.
-            f"fidelity   {format_ratio(r.fidelity)} = Σ node medians ÷ uninstrumented median{_step_ratios(sp.fidelity)}",
-            f"overhead   {format_ratio(r.overhead)} = profiled median ÷ uninstrumented median{_step_ratios(sp.overhead)}",
+            f"fidelity   {format_ratio(r.fidelity)} = Σ node medians ÷ uninstrumented median"
+            f"{_step_ratios(sp.fidelity)}",
+            f"overhead   {format_ratio(r.overhead)} = profiled median ÷ uninstrumented median"
+            f"{_step_ratios(sp.overhead)}",
         ]
     lines += [
         *([f"disturbed  {disturbed}"] if disturbed else []),

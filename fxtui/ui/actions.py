@@ -248,6 +248,7 @@ ACTIONS: tuple[Action, ...] = (
         "directory, and say where; after the engine ended unexpectedly, or on SIGTERM or SIGHUP, leaving saves "
         "them too and prints the path",
         palette="Save the figures", palette_help="Write them as JSON, as --json does",
+        applies=lambda app: app.savable() is not None,
     ),
     Action(
         "quit", "q", "Quit", APP,

@@ -122,7 +122,7 @@ class FxtuiApp(App[None]):
         self.exit(return_code=2)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide the app's keys that do not apply now (a program's detach and stop)."""
+        """Hide the app's keys that do not apply now (a program's detach and stop; save without figures)."""
         applies = _APPLIES.get(action)
         return applies is None or applies(self)
 
@@ -212,12 +212,6 @@ class FxtuiApp(App[None]):
             return
         if path is not None:
             self.notify(f"saved to {path}", title="figures saved", timeout=6)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """E shows only when there are figures to save."""
-        if action == "save":
-            return self.savable() is not None
-        return True
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette offers the app's own actions besides Textual's, those that apply now."""
