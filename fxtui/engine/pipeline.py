@@ -49,6 +49,7 @@ def session_for_target(
         dtype=target.dtype,
         submodule=target.submodule,
         hf_config=target.hf_config,
+        causal_lm=target.generate > 0,
     )
     return session_for_module(
         loaded,
@@ -60,6 +61,7 @@ def session_for_target(
         optimizer=target.optimizer,
         memory=memory,
         keep_disturbed=keep_disturbed,
+        generate=target.generate,
     )
 
 
@@ -74,6 +76,7 @@ def session_for_module(
     optimizer: str = "sgd",
     memory: bool = False,
     keep_disturbed: bool = False,
+    generate: int = 0,
 ) -> Session:
     """Capture an already loaded model and prepare a session for it.
 
@@ -82,9 +85,12 @@ def session_for_module(
     which only TorchDynamo and AOTAutograd can capture.
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description; ``memory`` each node's memory (one more run).
+    ``generate`` (new tokens) makes a run one ``generate()`` call (:mod:`fxtui.engine.capture.generate`).
     """
     transformers = loaded.kind == "transformers"
-    if train:
+    if generate:
+        progress(State.TRACING, f"checking that {loaded.name} can generate {generate} tokens")
+    elif train:
         progress(State.TRACING, f"capturing a training step of {loaded.name} (forward, backward, optimizer)")
     elif capture_mode == "dynamo" or (capture_mode == "auto" and transformers):
         progress(State.TRACING, f"capturing {loaded.name} with TorchDynamo")
@@ -99,6 +105,7 @@ def session_for_module(
         train=train,
         optimizer=optimizer,
         transformers=transformers,
+        generate=generate,
     )
     if program.reason.startswith("symbolic_trace"):
         progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")

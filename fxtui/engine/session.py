@@ -272,6 +272,8 @@ class Session:
         self.nonfinite_steps = 0
         self.failures = 0
         self.last_error = None
+        if self.program.notes is not None:
+            self.program.notes.reset()
 
     def _profiled(self) -> NodeError | None:
         inputs = self.inputs.fresh()
@@ -301,7 +303,8 @@ class Session:
             first = str(e).splitlines()[0] if str(e).strip() else ""
             return NodeError("", f"the model raised {type(e).__name__}: {first}")
         self._loads[1] = self.probe.since(before)
-        self._pending[2] = t1 - t0
+        notes = self.program.notes  # a mode may count a run otherwise (generate: the prompt and one token)
+        self._pending[2] = notes.run_ns(t1 - t0) if notes is not None else t1 - t0
         return None
 
     # -- results -----------------------------------------------------------------
@@ -320,6 +323,7 @@ class Session:
             "late_graphs": self.program.late_graphs,
             "nonfinite_steps": self.nonfinite_steps,
             "disturbance": self.disturbance(summary),
+            **(self.program.notes.fields() if self.program.notes is not None else {}),
         }
 
     def _module_stats(self, medians: array[float], run_s: float) -> ColumnTable[ModuleStats]:
@@ -339,6 +343,12 @@ class Session:
                 **self._findings(summary),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
+        notes = self.program.notes
+        shares = (
+            notes.shares([n.phase for n in self.graph.nodes], summary.median)
+            if notes is not None
+            else [100.0 * m / run for m in summary.median]
+        )
         # As columns (fxtui.core.column_table): a record per node is made only when one is read.
         nodes = ColumnTable.from_columns(
             NodeStats,
@@ -351,7 +361,7 @@ class Session:
                 "min_s": summary.min,
                 "max_s": summary.max,
                 "iqr_s": [b - a for a, b in zip(summary.q25, summary.q75, strict=True)],
-                "pct": [100.0 * m / run for m in summary.median],
+                "pct": shares,
                 "q25_s": summary.q25,
                 "q75_s": summary.q75,
             },

@@ -15,6 +15,7 @@ is never charged to a node.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +109,12 @@ class Program:
     describe: Callable[..., Any] | None = None
     """``describe(timer, model=…, inputs=…, dtype=…, threads=…)``: the graph description, for a mode without
     graphs; None: :func:`~fxtui.engine.graphinfo.build_graph_info` from the graphs."""
+    notes: Any = None
+    """What a mode keeps about its runs besides node times (``generate``: time to first token, per token, the
+    cache): ``fields()`` adds to every snapshot, ``shares(phases, medians)`` gives each node's share,
+    ``run_ns(wall_ns)`` what an uninstrumented run counts as, ``reset()`` forgets; None for most modes."""
+    renew: Callable[[], Program] | None = None
+    """A program of its own over the same model (notes of its own), for a what-if's second handle; None: a copy."""
 
     @property
     def mode(self) -> CaptureMode:
@@ -151,6 +158,12 @@ class Program:
         finally:
             for part, executor in zip(self.parts, before, strict=True):
                 part.executor = executor
+
+    def independent(self) -> Program:
+        """A second handle on the same model and graphs with nothing shared: no reference timing, notes of its own."""
+        if self.renew is not None:
+            return dataclasses.replace(self.renew(), reference=None)
+        return dataclasses.replace(self, reference=None)
 
     def run_each(self, inputs: Inputs, visit: Callable[[GraphPart, tuple[Any, ...]], Any]) -> Any:
         """Run the model once with every graph call handed to ``visit(part, args)``, which must return its output."""

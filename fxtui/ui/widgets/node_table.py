@@ -123,7 +123,7 @@ class NodeTable(ScrollView, can_focus=True):
     def set_graph(self, graph: GraphInfo) -> None:
         """Size the descriptive columns to fit ``graph``'s names (within limits)."""
         self._graph = graph
-        self.columns = app_columns(graph.training, self.column_set)
+        self.columns = app_columns(graph.training, self.column_set, graph.generating)
         for key, limit in (("node", 34), ("target", 28), ("module", 26), ("shape", 20)):
             column = BY_KEY[key]
             longest = max((len(column.text(n, None)) for n in graph.nodes), default=0)
@@ -132,7 +132,8 @@ class NodeTable(ScrollView, can_focus=True):
     def show_columns(self, column_set: str) -> None:
         """Switch to the ``time`` or ``memory`` columns; rows, sort and cursor stay."""
         self.column_set = column_set
-        self.columns = app_columns(self._graph.training if self._graph else False, column_set)
+        graph = self._graph
+        self.columns = app_columns(graph.training if graph else False, column_set, graph.generating if graph else False)
         self._resort()
         self.refresh()
 

@@ -1,0 +1,184 @@
+"""--generate: a run is one generate() call, its ops in the prefill or a decode step; tiny Llama and GPT-2 models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import fxtui
+from fxtui.core.errors import FxtuiError
+from fxtui.core.report import ReportData
+from fxtui.engine.capture.generate import cache_bytes, split_steps
+
+transformers = pytest.importorskip("transformers")
+
+NEW_TOKENS = 6
+PROMPT = 10
+
+
+def tiny(model_type: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
+    """A causal LM of a few layers from a small config, random weights, and a prompt of token ids."""
+    sizes = {
+        "llama": dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                      num_key_value_heads=2, vocab_size=100, max_position_embeddings=64),
+        "gpt2": dict(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64),
+    }[model_type]  # fmt: skip
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(model_type, **sizes)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    ids = torch.randint(0, 100, (1, PROMPT))
+    return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+@pytest.fixture(scope="module", params=["llama", "gpt2"])
+def report(request: pytest.FixtureRequest) -> fxtui.Report:
+    model, kwargs = tiny(request.param)
+    return fxtui.profile(model, (), kwargs=kwargs, runs=3, warmup=1, generate=NEW_TOKENS, keep_disturbed=True)
+
+
+def test_every_row_is_in_the_prefill_or_a_decode_step(report: fxtui.Report) -> None:
+    assert {r.phase for r in report.rows} == {"prefill", "decode"}
+    assert report.capture == "generate" and report.mode == "generate"
+    names = {r.name for r in report.rows}
+    # The same op of the same module is a node of each phase: its name says which.
+    assert "lm_head · linear (prefill)" in names and "lm_head · linear (decode)" in names
+    assert all(r.name.endswith(f"({r.phase})") for r in report.rows)
+    assert {m.path for m in report.modules if m.decode_s > 0} >= {"", "lm_head"}
+
+
+def test_decode_steps_are_counted_exactly(report: fxtui.Report) -> None:
+    g = report.generation
+    assert g is not None
+    assert g.new_tokens == NEW_TOKENS and g.decode_steps == NEW_TOKENS - 1 and g.forwards == NEW_TOKENS
+    assert g.prompt_tokens == PROMPT and g.batch == 1
+    # One bin per decode step; the context grows by one token a step.
+    assert g.positions == tuple(range(PROMPT + 1, PROMPT + NEW_TOKENS))
+    assert len(g.position_s) == NEW_TOKENS - 1 and all(s > 0 for s in g.position_s)
+    decode = [r.name for r in report.rows if r.phase == "decode"]
+    assert set(g.node_positions) == set(decode)
+    assert g.ttft_s and g.tpot_s and g.tpot_mean_s and g.tokens_per_s and g.generate_s
+    assert g.tpot_p90_s is not None and g.tpot_p90_s >= g.tpot_s
+
+
+def test_a_decode_node_is_timed_per_token(report: fxtui.Report) -> None:
+    """Its per-position times (one per step) average to its time: the time over the call's steps ÷ their number."""
+    g = report.generation
+    assert g is not None
+    row = max((r for r in report.rows if r.phase == "decode"), key=lambda r: r.median_s)
+    per_step = g.node_positions[row.name]
+    mean = sum(per_step) / len(per_step)
+    assert mean == pytest.approx(row.median_s, rel=0.5)  # medians of several calls against one call's mean
+    assert sum(r.median_s for r in report.rows if r.phase == "decode") < g.generate_s / (NEW_TOKENS - 2)
+
+
+def test_the_cache_bytes_are_the_sum_of_its_tensors() -> None:
+    model, kwargs = tiny("llama")
+    with torch.inference_mode():
+        out = model.generate(
+            **kwargs, max_new_tokens=4, min_new_tokens=4, do_sample=False, return_dict_in_generate=True
+        )
+    cache = out.past_key_values
+    total, layers, kind = cache_bytes(cache)  # type: ignore[misc]
+    tensors = [t for layer in cache.layers for t in (layer.keys, layer.values)]
+    assert total == sum(t.numel() * t.element_size() for t in tensors) and len(layers) == 2
+    assert kind == type(cache).__name__
+    # Llama 2 layers × keys and values × 1 × 2 heads × (10 + 3) positions × 16 dims × 4 bytes.
+    assert total == 2 * 2 * 2 * (PROMPT + 3) * 16 * 4
+
+
+def test_the_report_carries_the_cache_and_the_weights(report: fxtui.Report) -> None:
+    g = report.generation
+    assert g is not None and g.kv_cache_bytes and len(g.kv_layer_bytes) == 2
+    assert sum(g.kv_layer_bytes) == g.kv_cache_bytes
+    assert g.weight_bytes > g.kv_cache_bytes and g.cache == "DynamicCache"
+
+
+def test_json_round_trip(report: fxtui.Report, tmp_path: Path) -> None:
+    path = tmp_path / "gen.json"
+    path.write_text(report.to_json())
+    meta = json.loads(path.read_text())["metadata"]
+    assert meta["mode"] == "generate"
+    assert meta["ttft_s"] > 0 and set(meta["tpot_s"]) == {"median", "p90", "mean"}
+    assert meta["tokens_per_s"] > 0 and meta["kv_cache_bytes"] == report.generation.kv_cache_bytes  # type: ignore[union-attr]
+    assert len(meta["decode_positions"]) == NEW_TOKENS - 1
+    assert {r["phase"] for r in json.loads(path.read_text())["rows"]} == {"prefill", "decode"}
+    loaded = ReportData.load(path)
+    assert loaded.generation == report.generation
+    assert [m.decode_s for m in loaded.modules] == [m.decode_s for m in report.modules]
+
+
+def test_header_and_module_table_split_prefill_and_decode(report: fxtui.Report) -> None:
+    header = report.header()
+    for words in ("time to first token", "time per output token", "tokens/s", "kv cache", "fixed length"):
+        assert words in header, words
+    table = report.module_table()
+    assert "% of prefill" in table and "decode/token" in table
+    assert "% of phase" in report.table()
+
+
+def test_split_steps() -> None:
+    # A call from 0 to 100 whose forwards started at 10, 40, 60, 85: the first token at 40, steps 20, 25, 15.
+    assert split_steps(0, [10, 40, 60, 85], 100) == (40, [20, 25, 15])
+    assert split_steps(0, [10], 30) == (30, [])
+
+
+def test_an_encoder_is_refused_in_one_sentence() -> None:
+    config = transformers.AutoConfig.for_model(
+        "bert", num_hidden_layers=1, hidden_size=32, intermediate_size=32, num_attention_heads=2, vocab_size=100
+    )
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    ids = torch.randint(0, 100, (1, 8))
+    with pytest.raises(FxtuiError, match=r"is an encoder.*decoder-only causal language model"):
+        fxtui.profile(model, (), kwargs={"input_ids": ids}, runs=1, warmup=0, generate=4)
+
+
+def test_a_model_without_generate_is_refused() -> None:
+    with pytest.raises(FxtuiError, match="cannot generate: --generate needs a causal language model"):
+        fxtui.profile(torch.nn.Linear(4, 4), torch.randn(1, 4), runs=1, warmup=0, generate=4)
+
+
+def test_a_prompt_longer_than_the_positions_is_refused() -> None:
+    model, _ = tiny("gpt2")
+    ids = torch.randint(0, 100, (1, 70))
+    with pytest.raises(FxtuiError, match=r"the prompt has 70 tokens, more than .* positions for \(64"):
+        fxtui.profile(model, (), kwargs={"input_ids": ids}, runs=1, warmup=0, generate=4)
+    ids = torch.randint(0, 100, (1, 62))
+    with pytest.raises(FxtuiError, match="62-token prompt and 4 new tokens need 66 positions"):
+        fxtui.profile(model, (), kwargs={"input_ids": ids}, runs=1, warmup=0, generate=4)
+
+
+def _fxtui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fxtui", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_the_command_line_refuses_an_encoder_and_a_model_without_a_head() -> None:
+    bert = _fxtui("hf:bert", "--hf-config", "num_hidden_layers=1,hidden_size=32,num_attention_heads=2,"
+                  "intermediate_size=32", "--generate", "4", "--once")  # fmt: skip
+    assert bert.returncode == 2 and bert.stdout == ""
+    assert bert.stderr.count("\n") == 1 and "hf:bert cannot generate: it is an encoder" in bert.stderr
+    vit = _fxtui("hf:vit", "--generate", "4", "--once")
+    assert (
+        vit.returncode == 2 and "hf:vit cannot generate: transformers has no causal language-model head" in vit.stderr
+    )
+    train = _fxtui("hf:gpt2", "--generate", "4", "--train", "--once")
+    assert train.returncode == 2 and "cannot be combined with --train" in train.stderr
+
+
+def test_the_command_line_profiles_a_generation(tmp_path: Path) -> None:
+    out = tmp_path / "gen.json"
+    config = "n_layer=1,n_embd=32,n_head=2,vocab_size=100"
+    done = _fxtui("hf:gpt2", "--hf-config", config, "--input-shape", "1,8", "--generate", "5", "--once",
+                  "--runs", "2", "--warmup", "0", "--phase", "decode", "--json", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "time to first token" in done.stdout
+    lines = done.stdout.splitlines()
+    rows = lines[next(i for i, line in enumerate(lines) if line.startswith("-----")) + 1 :]
+    rows = [line for line in rows if line and not line.startswith(("…", "wrote"))]
+    assert rows and all(line.startswith("decode ") for line in rows)  # --phase decode
+    meta = json.loads(out.read_text())["metadata"]
+    assert meta["mode"] == "generate" and meta["generation"]["decode_steps"] == 4
