@@ -182,3 +182,30 @@ def test_the_command_line_profiles_a_generation(tmp_path: Path) -> None:
     assert rows and all(line.startswith("decode ") for line in rows)  # --phase decode
     meta = json.loads(out.read_text())["metadata"]
     assert meta["mode"] == "generate" and meta["generation"]["decode_steps"] == 4
+
+
+def test_what_ifs_on_generate_report_tokens_per_second_and_token_agreement() -> None:
+    from fxtui.core.what_if_text import summary
+    from fxtui.engine.pipeline import loaded_from_module, session_for_module
+    from fxtui.engine.whatif.run import run_what_ifs
+
+    model, kwargs = tiny("llama")
+    session = session_for_module(
+        loaded_from_module(model, (), kwargs=kwargs), analyse=False, generate=NEW_TOKENS, keep_disturbed=True
+    )
+    session.warm_up(1)
+    for _ in range(2):
+        session.step()
+    threads, int8, fold = run_what_ifs(session, ["threads=1", "int8-dynamic", "fold-bn"], pairs=3)
+    for result in (threads, int8):
+        assert result.measured, result.error
+        assert result.before_s and result.after_s
+        assert result.tokens == NEW_TOKENS and result.tokens_total == NEW_TOKENS
+        assert result.tokens_same is not None and 0 <= result.tokens_same <= NEW_TOKENS
+        # Whole calls: tokens/s are the call's tokens over its median.
+        assert result.tokens_per_s == pytest.approx((NEW_TOKENS / result.before_s, NEW_TOKENS / result.after_s))
+        assert result.max_rel_diff is not None  # the prefill's logits
+    # The same model on fewer threads generates the same greedy tokens.
+    assert threads.tokens_same == NEW_TOKENS and threads.first_difference is None
+    assert f"{NEW_TOKENS} of {NEW_TOKENS} greedy tokens identical" in summary(threads)
+    assert "call_module nodes" in fold.error

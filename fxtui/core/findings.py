@@ -175,6 +175,21 @@ class WhatIf:
     """What else the reader should know: the time budget cut the pairs short, outputs not compared …"""
     serial: int = 0
     """Which measurement of the session this was (1, 2 …): a later one of the same name replaces it."""
+    tokens: int = 0
+    """``generate()`` calls: tokens each call generates (all sequences); the figures are whole calls then."""
+    tokens_same: int | None = None
+    """Of the greedy tokens one call of each generated, how many are identical, position by position."""
+    tokens_total: int | None = None
+    first_difference: int | None = None
+    """The first generated token that differs (1: the first new token); None when all are identical."""
+
+    @property
+    def tokens_per_s(self) -> tuple[float | None, float | None]:
+        """Tokens per second of a whole call, before and after (``generate()`` calls only)."""
+        if not self.tokens:
+            return None, None
+        rate = lambda s: self.tokens / s if s else None  # noqa: E731
+        return rate(self.before_s), rate(self.after_s)
 
     @property
     def measured(self) -> bool:

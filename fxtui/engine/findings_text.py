@@ -15,7 +15,7 @@ from fxtui.core.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.core.findings import AtenOp, Hint, WhatIf
 from fxtui.core.rows import NodeRow
 from fxtui.core.units import format_pct, format_seconds
-from fxtui.core.what_if_text import module_rows, node_rows, outputs_line, run_line, setup_line, summary
+from fxtui.core.what_if_text import module_rows, node_rows, outputs_line, run_line, setup_line, summary, tokens_line
 
 
 def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
@@ -77,7 +77,9 @@ def what_if_text(result: WhatIf, top: int | None = 10) -> str:
         lines.append(f"           cannot apply: {result.error}")
         return "\n".join(lines)
     lines.append(f"run        {run_line(result)}")
-    lines.append(f"outputs    {outputs_line(result)}")
+    if result.tokens:
+        lines.append(f"tokens     {tokens_line(result)} (whole generate() calls)")
+    lines.append(f"outputs    {outputs_line(result)}" + (" of the prefill's logits" if result.tokens else ""))
     if setup := setup_line(result):
         lines.append(f"setup      {setup}")
     if result.note:

@@ -237,6 +237,8 @@ class Session:
         earlier = min(1, self.program.warm_runs)
         for _ in range(max(0, runs - earlier)):
             self.step(record=False)
+        if self.program.notes is not None:  # what the warm-up runs noted is no figure either
+            self.program.notes.reset()
 
     def representative_run(self, runs: int = 5) -> list[tuple[float, float]]:
         """Start and duration (seconds) of every node in one typical profiled run.

@@ -114,9 +114,10 @@ def eager_graph(
         prefix = prefixes.get(root.index, "")
         for path, cls in root.classes.items():
             classes[".".join(p for p in (prefix, path) if p)] = cls
-    for info in infos:  # optimizers, the DataLoader, anything else without a module of its own
+    for info in infos:  # optimizers, the DataLoader, generate()'s loop, anything else without a module of its own
         for ancestor in module_ancestors(info.module_path):
-            classes.setdefault(ancestor, info.phase if info.phase in ("optimizer", "data") else "")
+            kind = "generate()" if info.phase in GENERATE_PHASES else info.phase
+            classes.setdefault(ancestor, kind if kind in ("optimizer", "data", "generate()") else "")
     return GraphInfo(
         model=model,
         inputs=inputs,

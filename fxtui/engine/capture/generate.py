@@ -138,6 +138,13 @@ class GenerationRuns:
         self.last_forwards = len(starts)
         return out
 
+    def whole_run(self) -> tuple[float, float, float] | None:
+        """p25, median and p75 of the uninstrumented calls so far, seconds (a what-if's figures: whole calls)."""
+        if not self.plain_calls:
+            return None
+        q = np.quantile(np.asarray(self.plain_calls, dtype=np.float64), [0.25, 0.5, 0.75]) / 1e9
+        return float(q[0]), float(q[1]), float(q[2])
+
     def run_ns(self, wall_ns: int) -> int:
         """What the uninstrumented call just made counts as in the figures: its prompt and one mean token."""
         return self.last_unit_ns or wall_ns
@@ -336,11 +343,15 @@ def _describe(timer: GenerateTimer, *, model: str, inputs: tuple[str, ...], dtyp
 # -- checks ----------------------------------------------------------------------------------
 
 
-def check_can_generate(module: torch.nn.Module, inputs: Inputs, name: str, new_tokens: int) -> tuple[int, int]:
+def check_can_generate(
+    module: torch.nn.Module, inputs: Inputs, name: str, new_tokens: int, probe: bool = True
+) -> tuple[int, int]:
     """The prompt's (batch, length) when ``module`` can generate ``new_tokens`` from ``inputs``; else one sentence.
 
     A model can when it has transformers' ``generate()``, is no encoder-decoder, and is causal: the
     logits at a position do not change when a later token does (an encoder's do: ``hf:bert``).
+    ``probe=False`` skips that test (a what-if's changed copy of a model that passed it: int8 activations
+    quantized over the whole prompt move every position a little).
     """
     examples = "such as hf:gpt2 or hf:llama"
     can = getattr(module, "can_generate", None)
@@ -371,7 +382,7 @@ def check_can_generate(module: torch.nn.Module, inputs: Inputs, name: str, new_t
             f"{name} has ({limit}, its max_position_embeddings); shorten the prompt (--input-shape "
             f"{batch},{max(limit - new_tokens, 1)}) or generate fewer tokens"
         )
-    if not _causal(module, ids):
+    if probe and not _causal(module, ids):
         raise FxtuiError(
             f"{name} cannot generate: it is an encoder (each position sees the tokens after it), and --generate "
             f"needs a decoder-only causal language model ({examples})"
@@ -485,13 +496,22 @@ def _quantile_s(ordered: Sequence[float], q: float) -> float | None:
 
 
 def capture_generate(
-    module: torch.nn.Module, inputs: Inputs, *, name: str = "model", new_tokens: int = 32, reason: str = ""
+    module: torch.nn.Module,
+    inputs: Inputs,
+    *,
+    name: str = "model",
+    new_tokens: int = 32,
+    reason: str = "",
+    probe: bool = True,
 ) -> Program:
-    """The model's ``generate()`` as a program: a run is one call of ``new_tokens`` tokens, timed per op and step."""
+    """The model's ``generate()`` as a program: a run is one call of ``new_tokens`` tokens, timed per op and step.
+
+    ``probe=False`` trusts that the model is causal (:func:`check_can_generate`).
+    """
     if new_tokens < 1:
         raise FxtuiError(f"--generate must be at least 1, not {new_tokens}")
     started = time.perf_counter()
-    batch, length = check_can_generate(module, inputs, name, new_tokens)
+    batch, length = check_can_generate(module, inputs, name, new_tokens, probe)
     runs = GenerationRuns(module, new_tokens, length, batch, _has_eos(module))
     program = Program(
         capture="generate",
@@ -502,7 +522,9 @@ def capture_generate(
         describe=_describe,
         module_classes={"": type(module).__name__},
         notes=runs,
-        renew=lambda: capture_generate(module, inputs, name=name, new_tokens=new_tokens, reason=reason),
+        renew=lambda other: capture_generate(
+            other, inputs, name=name, new_tokens=new_tokens, reason=reason, probe=False
+        ),
     )
     program.seconds = time.perf_counter() - started
     return program

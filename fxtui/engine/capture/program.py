@@ -113,8 +113,9 @@ class Program:
     """What a mode keeps about its runs besides node times (``generate``: time to first token, per token, the
     cache): ``fields()`` adds to every snapshot, ``shares(phases, medians)`` gives each node's share,
     ``run_ns(wall_ns)`` what an uninstrumented run counts as, ``reset()`` forgets; None for most modes."""
-    renew: Callable[[], Program] | None = None
-    """A program of its own over the same model (notes of its own), for a what-if's second handle; None: a copy."""
+    renew: Callable[[torch.nn.Module], Program] | None = None
+    """``renew(module)``: the same capture of ``module`` (this model, or a what-if's changed copy) on the same
+    inputs, with notes of its own, for a mode whose runs keep notes; None: a copy of the program does."""
 
     @property
     def mode(self) -> CaptureMode:
@@ -162,7 +163,7 @@ class Program:
     def independent(self) -> Program:
         """A second handle on the same model and graphs with nothing shared: no reference timing, notes of its own."""
         if self.renew is not None:
-            return dataclasses.replace(self.renew(), reference=None)
+            return self.renew(self.root)
         return dataclasses.replace(self, reference=None)
 
     def run_each(self, inputs: Inputs, visit: Callable[[GraphPart, tuple[Any, ...]], Any]) -> Any:
