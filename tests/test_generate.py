@@ -209,3 +209,22 @@ def test_what_ifs_on_generate_report_tokens_per_second_and_token_agreement() -> 
     assert threads.tokens_same == NEW_TOKENS and threads.first_difference is None
     assert f"{NEW_TOKENS} of {NEW_TOKENS} greedy tokens identical" in summary(threads)
     assert "call_module nodes" in fold.error
+
+
+def test_diff_compares_two_generations_per_phase(report: fxtui.Report, tmp_path: Path) -> None:
+    from fxtui.core.diff import diff_files
+    from fxtui.engine.findings_text import diff_table
+
+    before, after = tmp_path / "a.json", tmp_path / "b.json"
+    before.write_text(report.to_json())
+    slower = json.loads(report.to_json())
+    slower["metadata"]["generation"]["ttft_s"] *= 2
+    slower["metadata"]["generation"]["generate_s"] *= 2  # tokens/s follow: the flat figures are the summary's
+    after.write_text(json.dumps(slower))
+    diff = diff_files(before, after)
+    names = {c.name for c in diff.modules}
+    assert "lm_head (prefill)" in names and "lm_head (decode)" in names
+    ttft = next(c for c in diff.generation if c.name == "time to first token")
+    assert ttft.after_s == pytest.approx(2 * ttft.before_s)
+    text = diff_table(diff)
+    assert "time to first token" in text and "tokens/s" in text and "(-50.0%)" in text

@@ -115,6 +115,10 @@ def diff_table(diff: RunDiff, top: int | None = 20) -> str:
         f"run        {_change_text(diff.run)} (profiled median)",
         f"uninstr.   {_change_text(diff.eager)} (uninstrumented median)",
     ]
+    for change in diff.generation:  # two generations: what a user waits for, before the nodes
+        lines.append(f"{change.name:<22} {_change_text(change)} (uninstrumented)")
+    if diff.tokens_line:
+        lines.append(diff.tokens_line)
     if diff.memory_line:
         lines.append(diff.memory_line)
     if diff.differences:
@@ -141,7 +145,7 @@ def diff_table(diff: RunDiff, top: int | None = 20) -> str:
         lines.append("")
         lines.append(
             tabulate.tabulate(
-                [_row(c, c.name)[1:] for c in mods],
+                [[c.name or "(root)", *_row(c, c.name)[2:]] for c in mods],
                 headers=["module path", "before", "after", "Δ", "Δ%"],
                 disable_numparse=True,
             )
