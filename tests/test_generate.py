@@ -228,3 +228,44 @@ def test_diff_compares_two_generations_per_phase(report: fxtui.Report, tmp_path:
     assert ttft.after_s == pytest.approx(2 * ttft.before_s)
     text = diff_table(diff)
     assert "time to first token" in text and "tokens/s" in text and "(-50.0%)" in text
+
+
+SCRIPT = """
+import torch, transformers
+torch.manual_seed(0)
+config = transformers.AutoConfig.for_model("gpt2", n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=64,
+                                           bos_token_id=0, eos_token_id=0)
+model = transformers.AutoModelForCausalLM.from_config(config).eval()
+for i in range(12):
+    ids = torch.randint(0, 100, (1, 8 + i % 2))  # prompts of the program's own lengths
+    with torch.inference_mode():
+        model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=5, min_new_tokens=5, do_sample=False,
+                       pad_token_id=0)
+print("done")
+"""
+
+
+def test_a_script_calling_generate_under_fxtui_run(tmp_path: Path) -> None:
+    script, out = tmp_path / "gen.py", tmp_path / "run.json"
+    script.write_text(SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-m", "fxtui", "run", "--once", "--sample-every", "2", "--json", str(out), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "done" in done.stdout and "time to first token" in done.stdout
+    data = json.loads(out.read_text())
+    meta = data["metadata"]
+    assert meta["mode"] == "run"
+    g = meta["generation"]
+    # Each generate() call is a step (12 calls, 5 of them warm-up); every forward inside it is not.
+    assert meta["steps"]["steps"] == 7 and g["calls"] + meta["steps"]["sampled"] <= 7
+    assert g["new_tokens"] == 5 and g["decode_steps"] == 4 and g["prompt_tokens"] in (8, 9) and not g["forced"]
+    assert len(g["decode_positions"]) == 4 and meta["ttft_s"] > 0 and meta["tpot_s"]["median"] > 0
+    assert g["kv_cache_bytes"] and sum(g["kv_layer_bytes"]) == g["kv_cache_bytes"]
+    phases = {r["phase"] for r in data["rows"]}
+    assert {"prefill", "decode"} <= phases and "forward" not in phases
+    assert any(r["name"] == "lm_head · linear (decode)" for r in data["rows"])

@@ -79,6 +79,9 @@ class GenerationSummary:
     """Graphs compiled after the first (a compiled capture); 0 for the eager capture."""
     forwards: int = 0
     """Forwards in the latest call (1 + decode steps)."""
+    forced: bool = True
+    """fxtui made the calls, greedy and fixed-length (``--generate``); False: a program's own calls (``fxtui run``),
+    whose prompts and lengths are its own (the figures: its latest call's)."""
 
     @property
     def decode_steps(self) -> int:
@@ -130,6 +133,7 @@ class GenerationSummary:
             "eos_suppressed": self.eos_suppressed,
             "recompiles": self.recompiles,
             "forwards": self.forwards,
+            "forced": self.forced,
             "bin_steps": self.bin_steps,
             "decode_positions": [
                 {"context": p, "step_s": s} for p, s in zip(self.positions, self.position_s, strict=False)
@@ -172,17 +176,21 @@ class GenerationSummary:
             eos_suppressed=bool(data.get("eos_suppressed", False)),
             recompiles=int(data.get("recompiles", 0)),  # type: ignore[call-overload]
             forwards=int(data.get("forwards", 0)),  # type: ignore[call-overload]
+            forced=bool(data.get("forced", True)),
         )
 
     # -- text ------------------------------------------------------------------------------
 
     def lines(self, phases: Mapping[str, float]) -> list[str]:
         """The header's lines (``phases``: Σ node medians of each phase), for the headless report."""
+        sequences = f"{self.new_tokens} new tokens × {self.batch} sequence{'s' if self.batch != 1 else ''}"
         out = [
-            f"generate   {self.new_tokens} new tokens × {self.batch} sequence{'s' if self.batch != 1 else ''} after a "
-            f"{self.prompt_tokens}-token prompt, greedy, fixed length"
+            f"generate   {sequences} after a {self.prompt_tokens}-token prompt, greedy, fixed length"
             + (" (the end-of-sequence token is suppressed until then)" if self.eos_suppressed else "")
-            + f"; {self.calls} uninstrumented calls",
+            + f"; {self.calls} uninstrumented calls"
+            if self.forced
+            else f"generate   {self.calls} unsampled generate() calls of the program's own; the latest: {sequences} "
+            f"after a {self.prompt_tokens}-token prompt",
             f"call       {format_seconds(self.generate_s)} uninstrumented median, "
             f"{format_seconds(self.generate_profiled_s)} profiled (every ATen op timed); "
             f"{_rate(self.tokens_per_s)} tokens/s",
@@ -203,7 +211,8 @@ class GenerationSummary:
                 + (f" ({100 * (last / first - 1):+.0f}%)" if first else "")
             )
         out.append("kv cache   " + self.cache_text())
-        out.append(f"compiled   {self.recompiles} recompiles (eager: nothing is compiled)")
+        if self.forced:
+            out.append(f"compiled   {self.recompiles} recompiles (eager: nothing is compiled)")
         return out
 
     def cache_text(self) -> str:

@@ -40,6 +40,8 @@ def program_lines(report: ReportData) -> list[str]:
         f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
         f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
     )
+    if report.generation is not None:  # its generate() calls: each a step, split into prefill and decode
+        lines += report.generation.lines(report.phases)
     if program.dropped:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:

@@ -104,6 +104,9 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
     kind = "steps" if steps.kind == "train" else "calls"
     text.append(f" │ {steps.steps} {kind} · {steps.sampled} sampled · step {format_seconds(steps.step_median_s)}")
     text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")
+    g = snapshot.generation
+    if g is not None:  # its generate() calls
+        text.append(f" · TTFT {format_seconds(g.ttft_s)} · TPOT {format_seconds(g.tpot_s)}")
 
 
 def _generate_part(text: Text, snapshot: Snapshot) -> None:
