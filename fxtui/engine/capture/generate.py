@@ -27,7 +27,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -242,7 +242,7 @@ class GenerateTimer:
 
     def __init__(self, program: Program, clock: Callable[[], int] = _clock, clock_overhead_ns: int | None = None):
         self.program = program
-        self.runs: GenerationRuns = program.notes
+        self.runs = cast(GenerationRuns, program.notes)
         self.clock = clock
         self.clock_overhead_ns = clock_overhead_ns if clock_overhead_ns is not None else _overhead()
         self.recorder = OpRecorder()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -23,6 +23,7 @@ from fxtui.engine.whatif.changes import CannotApply, Variant, compile_failure
 from fxtui.engine.whatif.outputs import output_difference
 
 if TYPE_CHECKING:
+    from fxtui.engine.capture.generate import GenerationRuns
     from fxtui.engine.capture.program import Program
     from fxtui.engine.session import Session
 
@@ -59,7 +60,7 @@ def compare_generations(
     session: Session, original: Program, variant: Variant
 ) -> tuple[float | None, float | None, dict[str, Any], str]:
     """The prefill's logits compared (max abs, max rel), the generated tokens' agreement, and a note."""
-    notes = original.notes
+    notes = cast("GenerationRuns", original.notes)
     inputs = session.inputs
     changed = variant.module if variant.module is not None else (variant.program.root if variant.program else None)
     try:

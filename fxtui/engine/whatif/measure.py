@@ -150,12 +150,13 @@ def measure(
             b = CallSide(variant.call, variant.inputs, original, variant.context)
     except FxtuiError as e:
         return WhatIf(name, variant.title, error=f"the changed model does not run: {e}", setup_s=variant.setup_s)
-    abs_diff, rel_diff, note = _outputs(session, original, variant)
     tokens: dict[str, Any] = {}
     if original.notes is not None:  # generate(): the greedy tokens compared, the prefill's logits
         from fxtui.engine.whatif.generate import compare_generations
 
         abs_diff, rel_diff, tokens, note = compare_generations(session, original, variant)
+    else:
+        abs_diff, rel_diff, note = _outputs(session, original, variant)
     progress(f"what-if {name}: warming up")
     for side in (a, b):
         side.warm_up()
