@@ -47,7 +47,9 @@ def test_every_row_is_in_the_prefill_or_a_decode_step(report: fxtui.Report) -> N
     names = {r.name for r in report.rows}
     # The same op of the same module is a node of each phase: its name says which.
     assert "lm_head · linear (prefill)" in names and "lm_head · linear (decode)" in names
-    assert all(r.name.endswith(f"({r.phase})") for r in report.rows)
+    assert all(r.name.endswith(f"({r.phase})") for r in report.rows) and len(names) == len(report.rows)
+    # generate()'s own loop (choosing the token, the stopping check) is a pseudo-module of its own.
+    assert any(r.name.startswith("generate · argmax") and r.module_path == "generate" for r in report.rows)
     assert {m.path for m in report.modules if m.decode_s > 0} >= {"", "lm_head"}
 
 
@@ -269,3 +271,21 @@ def test_a_script_calling_generate_under_fxtui_run(tmp_path: Path) -> None:
     phases = {r["phase"] for r in data["rows"]}
     assert {"prefill", "decode"} <= phases and "forward" not in phases
     assert any(r["name"] == "lm_head · linear (decode)" for r in data["rows"])
+
+
+def test_a_generation_that_would_stop_at_its_end_of_sequence_token_runs_its_full_length() -> None:
+    model, kwargs = tiny("llama")
+    eos = model.generation_config.eos_token_id
+
+    def prefer_eos(module: torch.nn.Module, args: object, out: torch.Tensor) -> torch.Tensor:
+        out = out.clone()
+        out[..., eos] += 1e4  # greedy decoding would choose it at once
+        return out
+
+    model.lm_head.register_forward_hook(prefer_eos)
+    with torch.inference_mode():
+        assert model.generate(**kwargs, max_new_tokens=NEW_TOKENS, do_sample=False).shape[1] == PROMPT + 1
+    report = fxtui.profile(model, (), kwargs=kwargs, runs=1, warmup=0, generate=NEW_TOKENS, keep_disturbed=True)
+    g = report.generation
+    assert g is not None and g.forwards == NEW_TOKENS and g.decode_steps == NEW_TOKENS - 1 and g.eos_suppressed
+    assert "the end-of-sequence token is suppressed" in report.header()
