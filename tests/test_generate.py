@@ -13,7 +13,8 @@ import torch
 import fxtui
 from fxtui.core.errors import FxtuiError
 from fxtui.core.report import ReportData
-from fxtui.engine.capture.generate import cache_bytes, split_steps
+from fxtui.engine.capture.generate import split_steps
+from fxtui.engine.capture.generate_model import cache_bytes
 
 transformers = pytest.importorskip("transformers")
 

@@ -147,11 +147,12 @@ class _Call:
 
     def summary(self) -> wire.GenerationCall:
         """What the collector gets: the call's time to first token, decode steps, tokens and cache."""
-        from fxtui.engine.capture.generate import _weight_bytes, cache_bytes, split_steps
+        from fxtui.engine.capture.generate import split_steps
+        from fxtui.engine.capture.generate_model import cache_bytes, weight_bytes
 
         ttft, steps = split_steps(self.t0, self.starts, self.t1)
         cache = cache_bytes(self.cache_ref) if self.cache_ref is not None else None
-        weights = _weight_bytes(self.model) if cache is not None else 0
+        weights = weight_bytes(self.model) if cache is not None else 0
         self.cache_ref = None
         return wire.GenerationCall(
             wall_ns=self.t1 - self.t0,
