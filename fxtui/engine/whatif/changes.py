@@ -296,10 +296,6 @@ def _int8_dynamic(session: Session) -> Variant:
 
 
 def _compile(session: Session) -> Variant:
-    if session.program.notes is not None:  # generate() calls: their model's forward is compiled
-        from fxtui.engine.whatif.generate import compile_generate
-
-        return compile_generate(session, _copy(session))
     model = _copy(session)
     inputs = session.inputs
     try:

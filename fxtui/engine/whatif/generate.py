@@ -12,6 +12,7 @@ first call compiled is said with its time.
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, cast
@@ -28,8 +29,12 @@ if TYPE_CHECKING:
     from fxtui.engine.session import Session
 
 
-def compile_generate(session: Session, model: nn.Module) -> Variant:
+def compile_generate(session: Session) -> Variant:
     """``torch.compile`` of a copy's ``forward``; its first ``generate()`` call compiles (timed, graphs counted)."""
+    try:
+        model = copy.deepcopy(session.program.root)
+    except Exception as e:
+        raise CannotApply(f"the model cannot be copied to change it ({type(e).__name__}: {e})") from e
     try:
         from torch._dynamo.utils import counters
 
