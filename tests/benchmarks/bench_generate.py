@@ -141,7 +141,7 @@ def bench(name: str, rounds: int, prompt: int, new: int, dynamo: bool) -> None:
         if path and counted(path, snap.modules):
             kinds[kind_of(path)][0] += m.prefill_s
             kinds[kind_of(path)][1] += m.decode_s
-    kinds["(ops outside every module: the generation loop's)"] = [
+    kinds["(the root model's own ops, outside its submodules)"] = [
         prefill - sum(p for p, _ in kinds.values()),
         decode - sum(d for _, d in kinds.values()),
     ]

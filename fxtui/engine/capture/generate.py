@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from fxtui.core.errors import FxtuiError
+from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.generation import MAX_BINS, GenerationSummary, phase_share
 from fxtui.core.snapshot import GraphInfo
 from fxtui.engine.capture.eager import ENTER, PHASE_ENTER, OpNamer, OpRecorder
@@ -277,6 +277,9 @@ class GenerateTimer:
             t0 = self.clock()
             try:
                 out = runs.generate(inputs)
+            except Exception as e:  # the model's own failure: one sentence (the session keeps going, or says so)
+                recorder.take()
+                raise NodeError("", f"generate() raised {exception_text(e)}") from e
             finally:
                 t1 = self.clock()
                 recorder.stop()
