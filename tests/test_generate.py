@@ -212,6 +212,8 @@ def test_what_ifs_on_generate_report_tokens_per_second_and_token_agreement() -> 
     assert threads.tokens_same == NEW_TOKENS and threads.first_difference is None
     assert f"{NEW_TOKENS} of {NEW_TOKENS} greedy tokens identical" in summary(threads)
     assert "call_module nodes" in fold.error
+    # Modules compared per phase: a prefill's time per call and a decode step's per token are never added.
+    assert {"lm_head (prefill)", "lm_head (decode)", "(root) (decode)"} <= {c.path for c in threads.modules}
 
 
 def test_diff_compares_two_generations_per_phase(report: fxtui.Report, tmp_path: Path) -> None:

@@ -257,13 +257,18 @@ def _changes(
         )
         for n in names
     ]
+    # A generation's module times are per call (prefill) and per token (decode): compared apart, never added.
+    fields = (
+        [("", "inclusive_s")] if before.generation is None else [(" (prefill)", "prefill_s"), (" (decode)", "decode_s")]
+    )
     modules = [
         ModuleChange(
-            p,
-            before.modules[p].inclusive_s if p in before.modules else None,
-            after.modules[p].inclusive_s if p in after.modules else None,
+            (p or "(root)") + label if label else p,
+            getattr(before.modules[p], field) if p in before.modules else None,
+            getattr(after.modules[p], field) if p in after.modules else None,
         )
         for p in dict.fromkeys((*before.modules, *after.modules))
+        for label, field in fields
     ]
     return (
         tuple(sorted(nodes, key=lambda c: -abs(c.change_s))),
