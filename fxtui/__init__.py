@@ -42,6 +42,7 @@ def profile(
     memory: bool = False,
     keep_disturbed: bool = False,
     what_ifs: str | Sequence[str] = (),
+    generate: int = 0,
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
@@ -68,6 +69,11 @@ def profile(
     before → after with their p25–p75 spread, ``verdict``, the output difference and the per-node
     and per-module changes. A what-if that cannot apply to the model has ``error`` set.
 
+    With ``generate=N`` (a causal language model, its token ids as input) a run is one greedy, fixed-length
+    ``generate()`` call of N new tokens: rows carry their phase (``prefill``, per call; ``decode``, per
+    token) and ``report.generation`` holds the time to first token, per output token, tokens/s, the
+    per-position decode times and the KV cache's bytes.
+
     Steps in which other processes (or the hypervisor) took the CPU from a run are left
     out of the statistics, never more than about half of them; ``report.disturbance`` says
     how many there were. ``keep_disturbed=True`` keeps them.
@@ -90,6 +96,7 @@ def profile(
             optimizer=optimizer,
             memory=memory,
             keep_disturbed=keep_disturbed,
+            generate=generate,
         )
         run_profile(session, runs, warmup)
         if names:

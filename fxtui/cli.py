@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --train: the optimizer whose step is timed (default sgd)",
     )
     g.add_argument(
+        "--generate",
+        type=count_type("--generate", 1),
+        metavar="N",
+        help="profile generate() calls of N new tokens (greedy, fixed length) of a causal language model: "
+        "the prefill and the decode steps per node and module, time to first token, time per token, the KV cache",
+    )
+    g.add_argument(
         "--hf-config",
         metavar="KEY=VALUE,…",
         help="for hf: targets, change configuration values first, e.g. num_hidden_layers=2",
@@ -219,6 +226,7 @@ def _target(args: argparse.Namespace) -> Target:
         hf_config=parse_hf_config(args.hf_config) if args.hf_config else (),
         train=args.train,
         optimizer=args.optimizer,
+        generate=args.generate or 0,
     )
 
 

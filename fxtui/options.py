@@ -39,7 +39,9 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
     t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
     t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
-    t.add_argument("--phase", metavar="PHASES", help="with --train: only these phases, e.g. backward")
+    t.add_argument(
+        "--phase", metavar="PHASES", help="with --train or --generate: only these phases, e.g. backward or decode"
+    )
     t.add_argument(
         "--modules", action="store_true", help="a table of module paths (inclusive and self time) instead of nodes"
     )
@@ -80,8 +82,8 @@ def filter_spec(args: argparse.Namespace, phases_ok: bool = False) -> FilterSpec
         phases = parse_phases(args.phase) if args.phase else frozenset()
     except ValueError as e:
         raise FxtuiError(f"--phase: {e}") from None
-    if phases and not (phases_ok or args.train):
-        raise FxtuiError("--phase filters the phases of a training step: add --train")
+    if phases and not (phases_ok or args.train or getattr(args, "generate", None)):
+        raise FxtuiError("--phase filters the phases of a training step or a generation: add --train or --generate")
     types = parse_types(args.type) if args.type else frozenset()
     return FilterSpec(ops=ops, path=args.path or "", types=types, phases=phases)
 

@@ -79,6 +79,15 @@ MODES: dict[str, CaptureMode] = {
             "the program's own Python between ops (its loop, data loading code, logging, waits such as .item())",
             graphs=False,
         ),
+        CaptureMode(
+            "generate",
+            "generate() per ATen op",
+            "one generate() call per run: every ATen operator timed as it runs (a dispatch mode), charged to its "
+            "module and to the prefill or a decode step; nothing traced",
+            "the generation loop's own Python between ops (each step's inputs, the stopping check)",
+            choosable=False,
+            graphs=False,
+        ),
     )
 }
 

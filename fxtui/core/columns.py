@@ -16,7 +16,7 @@ without making a record per node.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -200,19 +200,30 @@ RANK_COLUMNS = ("rank_min", "rank_max", "slowest")
 SORT_ALIASES = {"name": "node", "path": "module"}
 
 
-def app_columns(training: bool, column_set: str = "time", ranks: bool = False) -> tuple[Column, ...]:
-    """The app table's columns: ``time`` or ``memory``; a training step's rows also show their phase, a
-    distributed job's the spread of every rank after the median."""
+#: In a ``generate()`` call a node's share is of its own phase (the prefill, or one decode step).
+PHASE_SHARE = replace(BY_KEY["pct"], header="% of phase", label="% ph")
+
+
+def app_columns(
+    training: bool, column_set: str = "time", ranks: bool = False, generating: bool = False
+) -> tuple[Column, ...]:
+    """The app table's columns: ``time`` or ``memory``; a training step's or a generation's rows also show their
+    phase (a generation's shares are of their phase), a distributed job's the spread of every rank after the
+    median."""
     keys: tuple[str, ...] = APP_MEMORY if column_set == "memory" else APP_TIME
     if ranks:
         keys = (*keys[:2], *RANK_COLUMNS, *keys[2:])
-    return tuple(BY_KEY[k] for k in keys if training or k not in TRAINING_ONLY)
+    return tuple(_column(k, generating) for k in keys if training or generating or k not in TRAINING_ONLY)
 
 
-def headless_columns(training: bool, extra: Sequence[str] = ()) -> tuple[Column, ...]:
+def headless_columns(training: bool, extra: Sequence[str] = (), generating: bool = False) -> tuple[Column, ...]:
     """The headless table's columns, ``extra`` (``--columns``) before the marks."""
-    keys = [k for k in HEADLESS if training or k not in TRAINING_ONLY]
-    return tuple(BY_KEY[k] for k in (*keys, *extra, "marks"))
+    keys = [k for k in HEADLESS if training or generating or k not in TRAINING_ONLY]
+    return tuple(_column(k, generating) for k in (*keys, *extra, "marks"))
+
+
+def _column(key: str, generating: bool) -> Column:
+    return PHASE_SHARE if generating and key == "pct" else BY_KEY[key]
 
 
 def check_extra(keys: Sequence[str]) -> None:

@@ -83,6 +83,28 @@ class RunDiff:
         return Change("eager", "", self.before.get("eager_median_s") or 0.0, self.after.get("eager_median_s") or 0.0)
 
     @property
+    def generation(self) -> list[Change]:
+        """Two generations' headline figures: time to first token, per output token (median), per token (mean)."""
+        b, a = self.before.get("generation"), self.after.get("generation")
+        if not isinstance(b, dict) or not isinstance(a, dict):
+            return []
+        pairs = [
+            ("time to first token", b.get("ttft_s"), a.get("ttft_s")),
+            ("time per output token", (b.get("tpot_s") or {}).get("median"), (a.get("tpot_s") or {}).get("median")),
+            ("mean decode step", (b.get("tpot_s") or {}).get("mean"), (a.get("tpot_s") or {}).get("mean")),
+            ("generate() call", b.get("generate_s"), a.get("generate_s")),
+        ]
+        return [Change(name, "", before, after) for name, before, after in pairs if before and after]
+
+    @property
+    def tokens_line(self) -> str:
+        """``tokens/s 26.8 → 41.2 (+53.7%)`` for two generations (``""`` otherwise)."""
+        b, a = self.before.get("tokens_per_s"), self.after.get("tokens_per_s")
+        if not b or not a:
+            return ""
+        return f"tokens/s   {b:.1f} → {a:.1f} ({100.0 * (a - b) / b:+.1f}%) per whole generate() call"
+
+    @property
     def memory_line(self) -> str:
         """The live peaks of two runs saved with ``--memory`` (``""`` unless both measured memory)."""
         b, a = self.before.get("peak_live_bytes"), self.after.get("peak_live_bytes")
@@ -120,8 +142,11 @@ def diff_reports(before: ReportData, after: ReportData) -> RunDiff:
     b_mods = {m.path: m for m in before.modules}
     a_mods = {m.path: m for m in after.modules}
     modules = [Change(p, p, b_mods[p].inclusive_s, a_mods[p].inclusive_s) for p in b_mods if p in a_mods]
-    if before.training and after.training:  # a training step: each module's forward and backward apart
-        for phase in ("forward", "backward"):
+    pair = ("forward", "backward") if before.training and after.training else ()
+    if before.generation is not None and after.generation is not None:
+        pair = ("prefill", "decode")  # a generation: each module's prefill (per call) and decode (per token)
+    if pair:  # each module's two phases apart
+        for phase in pair:
             modules += [
                 Change(f"{p} ({phase})", p, getattr(b_mods[p], f"{phase}_s"), getattr(a_mods[p], f"{phase}_s"))
                 for p in b_mods

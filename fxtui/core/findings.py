@@ -179,6 +179,21 @@ class WhatIf:
     """The measuring process's resident memory when the what-if began (None where /proc does not say)."""
     peak_rss_bytes: int | None = None
     """Its peak resident memory while the what-if ran: the changed copy, both sides' runs."""
+    tokens: int = 0
+    """``generate()`` calls: tokens each call generates (all sequences); the figures are whole calls then."""
+    tokens_same: int | None = None
+    """Of the greedy tokens one call of each generated, how many are identical, position by position."""
+    tokens_total: int | None = None
+    first_difference: int | None = None
+    """The first generated token that differs (1: the first new token); None when all are identical."""
+
+    @property
+    def tokens_per_s(self) -> tuple[float | None, float | None]:
+        """Tokens per second of a whole call, before and after (``generate()`` calls only)."""
+        if not self.tokens:
+            return None, None
+        rate = lambda s: self.tokens / s if s else None  # noqa: E731
+        return rate(self.before_s), rate(self.after_s)
 
     @property
     def measured(self) -> bool:

@@ -33,8 +33,9 @@ UNSTEADY_MIN_S = 20e-6
 
 
 #: The phases of a training step, in the order a step runs them (inference nodes have none); a program's
-#: nodes (``fxtui run``) may also be in its data loading or in its own code between the model's calls.
-PHASES = ("forward", "backward", "optimizer", "data", "comm", "other")
+#: nodes (``fxtui run``) may also be in its data loading, its collectives or in its own code between the
+#: model's calls; a ``generate()`` call's (``--generate``) are its prefill and its decode steps.
+PHASES = ("forward", "backward", "optimizer", "data", "comm", "other", "prefill", "decode")
 
 
 def module_ancestors(path: str) -> list[str]:
@@ -231,6 +232,10 @@ class ModuleStats:
     """In a training step: inclusive time of the subtree's forward nodes."""
     backward_s: float = 0.0
     """In a training step: inclusive time of the backward nodes charged to the subtree."""
+    prefill_s: float = 0.0
+    """In a ``generate()`` call: inclusive time of the subtree's prefill nodes (per call)."""
+    decode_s: float = 0.0
+    """In a ``generate()`` call: inclusive time of the subtree's decode nodes (per token)."""
 
 
 def node_medians(stats: Mapping[str, NodeStats]) -> Mapping[str, float]:

@@ -22,6 +22,7 @@ from fxtui.core.columns import sort_column
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
+from fxtui.core.generation import GenerationSummary
 from fxtui.core.nodes import GraphBreak, module_memory, phase_totals
 from fxtui.core.program_run import ProgramState, RankSummary, StepSummary
 from fxtui.core.report_json import CODECS, NOT_METADATA, REQUIRED_DEFAULTS, SCHEMA, SCHEMA_VERSION, coerce, load_json
@@ -96,6 +97,8 @@ class ReportData(RunFiguresMixin):
     """Nodes that ran at several output shapes: each shape, how often, its median (``fxtui run``)."""
     rank_summary: RankSummary | None = None
     """A distributed job: every rank's pace, phases, arithmetic and waiting; the rank the rows are from."""
+    generation: GenerationSummary | None = None
+    """``generate()`` calls (``--generate``): time to first token, per token, the KV cache; rows carry their phase."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -106,8 +109,10 @@ class ReportData(RunFiguresMixin):
 
     @property
     def mode(self) -> str:
-        """``run`` (a program profiled as it ran), ``train`` or ``inference``."""
-        return "run" if self.program is not None else "train" if self.training else "inference"
+        """``run`` (a program profiled as it ran), ``generate``, ``train`` or ``inference``."""
+        if self.program is not None:
+            return "run"
+        return "generate" if self.generation is not None else "train" if self.training else "inference"
 
     @property
     def phases(self) -> dict[str, float]:
@@ -266,6 +271,8 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
                 gflops_s=work / m.inclusive_s / 1e9 if work and m.inclusive_s > 0 else None,
                 forward_s=m.forward_s,
                 backward_s=m.backward_s,
+                prefill_s=m.prefill_s,
+                decode_s=m.decode_s,
                 output_bytes=mem.output_bytes if mem else None,
                 alloc_bytes=mem.alloc_bytes if mem else None,
                 peak_live_bytes=mem.peak_live_bytes if mem else None,

@@ -18,6 +18,7 @@ from typing import Any
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf
+from fxtui.core.generation import GenerationSummary
 from fxtui.core.nodes import GraphBreak
 from fxtui.core.program_run import STEP_PHASES, ProgramState, RankFigures, RankSummary, StepSummary
 from fxtui.core.snapshot import RunSpreads
@@ -136,6 +137,20 @@ def _ranks_decode(data: Mapping[str, Any]) -> RankSummary:
     return RankSummary(int(data.get("shown", 0)), figures)
 
 
+def _generation_encode(generation: GenerationSummary | None) -> dict[str, Any]:
+    """The summary under ``generation``, its headline figures beside the run's others; nothing without one."""
+    if generation is None:
+        return {}
+    data = generation.to_dict()
+    headline = ("ttft_s", "tpot_s", "tokens_per_s", "kv_cache_bytes", "decode_positions")
+    return {"generation": data, **{key: data[key] for key in headline}}
+
+
+def _generation_decode(meta: Mapping[str, Any]) -> GenerationSummary | None:
+    data = meta.get("generation")
+    return GenerationSummary.from_dict(data) if isinstance(data, Mapping) else None
+
+
 def coerce(default: Any, value: Any) -> Any:
     """A metadata value as the field's type (read from its default): tuples from lists, numbers from text."""
     if isinstance(default, tuple):
@@ -172,6 +187,7 @@ CODECS: dict[str, _Codec] = {
     "memory": _Codec(_memory_encode, _memory_decode),
     "spreads": _Codec(lambda v: v.to_dict(), RunSpreads.from_dict),
     "disturbance": _one("disturbance", lambda v: asdict(v) if v else None, lambda d: Disturbance(**d)),
+    "generation": _Codec(_generation_encode, _generation_decode),
     "what_ifs": _one(
         "what_ifs", lambda v: [w.to_dict() for w in v], lambda v: tuple(WhatIf.from_dict(w) for w in v), ()
     ),

@@ -21,6 +21,9 @@ import numpy as np
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.nodes import ModuleStats, NodeInfo, NodeStats, module_ancestors, node_medians
 
+#: Phases a module's time is split by (two pairs: a training step's, a generation's), as the plan codes them.
+PHASE_CODES = {"forward": 1, "backward": 2, "prefill": 3, "decode": 4}
+
 
 class ModulePlan:
     """Which modules each node's time goes to, worked out once per graph for :func:`module_stats`.
@@ -56,8 +59,7 @@ class ModulePlan:
         self.depth = [p.count(".") + 1 if p else 0 for p in self.paths]
         children = [i for i in range(len(self.paths)) if self.parent[i] >= 0]
         self.deepest_first = sorted(children, key=self.depth.__getitem__, reverse=True)
-        phases = {"forward": 1, "backward": 2}
-        self.phase = [phases.get(n.phase, 0) for n in nodes]
+        self.phase = [PHASE_CODES.get(n.phase, 0) for n in nodes]
         self._subtrees: tuple[array[int], array[int]] | None = None
         self._pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         counts = [0] * len(self.paths)
@@ -139,15 +141,27 @@ class ModulePlan:
             weights = np.where(phase[pair_node] == only_phase, weights, 0.0)
         return np.bincount(pair_module, weights=weights, minlength=len(self.paths))
 
+    @property
+    def generating(self) -> bool:
+        """The nodes are a ``generate()`` call's: prefill and decode (:func:`totals` pairs those)."""
+        return bool((self._pair_arrays()[3] >= PHASE_CODES["prefill"]).any())
+
     def totals(
         self, values: Sequence[float] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """Each module's own and inclusive total, and in a training step its forward and backward totals."""
+        """Each module's own and inclusive total, and its two phases' totals: forward and backward in a
+        training step, prefill and decode in a ``generate()`` call (None for neither)."""
         values = np.asarray(values, dtype=np.float64)
-        training = bool(self._pair_arrays()[3].any())
-        forward = self.roll_up(values, 1) if training else None
-        backward = self.roll_up(values, 2) if training else None
-        return self.own_totals(values), self.roll_up(values), forward, backward
+        phase = self._pair_arrays()[3]
+        first = PHASE_CODES["prefill"] if self.generating else PHASE_CODES["forward"]
+        if not phase.any():
+            return self.own_totals(values), self.roll_up(values), None, None
+        return (
+            self.own_totals(values),
+            self.roll_up(values),
+            self.roll_up(values, first),
+            self.roll_up(values, first + 1),
+        )
 
     def _pair_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each node's own module; every (node, module holding it) pair; each node's phase code."""
@@ -188,8 +202,15 @@ def module_table(
     *,
     run_s: float,
 ) -> ColumnTable[ModuleStats]:
-    """The module statistics of ``plan``'s modules from their totals (each in ``plan.paths`` order)."""
+    """The module statistics of ``plan``'s modules from their totals (each in ``plan.paths`` order).
+
+    ``forward`` and ``backward`` are the two phases' totals :meth:`ModulePlan.totals` gives: a generation's
+    prefill and decode go to ``prefill_s`` and ``decode_s``.
+    """
     zeros = np.zeros(len(plan.paths))
+    prefill = decode = None
+    if plan.generating:
+        prefill, decode, forward, backward = forward, backward, None, None
     # As columns: a 10,000-node graph has thousands of modules, and a record each per snapshot
     # was most of the roll-up's cost.
     columns: dict[str, Sequence[Any]] = {
@@ -200,6 +221,8 @@ def module_table(
         "nodes": plan.counts,
         "forward_s": _floats(forward if forward is not None else zeros),
         "backward_s": _floats(backward if backward is not None else zeros),
+        "prefill_s": _floats(prefill if prefill is not None else zeros),
+        "decode_s": _floats(decode if decode is not None else zeros),
     }
     return ColumnTable.from_columns(ModuleStats, plan.paths, columns)
 

@@ -109,6 +109,10 @@ class ModuleRow:
     """In a training step: inclusive time of the subtree's forward nodes."""
     backward_s: float = 0.0
     """In a training step: inclusive time of the backward nodes charged to the subtree."""
+    prefill_s: float = 0.0
+    """In a ``generate()`` call: inclusive time of the subtree's prefill nodes (per call)."""
+    decode_s: float = 0.0
+    """In a ``generate()`` call: inclusive time of the subtree's decode nodes (per token)."""
     output_bytes: int | None = None
     """Output bytes of the subtree's nodes in one run (None when memory was not measured)."""
     alloc_bytes: int | None = None

@@ -26,6 +26,8 @@ class Target:
     """Profile a whole training step (forward, loss, backward, optimizer) instead of inference."""
     optimizer: str = "sgd"
     """The optimizer of a training step: ``sgd`` or ``adamw``."""
+    generate: int = 0
+    """Profile ``generate()`` calls of this many new tokens (a causal language model) instead of one forward."""
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -23,6 +23,7 @@ from typing import Protocol
 from fxtui.core.column_table import column_total
 from fxtui.core.commands import Command
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
+from fxtui.core.generation import GENERATE_PHASES, GenerationSummary
 from fxtui.core.nodes import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
     GraphBreak,
     ModuleInfo,
@@ -107,6 +108,11 @@ class GraphInfo:
     def module_plan(self) -> ModulePlan:
         """How node times roll up into modules (:func:`~fxtui.core.rollup.module_stats`), worked out once."""
         return ModulePlan(self.nodes, self.modules)
+
+    @cached_property
+    def generating(self) -> bool:
+        """The nodes are ``generate()`` calls': each in the prefill or a decode step."""
+        return any(n.phase in GENERATE_PHASES for n in self.nodes)
 
     @cached_property
     def by_name(self) -> Mapping[str, NodeInfo]:
@@ -258,6 +264,8 @@ class Snapshot(RunFiguresMixin):
     shapes: Mapping[str, tuple[tuple[str, int, float], ...]] = field(default_factory=dict)
     """Nodes that ran at several output shapes: each shape, how often, and its median (the row shows the most
     frequent one)."""
+    generation: GenerationSummary | None = None
+    """A ``generate()`` call's figures (``--generate``): time to first token, per token, the cache; None otherwise."""
     rank_summary: RankSummary | None = None
     """A distributed job: every rank's steps and phases, which rank is shown, and the straggler."""
     timelines: Mapping[int, list[tuple[str, float, float]]] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from fxtui.core.what_if_text import (
     run_line,
     setup_line,
     summary,
+    tokens_line,
 )
 
 
@@ -85,7 +86,9 @@ def what_if_text(result: WhatIf, top: int | None = 10) -> str:
         lines.append(f"           cannot apply: {result.error}")
         return "\n".join(lines)
     lines.append(f"run        {run_line(result)}")
-    lines.append(f"outputs    {outputs_line(result)}")
+    if result.tokens:
+        lines.append(f"tokens     {tokens_line(result)} (whole generate() calls)")
+    lines.append(f"outputs    {outputs_line(result)}" + (" of the prefill's logits" if result.tokens else ""))
     if setup := setup_line(result):
         lines.append(f"setup      {setup}")
     if memory := memory_line(result):
@@ -123,6 +126,10 @@ def diff_table(diff: RunDiff, top: int | None = 20) -> str:
         f"run        {_change_text(diff.run)} (profiled median)",
         f"uninstr.   {_change_text(diff.eager)} (uninstrumented median)",
     ]
+    for change in diff.generation:  # two generations: what a user waits for, before the nodes
+        lines.append(f"{change.name:<22} {_change_text(change)} (uninstrumented)")
+    if diff.tokens_line:
+        lines.append(diff.tokens_line)
     if diff.memory_line:
         lines.append(diff.memory_line)
     if diff.differences:
@@ -149,7 +156,7 @@ def diff_table(diff: RunDiff, top: int | None = 20) -> str:
         lines.append("")
         lines.append(
             tabulate.tabulate(
-                [_row(c, c.name)[1:] for c in mods],
+                [[c.name or "(root)", *_row(c, c.name)[2:]] for c in mods],
                 headers=["module path", "before", "after", "Δ", "Δ%"],
                 disable_numparse=True,
             )

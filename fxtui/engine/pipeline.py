@@ -50,6 +50,7 @@ def session_for_target(
         dtype=target.dtype,
         submodule=target.submodule,
         hf_config=target.hf_config,
+        causal_lm=target.generate > 0,
     )
     return session_for_module(
         loaded,
@@ -61,6 +62,7 @@ def session_for_target(
         optimizer=target.optimizer,
         memory=memory,
         keep_disturbed=keep_disturbed,
+        generate=target.generate,
     )
 
 
@@ -75,6 +77,7 @@ def session_for_module(
     optimizer: str = "sgd",
     memory: bool = False,
     keep_disturbed: bool = False,
+    generate: int = 0,
 ) -> Session:
     """Capture an already loaded model and prepare a session for it.
 
@@ -83,9 +86,12 @@ def session_for_module(
     which only TorchDynamo and AOTAutograd can capture.
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description; ``memory`` each node's memory (one more run).
+    ``generate`` (new tokens) makes a run one ``generate()`` call (:mod:`fxtui.engine.capture.generate`).
     """
     transformers = loaded.kind == "transformers"
-    if train:
+    if generate:
+        progress(State.TRACING, f"checking that {loaded.name} can generate {generate} tokens")
+    elif train:
         progress(State.TRACING, f"capturing a training step of {loaded.name} (forward, backward, optimizer)")
     elif capture_mode == "dynamo" or (capture_mode == "auto" and transformers):
         progress(State.TRACING, f"capturing {loaded.name} with TorchDynamo")
@@ -101,6 +107,7 @@ def session_for_module(
             train=train,
             optimizer=optimizer,
             transformers=transformers,
+            generate=generate,
         )
         if program.reason.startswith("symbolic_trace"):
             progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")

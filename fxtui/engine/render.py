@@ -14,8 +14,10 @@ from fxtui.core import memory_policy
 from fxtui.core.captures import capture_mode
 from fxtui.core.columns import check_extra, headless_columns
 from fxtui.core.filters import FilterSpec, path_matches
+from fxtui.core.generation import phase_share
 from fxtui.core.nodes import Spread
 from fxtui.core.report import ReportData
+from fxtui.core.rows import ModuleRow
 from fxtui.core.snapshot import page_fault_warning
 from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 from fxtui.engine.render_program import program_lines
@@ -29,6 +31,13 @@ def header(report: ReportData) -> str:
     disturbed = r.disturbance.line() if r.disturbance else ""
     if r.program is not None:
         lines = program_lines(r)
+    elif r.generation is not None:
+        lines = [
+            f"model      {r.model}   prompt {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
+            f"runs       {r.runs} profiled generate() calls, each interleaved with an uninstrumented one; a prefill "
+            "node's time is per call, a decode node's per token (% of phase: of the profiled prefill or mean step)",
+            *r.generation.lines(r.phases),
+        ]
     else:
         lines = [
             f"model      {r.model}   inputs {', '.join(r.inputs)}   dtype {r.dtype}   threads {r.threads}",
@@ -45,8 +54,14 @@ def header(report: ReportData) -> str:
         ]
     lines += [
         *([f"disturbed  {disturbed}"] if disturbed else []),
-        _unattributed_line(
-            r.unattributed_s, r.capture, disturbed=bool(r.disturbance and r.disturbance.affects_figures)
+        *(
+            []
+            if r.generation is not None  # each phase's own fidelity says it
+            else [
+                _unattributed_line(
+                    r.unattributed_s, r.capture, disturbed=bool(r.disturbance and r.disturbance.affects_figures)
+                )
+            ]
         ),
         *(train_lines(r) if r.program is None else []),
         *capture_lines(r),
@@ -80,7 +95,7 @@ def table(
     """A tabulate table of the rows: :data:`fxtui.core.columns.HEADLESS`, then ``columns`` (any of
     :data:`fxtui.core.columns.EXTRA`: ``flops``, ``gflops``, ``bound`` …)."""
     check_extra(columns)
-    shown = headless_columns(report.training, columns)
+    shown = headless_columns(report.training, columns, generating=report.generation is not None)
     if not capture_mode(report.capture).graphs:  # every node is an ATen op: no FX op type to tell them apart
         shown = tuple(c for c in shown if c.key != "op")
     rows = report.select(spec, sort, top)
@@ -95,6 +110,8 @@ def table(
 def module_table(report: ReportData, top: int | None = 20, path: str = "") -> str:
     """Module paths by inclusive time: class, inclusive, self, % of run, nodes, GFLOP/s."""
     mods = [m for m in report.modules if path_matches(m.path, path)] if path else list(report.modules)
+    if report.generation is not None:
+        return generate_module_table(report, mods, top)
     mods.sort(key=lambda m: (-m.inclusive_s, m.path))
     shown = mods[:top] if top else mods
     body = [
@@ -117,6 +134,31 @@ def module_table(report: ReportData, top: int | None = 20, path: str = "") -> st
     headers += ["nodes", "GFLOP/s"]
     headers += ["output", "peak live"] if report.memory else []
     headers += ["saved"] if report.memory and report.training else []
+    text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+    if len(shown) < len(mods):
+        text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
+    return text
+
+
+def generate_module_table(report: ReportData, mods: list[ModuleRow], top: int | None) -> str:
+    """A generation's modules: prefill per call and decode per token, each with its share of its phase,
+    by decode time (what a user waits for)."""
+    g = report.generation
+    mods.sort(key=lambda m: (-m.decode_s, -m.prefill_s, m.path))
+    shown = mods[:top] if top else mods
+    body = [
+        [
+            m.path or "(root)",
+            m.class_name + (" [leaf]" if m.leaf_fallback else ""),
+            format_seconds(m.prefill_s),
+            format_pct(phase_share("prefill", m.prefill_s, g)),
+            format_seconds(m.decode_s),
+            format_pct(phase_share("decode", m.decode_s, g)),
+            m.nodes,
+        ]
+        for m in shown
+    ]
+    headers = ["module path", "class", "prefill", "% of prefill", "decode/token", "% of decode", "nodes"]
     text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
     if len(shown) < len(mods):
         text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"

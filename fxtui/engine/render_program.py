@@ -50,6 +50,8 @@ def program_lines(report: ReportData) -> list[str]:
             )
         if straggler := ranks.straggler():
             lines.append(f"straggler  {straggler}")
+    if report.generation is not None:  # its generate() calls: each a step, split into prefill and decode
+        lines += report.generation.lines(report.phases)
     if program.dropped:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:

@@ -259,6 +259,8 @@ class Session:
         earlier = min(1, self.program.warm_runs)
         for _ in range(max(0, runs - earlier)):
             self.step(record=False)
+        if self.program.notes is not None:  # what the warm-up runs noted is no figure either
+            self.program.notes.reset()
 
     def representative_run(self, runs: int = 5) -> list[tuple[float, float]]:
         """Start and duration (seconds) of every node in one typical profiled run.
@@ -295,6 +297,8 @@ class Session:
         self.nonfinite_steps = 0
         self.failures = 0
         self.last_error = None
+        if self.program.notes is not None:
+            self.program.notes.reset()
 
     def _profiled(self) -> NodeError | None:
         inputs = self.inputs.fresh()
@@ -324,7 +328,8 @@ class Session:
             first = str(e).splitlines()[0] if str(e).strip() else ""
             return NodeError("", f"the model raised {type(e).__name__}: {first}")
         self._loads[1] = self.probe.since(before)
-        self._pending[2] = t1 - t0
+        notes = self.program.notes  # a mode may count a run otherwise (generate: the prompt and one token)
+        self._pending[2] = notes.run_ns(t1 - t0) if notes is not None else t1 - t0
         return None
 
     # -- results -----------------------------------------------------------------
@@ -343,6 +348,7 @@ class Session:
             "late_graphs": self.program.late_graphs,
             "nonfinite_steps": self.nonfinite_steps,
             "disturbance": self.disturbance(summary),
+            **(self.program.notes.fields() if self.program.notes is not None else {}),
         }
 
     def _module_stats(self, medians: array[float], run_s: float) -> ColumnTable[ModuleStats]:
@@ -362,6 +368,12 @@ class Session:
                 **self._findings(summary),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
+        notes = self.program.notes
+        shares = (
+            notes.shares([n.phase for n in self.graph.nodes], summary.median)
+            if notes is not None
+            else [100.0 * m / run for m in summary.median]
+        )
         # As columns (fxtui.core.column_table): a record per node is made only when one is read.
         nodes = ColumnTable.from_columns(
             NodeStats,
@@ -374,7 +386,7 @@ class Session:
                 "min_s": summary.min,
                 "max_s": summary.max,
                 "iqr_s": [b - a for a, b in zip(summary.q25, summary.q75, strict=True)],
-                "pct": [100.0 * m / run for m in summary.median],
+                "pct": shares,
                 "q25_s": summary.q25,
                 "q75_s": summary.q75,
             },

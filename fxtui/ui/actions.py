@@ -154,9 +154,10 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "cycle_phase", "p", "Phase filter", MAIN,
-        "with `--train` or `fxtui run`: every phase, then each phase's nodes only (forward, backward, optimizer, "
-        "data …; the tree shades backward time)",
-        palette="Filter by phase", palette_help="A training step's forward, backward or optimizer nodes",
+        "with `--train`, `--generate` or `fxtui run`: every phase, then each phase's nodes only (forward, backward, "
+        "optimizer, data, prefill, decode …; the tree shades backward time, and gives a generation's prefill and "
+        "decode shares side by side)",
+        palette="Filter by phase", palette_help="A training step's or a generation's phases, one at a time",
         needs_graph=True, applies=lambda s: bool(phases_of(s.graph)),
     ),
     Action(

@@ -94,6 +94,12 @@ def totals_text(diff: RunDiff) -> Text:
         text.append(f"{label:<9}", style="bold")
         text.append_text(change_text(change))
         text.append(f"  ({what} median)" + ("\n" if label == "run" else ""))
+    shown = {"time to first token": "TTFT", "time per output token": "TPOT"}
+    for change in (c for c in diff.generation if c.name in shown):  # two generations: what a user waits for
+        text.append(f"\n{shown[change.name]:<9}", style="bold")
+        text.append_text(change_text(change))
+    if diff.tokens_line:
+        text.append("\n" + diff.tokens_line)
     if diff.differences:
         text.append("\nsettings differ: ", style="bold")
         text.append("; ".join(diff.differences))

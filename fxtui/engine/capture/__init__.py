@@ -15,6 +15,8 @@ reference), and a call that runs the whole model (or step) through its graphs. I
 * ``train`` (:mod:`.train`): a training step, TorchDynamo and AOTAutograd (``--train``).
 * ``eager`` (:mod:`.eager_program`): nothing traced, every ATen op of a run timed and charged to its
   module by a dispatch mode (:mod:`.eager`), the timer ``fxtui run`` uses inside a user's program.
+* ``generate`` (:mod:`.generate`): the eager timer on ``generate()`` calls, each op charged to the
+  prefill or a decode step (``--generate N``).
 
 :func:`capture` is the one place that chooses: ``auto`` (the default) tries ``fx`` and switches
 to ``dynamo`` when the model's top level cannot be traced, or goes straight to it for a
@@ -42,6 +44,7 @@ CAPTURERS: dict[str, str] = {
     "dynamo": "fxtui.engine.capture.dynamo:capture_dynamo",
     "train": "fxtui.engine.capture.train:capture_train",
     "eager": "fxtui.engine.capture.eager_program:capture_eager",
+    "generate": "fxtui.engine.capture.generate:capture_generate",
 }
 
 
@@ -62,14 +65,24 @@ def capture(
     train: bool = False,
     optimizer: str = "sgd",
     transformers: bool = False,
+    generate: int = 0,
 ) -> Program:
     """Capture ``module`` run on ``inputs`` as the user asked (``mode``: one of :data:`fxtui.core.captures.CHOICES`).
 
-    ``train`` captures a training step with ``optimizer``; ``transformers`` (a model of that library)
+    ``train`` captures a training step with ``optimizer``; ``generate`` (tokens) makes a run one ``generate()`` call
+    (:mod:`.generate`); ``transformers`` (a model of that library)
     makes ``auto`` go straight to TorchDynamo. ``program.reason`` says why ``auto`` switched.
     """
     if mode not in CHOICES:
         raise FxtuiError(f"unknown capture {mode!r}; choose one of {', '.join(CHOICES)}")
+    if generate:
+        if train:
+            raise FxtuiError("--generate profiles generate() calls (inference); it cannot be combined with --train")
+        if mode not in ("auto", "eager"):
+            raise FxtuiError(
+                f"--generate times each op as the cache grows, as --capture eager does; --capture {mode} cannot"
+            )
+        return capture_with("generate", module, inputs, name=name, new_tokens=generate)
     if train:
         if mode not in ("auto", "dynamo"):
             raise FxtuiError(f"--train captures the step with {MODES['train'].title}; --capture {mode} cannot")

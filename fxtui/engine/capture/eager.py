@@ -310,8 +310,9 @@ class OpNamer:
                     key = ("backward", outside, GRADIENT + label)
                 elif stack:
                     key = (phase, stack[-1], label)
-                else:  # a DataLoader's own work (collating, a dataset's __getitem__): a pseudo-module of its own
-                    key = (phase, (-1, "DataLoader") if phase == "data" else outside, label)
+                else:  # a DataLoader's own work (collating, a dataset's __getitem__), generate()'s loop (choosing
+                    # the token, the stopping check): a pseudo-module of its own
+                    key = (phase, (-1, _PSEUDO[phase]) if phase in _PSEUDO else outside, label)
             elif stack:
                 key = ("forward", stack[-1], label)
             else:
@@ -356,5 +357,8 @@ def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:
         inner = nxt
     return inner
 
+
+#: The pseudo-module holding a phase's ops that run outside every module.
+_PSEUDO = {"data": "DataLoader", "prefill": "generate", "decode": "generate"}
 
 _WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel", "OptimizedModule"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fxtui.core.generation import GENERATE_PHASES
 from fxtui.core.nodes import NodeInfo, build_module_tree, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 
@@ -78,6 +79,7 @@ def eager_graph(
     dtype: str = "",
     threads: int = 0,
     training: bool = False,
+    capture: str = "eager",
 ) -> GraphInfo:
     """The graph description of the nodes an eager capture found, in the order they were first seen.
 
@@ -90,6 +92,8 @@ def eager_graph(
     for node in sorted(nodes, key=lambda n: n.id):
         path = node_path(prefixes, node)
         label = node.label + (f" #{node.occurrence}" if node.occurrence > 1 else "")
+        if node.phase in GENERATE_PHASES:  # the same op runs in the prefill and in every decode step
+            label += f" ({node.phase})"
         infos.append(
             NodeInfo(
                 name=f"{path} · {label}" if path else label,
@@ -110,9 +114,10 @@ def eager_graph(
         prefix = prefixes.get(root.index, "")
         for path, cls in root.classes.items():
             classes[".".join(p for p in (prefix, path) if p)] = cls
-    for info in infos:  # optimizers, the DataLoader, anything else without a module of its own
+    for info in infos:  # optimizers, the DataLoader, generate()'s loop, anything else without a module of its own
         for ancestor in module_ancestors(info.module_path):
-            classes.setdefault(ancestor, info.phase if info.phase in ("optimizer", "data") else "")
+            kind = "generate()" if info.phase in GENERATE_PHASES else info.phase
+            classes.setdefault(ancestor, kind if kind in ("optimizer", "data", "generate()") else "")
     return GraphInfo(
         model=model,
         inputs=inputs,
@@ -120,6 +125,6 @@ def eager_graph(
         threads=threads,
         nodes=tuple(infos),
         modules=build_module_tree(infos, classes),
-        capture="eager",
+        capture=capture,
         training=training,
     )

@@ -15,9 +15,10 @@ is never charged to a node.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx
@@ -64,6 +65,30 @@ class ProgramNode:
     part: GraphPart
 
 
+class RunNotes(Protocol):
+    """What a mode keeps about its runs besides node times, and how it changes their figures (``generate``)."""
+
+    def fields(self) -> dict[str, Any]:
+        """What every snapshot carries besides the statistics (``{"generation": …}``)."""
+        ...
+
+    def shares(self, phases: Sequence[str], medians: Sequence[float]) -> list[float]:
+        """Each node's share (percent), given each node's phase and median (graph order)."""
+        ...
+
+    def run_ns(self, wall_ns: int) -> int:
+        """What the uninstrumented run just made counts as in the run figures, given its wall time."""
+        ...
+
+    def whole_run(self) -> tuple[float, float, float] | None:
+        """p25, median and p75 of the whole uninstrumented runs (seconds): what a what-if compares."""
+        ...
+
+    def reset(self) -> None:
+        """Forget the runs so far."""
+        ...
+
+
 @dataclass
 class Program:
     """The graphs a capture produced, and the call that runs the whole model through them."""
@@ -108,6 +133,12 @@ class Program:
     describe: Callable[..., Any] | None = None
     """``describe(timer, model=…, inputs=…, dtype=…, threads=…)``: the graph description, for a mode without
     graphs; None: :func:`~fxtui.engine.graphinfo.build_graph_info` from the graphs."""
+    notes: RunNotes | None = None
+    """What a mode keeps about its runs besides node times (``generate``: time to first token, per token, the
+    cache); None for most modes."""
+    renew: Callable[[torch.nn.Module], Program] | None = None
+    """``renew(module)``: the same capture of ``module`` (this model, or a what-if's changed copy) on the same
+    inputs, with notes of its own, for a mode whose runs keep notes; None: a copy of the program does."""
 
     @property
     def mode(self) -> CaptureMode:
@@ -151,6 +182,12 @@ class Program:
         finally:
             for part, executor in zip(self.parts, before, strict=True):
                 part.executor = executor
+
+    def independent(self) -> Program:
+        """A second handle on the same model and graphs with nothing shared: no reference timing, notes of its own."""
+        if self.renew is not None:
+            return self.renew(self.root)
+        return dataclasses.replace(self, reference=None)
 
     def run_each(self, inputs: Inputs, visit: Callable[[GraphPart, tuple[Any, ...]], Any]) -> Any:
         """Run the model once with every graph call handed to ``visit(part, args)``, which must return its output."""

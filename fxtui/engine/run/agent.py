@@ -34,6 +34,7 @@ turns itself off.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import socket
@@ -53,6 +54,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.engine.capture.eager import OpNamer, OpRecorder
 from fxtui.engine.run import wire
+from fxtui.engine.run.generate_watch import GenerateWatch, resolve_step
 
 #: Share of the program's time the sampled steps may cost it.
 BUDGET = 0.02
@@ -121,6 +123,8 @@ class Agent:
         self._plain: deque[int] = deque(maxlen=64)
         self._ratios: deque[float] = deque(maxlen=16)
         self.failed = ""
+        self.generate = GenerateWatch(self.recorder)
+        """transformers' ``generate()`` calls: each a step, split into its prefill and decode steps."""
 
     # -- installing ---------------------------------------------------------------------------
 
@@ -140,10 +144,12 @@ class Agent:
                 if hasattr(owner, name):
                     self._wrap(owner, name, _OPTIMIZER, "optimizer")
         self._discover = register_module_forward_pre_hook(self._global_pre)
+        self.generate.install(self._generate_enter, lambda: None)
 
     def uninstall(self) -> None:
         """Remove every hook and wrapper (the program goes on as if never watched)."""
         self.recorder.stop()
+        self.generate.uninstall()
         for undo in reversed(self._undo):
             undo()
         self._undo.clear()
@@ -219,15 +225,24 @@ class Agent:
 
     def _root_pre(self, module: torch.nn.Module, args: Any) -> None:
         if self._depth == 0:
-            if self.kind == "call" and self._is_step_root(module):
+            if self.generate.active:  # a forward inside generate(): a decode step, not a step of the program
+                self.generate.forward(module)
+            elif self.kind == "call" and self._is_step_root(module):
                 self._guard(self._boundary)
             self._enter(_FORWARD, "forward")
         self._depth += 1
 
     def _root_post(self, module: torch.nn.Module, args: Any, out: Any) -> None:
         self._depth = max(0, self._depth - 1)
+        if self._depth == 0 and self.generate.active:
+            self.generate.cache(out)
         if self._depth == 0:
             self._exit("forward")
+
+    def _generate_enter(self) -> None:
+        """A ``generate()`` call starts: in a program without an optimizer, a step of its own."""
+        if self.kind == "call":
+            self._guard(self._boundary)
 
     # -- optimizer ------------------------------------------------------------------------------
 
@@ -258,13 +273,14 @@ class Agent:
             wall = now - self._start
             phases = tuple(self._acc)
             ops: list[tuple[int, int, str, int]] = []
+            calls = self.generate.take()
             if sampled:
-                ops = self.namer.resolve(self.recorder.take())
+                ops = resolve_step(self.namer, self.recorder.take(), calls)
             nodes, roots = self.namer.take_new()
-            self.send(
-                wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots,
-                          start_ns=self._start)
-            )  # fmt: skip
+            generation = tuple(c.summary() for c in calls)
+            step = wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots,
+                             start_ns=self._start)  # fmt: skip
+            self.send(dataclasses.replace(step, generation=generation) if generation else step)
             self._learn(wall, sampled, self.describing)
             self.index += 1
         self._started = True
@@ -305,7 +321,12 @@ class Agent:
         self._next_sample = self.index + 1 + self._every - 1
 
     def finish(self) -> None:
-        """The program ends: send the step in progress (as unfinished) and the goodbye."""
+        """The program ends: send the step in progress (as unfinished) and the goodbye.
+
+        A last ``generate()`` call that returned ends its step here (a call is long, and a program may make few).
+        """
+        if self.kind == "call" and self._started and any(c.t1 for c in self.generate.calls):
+            self._guard(self._boundary)
         self.recorder.stop()
         self.send(wire.Bye(self.index, self.failed))
 

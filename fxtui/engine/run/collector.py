@@ -22,12 +22,14 @@ from collections.abc import Iterable
 import numpy as np
 
 from fxtui.core.column_table import ColumnTable, equal_tuples
+from fxtui.core.generation import GENERATE_PHASES, GenerationSummary, phase_share
 from fxtui.core.nodes import NodeStats, Spread
 from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary, StepTimes, phase_medians
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.engine.capture.eager_nodes import EagerNode, RootModule, eager_graph
 from fxtui.engine.run import wire
+from fxtui.engine.run.generate_calls import GenerationCalls
 from fxtui.engine.run.node_window import NodeWindow
 
 #: Steps the timeline keeps for the app's plot and the export.
@@ -67,6 +69,8 @@ class Collector:
         self.failed = ""
         self._trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
         """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
+        self.generation = GenerationCalls()
+        """The program's ``generate()`` calls (:mod:`fxtui.engine.run.generate_watch`)."""
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -135,6 +139,9 @@ class Collector:
         times = StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled)
         self.timeline.append(times)
         self._grow_history(step.wall_ns)
+        if not (step.sampled and step.describing):  # a describing step's calls are slower still: no figure
+            for call in step.generation:
+                self.generation.add(call, sampled=step.sampled)
         if not step.sampled:
             self._plain.append(step.wall_ns)
             return
@@ -146,6 +153,7 @@ class Collector:
         self._trace = (step.start_ns, step.ops)
 
     def _reset_steps(self) -> None:
+        self.generation.reset()
         self.steps = self.sampled = 0
         self.timeline.clear()
         self._plain.clear()
@@ -208,10 +216,11 @@ class Collector:
         """The figures now."""
         graph = self.graph()
         steps = self.step_summary()
+        generation = self.generation.summary()
         plain = _spread(self._plain)
         sampled = _spread(self._sampled)
         base = plain.median if plain else None
-        nodes, shapes = self._node_stats(graph, sampled.median if sampled else None)
+        nodes, shapes = self._node_stats(graph, sampled.median if sampled else None, generation)
         run_s = sampled.median if sampled else (base or 1.0)
         modules = module_table(graph.module_plan, *graph.module_plan.totals(nodes.column("median_s")), run_s=run_s)
         base_ns = base * 1e9 if base else None
@@ -238,10 +247,11 @@ class Collector:
             program=program,
             steps=steps,
             shapes=shapes,
+            generation=generation,
         )
 
     def _node_stats(
-        self, graph: GraphInfo, run_s: float | None
+        self, graph: GraphInfo, run_s: float | None, generation: GenerationSummary | None = None
     ) -> tuple[ColumnTable[NodeStats], dict[str, tuple[tuple[str, int, float], ...]]]:
         """Each node's statistics at its most frequent shape; the other shapes' counts and medians."""
         stats = self.window.stats()
@@ -268,6 +278,11 @@ class Collector:
 
         median = take(stats.median)
         run = run_s or float(median.sum()) or 1e-12
+        pct = 100.0 * median / run
+        if generation is not None:  # a generate() call's nodes: a share of their own phase
+            for i, node in enumerate(graph.nodes):
+                if node.phase in GENERATE_PHASES:
+                    pct[i] = phase_share(node.phase, float(median[i]), generation)
         width = stats.recent.shape[1] if stats.recent.ndim == 2 else 0
         flat = np.zeros((count, width))
         if width and len(stats.median):
@@ -284,7 +299,7 @@ class Collector:
                 "min_s": _floats(take(stats.minimum)),
                 "max_s": _floats(take(stats.maximum)),
                 "iqr_s": _floats(q75 - q25),
-                "pct": _floats(100.0 * median / run),
+                "pct": _floats(pct),
                 "q25_s": _floats(q25),
                 "q75_s": _floats(q75),
             },

@@ -42,6 +42,26 @@ class Hello:
 
 
 @dataclass(frozen=True)
+class GenerationCall:
+    """One ``generate()`` call of the step (:mod:`fxtui.engine.run.generate_watch`)."""
+
+    wall_ns: int
+    ttft_ns: int
+    """From the call to the second forward's start."""
+    steps_ns: tuple[int, ...]
+    """Each decode step: a forward's start to the next one's (the last: to the call's end)."""
+    prompt_tokens: int
+    new_tokens: int
+    batch: int = 1
+    kv_cache_bytes: int | None = None
+    """Counted in sampled calls only."""
+    kv_layer_bytes: tuple[int, ...] = ()
+    cache: str = ""
+    weight_bytes: int = 0
+    """The model's parameters and buffers (sampled calls only)."""
+
+
+@dataclass(frozen=True)
 class Step:
     """One step: its wall time and phases; for a sampled step its ops too; the nodes and roots first seen in it."""
 
@@ -60,6 +80,8 @@ class Step:
     """Messages dropped before this one (the collector fell behind)."""
     start_ns: int = 0
     """The clock (``perf_counter_ns``: one clock for every process of a machine) when the step began."""
+    generation: tuple[GenerationCall, ...] = ()
+    """The step's ``generate()`` calls (a step is one call in a program without an optimizer)."""
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ def load_target(
     dtype: str | None = None,
     submodule: str | None = None,
     hf_config: Sequence[tuple[str, str]] = (),
+    causal_lm: bool = False,
 ) -> LoadedModel:
     """Build the module TARGET names and example inputs for it.
 
@@ -84,7 +85,8 @@ def load_target(
     ``torch.randn`` tensors, or random integers in the range of a factory's integer
     example input in the same position; for torchvision detection models each shape is one image
     (``3×H×W``, or ``N×3×H×W`` for N images); for ``hf:`` models the one shape is the token
-    ids' (or the image's). ``dtype`` converts the module and inputs. ``submodule`` selects a
+    ids' (or the image's). ``dtype`` converts the module and inputs; ``causal_lm`` builds an
+    ``hf:`` model with its language-model head (``AutoModelForCausalLM``, for ``--generate``). ``submodule`` selects a
     part of the model by its path (``backbone``, ``layer1.0``); unless shapes are given, its
     inputs are captured from one eager run of the whole model. Every problem the user can
     fix raises :class:`FxtuiError`.
@@ -110,7 +112,9 @@ def load_target(
             raise FxtuiError(f"{target} takes one --input-shape (its token ids' or image's), not {len(shapes)}")
         if shapes is not None:
             check_inputs_fit(shapes, itemsize=8, dtype="token ids (int64)")  # an image takes less
-        module, inputs = hf.load_hf(target[len(hf.PREFIX) :].strip(), hf_config, shapes[0] if shapes else None)
+        module, inputs = hf.load_hf(
+            target[len(hf.PREFIX) :].strip(), hf_config, shapes[0] if shapes else None, causal_lm=causal_lm
+        )
         name, kind = target, "transformers"
         hint = input_hint(module, name, inputs)
         shapes = None  # applied to the default inputs already

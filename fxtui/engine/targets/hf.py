@@ -42,9 +42,16 @@ _SHRINKING_KEYS = (
 
 
 def load_hf(
-    model_type: str, overrides: Sequence[tuple[str, str]] = (), shape: tuple[int, ...] | None = None
+    model_type: str,
+    overrides: Sequence[tuple[str, str]] = (),
+    shape: tuple[int, ...] | None = None,
+    *,
+    causal_lm: bool = False,
 ) -> tuple[torch.nn.Module, Inputs]:
-    """Build ``hf:model_type`` with random weights; returns ``(module, inputs)``."""
+    """Build ``hf:model_type`` with random weights; returns ``(module, inputs)``.
+
+    ``causal_lm`` builds the model with its language-model head (``AutoModelForCausalLM``, for ``--generate``).
+    """
     try:
         import transformers
         from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -59,23 +66,43 @@ def load_hf(
     for key, text in overrides:
         _override(config, model_type, key, text)
     name = f"{PREFIX}{model_type}"
-    skeleton = _build(transformers, config, name, device="meta")
+    auto: Any = transformers.AutoModel
+    if causal_lm:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+        if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+            raise FxtuiError(
+                f"{name} cannot generate: transformers has no causal language-model head for it, and --generate "
+                "needs a decoder-only causal language model such as hf:gpt2 or hf:llama"
+            )
+        auto = transformers.AutoModelForCausalLM
+    skeleton = _build(auto, config, name, device="meta")
     _check_fits(sum(p.numel() for p in skeleton.parameters()), config, name)
     torch.manual_seed(SEED)
     module = _materialize(skeleton)
     if module is None:
         torch.manual_seed(SEED)
-        module = _build(transformers, config, name)
+        module = _build(auto, config, name)
     return module.eval(), default_inputs(module, config, name, shape)
 
 
-def _build(transformers: Any, config: Any, name: str, device: str | None = None) -> torch.nn.Module:
-    """``AutoModel.from_config(config)``, on ``device`` when given (``meta``: no memory, no time)."""
+def _build(auto: Any, config: Any, name: str, device: str | None = None) -> torch.nn.Module:
+    """``auto.from_config(config)`` (``AutoModel``'s), on ``device`` when given (``meta``: no memory, no time).
+
+    transformers' warnings are held back: an encoder built with a language-model head for ``--generate``
+    warns that it is no decoder, which fxtui says in its own sentence.
+    """
+    from transformers.utils import logging
+
+    before = logging.get_verbosity()
+    logging.set_verbosity_error()
     try:
         with torch.device(device) if device else contextlib.nullcontext():
-            return transformers.AutoModel.from_config(config)
+            return auto.from_config(config)
     except Exception as e:
         raise FxtuiError(f"building {name} failed with {exception_text(e)}") from e
+    finally:
+        logging.set_verbosity(before)
 
 
 def _materialize(skeleton: torch.nn.Module) -> torch.nn.Module | None:

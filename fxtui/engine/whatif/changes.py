@@ -63,6 +63,9 @@ class Variant:
     """Entered around every run of the changed model (a thread count, autocast)."""
     setup_s: float = 0.0
     """Seconds spent making it: the recapture, or ``torch.compile``'s first call."""
+    module: nn.Module | None = None
+    """The changed model where neither ``program`` holds it nor ``call`` shows it (``compile`` of ``generate()``
+    calls: its logits are compared)."""
 
 
 def reason_not(name: str, session: Session) -> str:
@@ -175,6 +178,8 @@ def recapture(session: Session, module: nn.Module, inputs: Inputs) -> Program:
     program = session.program
     options = {"reason": program.reason} if program.capture == "dynamo" else {}
     try:
+        if program.renew is not None:  # the same capture's settings (generate: the tokens)
+            return program.renew(module)
         return capture_with(program.capture, module, inputs, name=session.graph.model, **options)
     except FxtuiError as e:
         raise CannotApply(f"the changed model cannot be captured: {e}") from e
@@ -182,7 +187,7 @@ def recapture(session: Session, module: nn.Module, inputs: Inputs) -> Program:
 
 def _same_graphs(session: Session) -> Program:
     """The session's program as a second, independent handle: same graphs, no reference timing."""
-    return dataclasses.replace(session.program, reference=None)
+    return session.program.independent()
 
 
 def _threads(session: Session, n: int) -> Variant:

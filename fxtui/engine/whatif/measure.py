@@ -11,7 +11,6 @@ touched.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import statistics
 import time
 from collections.abc import Callable
@@ -73,6 +72,9 @@ class SessionSide:
 
     def whole_run(self) -> tuple[float, float, float] | None:
         session = self.session
+        notes = session.program.notes
+        if notes is not None:  # generate(): whole calls, not the prompt-and-one-token a run counts as
+            return notes.whole_run()
         summary = session.samples.summary(leave_out_disturbed=not session.keep_disturbed)
         if summary is None or summary.eager is None:
             return None
@@ -132,7 +134,7 @@ def measure(
     Raises :class:`Cancelled` when ``cancelled()`` turns true between pairs. A variant whose
     runs fail is a result with ``error`` set, never an exception.
     """
-    original = dataclasses.replace(session.program, reference=None)  # an independent handle on the same graphs
+    original = session.program.independent()  # a second handle on the same graphs, nothing shared
     a: SessionSide | CallSide
     b: SessionSide | CallSide
     progress(f"what-if {name}: checking the changed model")
@@ -148,7 +150,13 @@ def measure(
             b = CallSide(variant.call, variant.inputs, original, variant.context)
     except FxtuiError as e:
         return WhatIf(name, variant.title, error=f"the changed model does not run: {e}", setup_s=variant.setup_s)
-    abs_diff, rel_diff, note = _outputs(session, original, variant)
+    tokens: dict[str, Any] = {}
+    if original.notes is not None:  # generate(): the greedy tokens compared, the prefill's logits
+        from fxtui.engine.whatif.generate import compare_generations
+
+        abs_diff, rel_diff, tokens, note = compare_generations(session, original, variant)
+    else:
+        abs_diff, rel_diff, note = _outputs(session, original, variant)
     progress(f"what-if {name}: warming up")
     for side in (a, b):
         side.warm_up()
@@ -189,6 +197,7 @@ def measure(
         nodes=nodes,
         modules=modules,
         note=note,
+        **tokens,
     )
 
 
@@ -248,13 +257,18 @@ def _changes(
         )
         for n in names
     ]
+    # A generation's module times are per call (prefill) and per token (decode): compared apart, never added.
+    fields = (
+        [("", "inclusive_s")] if before.generation is None else [(" (prefill)", "prefill_s"), (" (decode)", "decode_s")]
+    )
     modules = [
         ModuleChange(
-            p,
-            before.modules[p].inclusive_s if p in before.modules else None,
-            after.modules[p].inclusive_s if p in after.modules else None,
+            (p or "(root)") + label if label else p,
+            getattr(before.modules[p], field) if p in before.modules else None,
+            getattr(after.modules[p], field) if p in after.modules else None,
         )
         for p in dict.fromkeys((*before.modules, *after.modules))
+        for label, field in fields
     ]
     return (
         tuple(sorted(nodes, key=lambda c: -abs(c.change_s))),

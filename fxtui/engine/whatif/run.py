@@ -87,7 +87,12 @@ def _attempt(
     cancelled: Callable[[], bool],
 ) -> WhatIf:
     try:
-        variant = make_variant(name, session)
+        if name == "compile" and session.program.notes is not None:  # generate() calls: the forward compiled
+            from fxtui.engine.whatif.generate import compile_generate
+
+            variant = compile_generate(session)
+        else:
+            variant = make_variant(name, session)
     except CannotApply as e:
         return WhatIf(name, describe(name), error=str(e))
     except Exception as e:  # a change fxtui did not foresee failing: the other what-ifs still run

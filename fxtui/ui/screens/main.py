@@ -23,7 +23,7 @@ from fxtui.core.commands import Reset
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo, Snapshot, SnapshotSource, State
-from fxtui.ui import gc_pauses, view_filter
+from fxtui.ui import gc_pauses, generate_view, view_filter
 from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.navigation import Hotspots, filter_showing, hottest
@@ -33,6 +33,7 @@ from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.table_sort import Sort, clicked_sort, next_sort, sort_label
 from fxtui.ui.view_filter import DEFAULT_FILTER
 from fxtui.ui.what_if_requests import WhatIfRequests
+from fxtui.ui.widgets.decode_plot import DecodePlot
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.error_banner import ErrorBanner
 from fxtui.ui.widgets.filter_input import FilterInput, FilterKind
@@ -108,6 +109,7 @@ class MainScreen(Screen[None]):
                 yield (table := NodeTable(id="table", on_highlight=self._table_moved, on_sort=self._header_clicked))
                 yield MemoryPlot(id="memory-plot").data_bind(MainScreen.snapshot, MainScreen.selected)
                 yield StepPlot(id="step-plot").data_bind(MainScreen.snapshot)
+                yield DecodePlot(id="decode-plot").data_bind(MainScreen.snapshot, MainScreen.selected)
                 yield DetailPane(id="detail").data_bind(MainScreen.snapshot, MainScreen.selected, MainScreen.explaining)
         yield (prompt := FilterInput(id="filter-input", on_filter=self._filter_typed))
         yield KeyBar()
@@ -190,8 +192,7 @@ class MainScreen(Screen[None]):
 
     def _show_numbers(self) -> None:
         if (snapshot := self.snapshot) is not None and snapshot.graph is not None:
-            totals, backward = view_filter.tree_totals(snapshot, self._shown)
-            self.module_tree.update_numbers(totals, snapshot.nodes, snapshot.run_median_s or 0.0, backward=backward)
+            self.module_tree.update_numbers(**generate_view.tree_numbers(snapshot, self._shown))
 
     # -- state → widgets ----------------------------------------------------
 

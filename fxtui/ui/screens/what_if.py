@@ -26,7 +26,7 @@ from textual.widgets.option_list import Option
 from fxtui.core.findings import WhatIf, WhatIfOption
 from fxtui.core.snapshot import Snapshot
 from fxtui.core.units import format_seconds
-from fxtui.core.what_if_text import change_text, diff_text, memory_line, spread, summary
+from fxtui.core.what_if_text import change_text, diff_text, memory_line, spread, summary, tokens_line
 from fxtui.ui.actions import WHAT_IFS, bindings
 from fxtui.ui.widgets.change_table import ChangeTable
 
@@ -74,6 +74,8 @@ def result_text(result: WhatIf | None, option: WhatIfOption | None, waiting: boo
     text.append(f"{format_seconds(result.after_s)} ({spread(result.after_p25_s, result.after_p75_s)}): ")
     text.append(change_text(result), style="bold")
     text.append(f" · {result.pairs} pairs")
+    if result.tokens:
+        text.append(f"\n{tokens_line(result)}", style="bold")
     if result.max_abs_diff is None:
         text.append("\noutputs not compared")
     else:

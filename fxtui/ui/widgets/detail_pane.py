@@ -57,7 +57,7 @@ def _fields(
         rows.append(("values", fact))
     if stats is not None and stats.count:
         rows += [
-            ("median", f"{format_seconds(stats.median_s)}   {format_pct(stats.pct)} of the run"),
+            ("median", f"{format_seconds(stats.median_s)}   {format_pct(stats.pct)} of {_share_of(info.phase)}"),
             ("p90", format_seconds(stats.p90_s)),
             ("mean", format_seconds(stats.mean_s)),
             ("min / max", f"{format_seconds(stats.min_s)} / {format_seconds(stats.max_s)}"),
@@ -303,3 +303,8 @@ class DetailPane(VerticalScroll):
             _put(module_repr, Text(info.module_repr))
             module_repr.display = bool(info.module_repr)
         self._shown_name = info.name
+
+
+def _share_of(phase: str) -> str:
+    """What a node's share is of: the run, or a generation's prefill (per call) or decode step (per token)."""
+    return {"prefill": "the prefill (per call)", "decode": "a decode step (per token)"}.get(phase, "the run")

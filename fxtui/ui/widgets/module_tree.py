@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.cells import cell_len
 from textual.reactive import var
@@ -25,7 +25,7 @@ from fxtui.core.column_table import column_map
 from fxtui.core.nodes import NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.outline_view import OutlineView
-from fxtui.ui.widgets.tree_labels import Entry, Part, bar, fit_label, op_label, short_node_name
+from fxtui.ui.widgets.tree_labels import Entry, Part, bar, fit_label, fit_phase_label, op_label, short_node_name
 from fxtui.ui.widgets.tree_lines import Outline, group_module
 
 #: A direct op of a module that takes less than this share of the run is small: folded with the others.
@@ -40,6 +40,9 @@ def small_ops(stats: Mapping[str, NodeStats], run_s: float) -> frozenset[str]:
     limit = SMALL_SHARE * run_s
     return frozenset(name for name, median in column_map(stats, "median_s").items() if median < limit)
 
+
+if TYPE_CHECKING:
+    from fxtui.ui.generate_view import PhaseShares
 
 __all__ = ["Entry", "ModuleTree", "bar", "op_label", "short_node_name"]
 
@@ -85,6 +88,8 @@ class ModuleTree(OutlineView):
         self._outlines: list[Outline] = []
         self.totals: Mapping[str, float] = {}
         self.backward: Mapping[str, float] = {}
+        self.phases: PhaseShares | None = None
+        """A generation's module shares of the prefill and of a decode step (both phases shown)."""
         """A training step's inclusive backward time per module (part of ``totals``)."""
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
@@ -248,13 +253,16 @@ class ModuleTree(OutlineView):
         stats: Mapping[str, NodeStats],
         run_s: float,
         backward: Mapping[str, float] | None = None,
+        phases: PhaseShares | None = None,
     ) -> None:
         """New inclusive module times and node statistics; the lines on screen redraw, structure stays.
 
-        ``backward`` (a training step's) is each module's inclusive backward time, part of its total.
+        ``backward`` (a training step's) is each module's inclusive backward time, part of its total;
+        ``phases`` (a generation's, both phases shown) each module's share of the prefill and of a decode step.
         """
         self.totals = totals
         self.backward = backward or {}
+        self.phases = phases
         self.stats = stats
         self._medians = column_map(stats, "median_s")
         self.run_s = run_s
@@ -310,10 +318,14 @@ class ModuleTree(OutlineView):
                 flag = (" [leaf]", "module-tree--leaf-fallback")
             if entry.key == self.error_node:
                 flag = (" ✖", "module-tree--error")
+        width = self.line_width or 80
+        indent = depth * self.guide_depth + (cell_len(self.ICON_NODE) if entry.kind != "node" else 0)
+        if entry.kind == "module" and self.phases is not None:
+            return fit_phase_label(name, kind, flag, *self.phases.shares(entry.key), width, indent)
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
+        if entry.kind == "node" and graph.generating and stats is not None:
+            share = stats.pct  # of its own phase
         backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0
         # Modules of a training step say how much of their time is backward; nodes have a phase column.
         split = entry.kind == "module" and graph.training
-        width = self.line_width or 80
-        indent = depth * self.guide_depth + (cell_len(self.ICON_NODE) if entry.kind != "node" else 0)
         return fit_label(name, kind, flag, seconds, share, width, indent, backward_share if split else None)

@@ -128,7 +128,7 @@ class NodeTable(ScrollView, can_focus=True):
     def set_graph(self, graph: GraphInfo) -> None:
         """Size the descriptive columns to fit ``graph``'s names (within limits)."""
         self._graph = graph
-        self.columns = app_columns(graph.training, self.column_set, bool(graph.ranks))
+        self.columns = app_columns(graph.training, self.column_set, bool(graph.ranks), graph.generating)
         for key, limit in (("node", 34), ("target", 28), ("module", 26), ("shape", 20)):
             column = BY_KEY[key]
             longest = max((len(column.text(n, None)) for n in graph.nodes), default=0)
@@ -138,7 +138,12 @@ class NodeTable(ScrollView, can_focus=True):
         """Switch to the ``time`` or ``memory`` columns; rows, sort and cursor stay."""
         self.column_set = column_set
         graph = self._graph
-        self.columns = app_columns(graph.training if graph else False, column_set, bool(graph and graph.ranks))
+        self.columns = app_columns(
+            graph.training if graph else False,
+            column_set,
+            bool(graph and graph.ranks),
+            graph.generating if graph else False,
+        )
         self._resort()
         self.refresh()
 

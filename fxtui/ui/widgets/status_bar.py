@@ -83,6 +83,8 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         text.append(f"⚠ {disturbance.disturbed}/{disturbance.steps} steps disturbed, {how} (T)", style="bold reverse")
     if snapshot is not None and snapshot.program is not None:
         _program_part(text, snapshot)
+    elif snapshot is not None and graph is not None and snapshot.generation is not None:
+        _generate_part(text, snapshot)
     elif snapshot is not None and graph is not None:
         text.append(" │ ")
         text.append(graph.model, style="bold")
@@ -117,6 +119,22 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
         text.append(f" │ rank {summary.shown} of {len(summary.ranks)} (R)", style="bold")
     kind = "steps" if steps.kind == "train" else "calls"
     text.append(f" │ {steps.steps} {kind} · {steps.sampled} sampled · step {format_seconds(steps.step_median_s)}")
+    text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")
+    g = snapshot.generation
+    if g is not None:  # its generate() calls
+        text.append(f" · TTFT {format_seconds(g.ttft_s)} · TPOT {format_seconds(g.tpot_s)}")
+
+
+def _generate_part(text: Text, snapshot: Snapshot) -> None:
+    """generate() calls: the model, prompt and tokens, then time to first token, per token, tokens/s, fidelity."""
+    graph, g = snapshot.graph, snapshot.generation
+    assert graph is not None and g is not None
+    text.append(" │ ")
+    text.append(graph.model, style="bold")
+    text.append(f" {g.batch}×{g.prompt_tokens} prompt +{g.new_tokens} tokens {graph.dtype} {graph.threads}thr")
+    text.append(f" │ {snapshot.runs} calls · TTFT {format_seconds(g.ttft_s)} · TPOT {format_seconds(g.tpot_s)}")
+    if g.tokens_per_s is not None:
+        text.append(f" · {g.tokens_per_s:.1f} tok/s")
     text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")
 
 

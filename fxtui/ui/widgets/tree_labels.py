@@ -16,6 +16,8 @@ BAR_WIDTH = 8
 TIME_FROM = 32
 BAR_FROM = 56
 _BLOCKS = " ▏▎▍▌▋▊▉█"
+#: Each phase's bar in a generation's module line (two of them: the prefill's and the decode step's).
+PHASE_BAR_WIDTH = 4
 #: The backward part of a training step's bar: a lighter shade, told apart without colour too.
 BACKWARD_BLOCK = "▒"
 
@@ -104,6 +106,11 @@ def fit_label(
         if backward_share is not None:
             part = 100.0 * backward_share / share if share else 0.0
             numbers.append((f" {BACKWARD_BLOCK}{part:3.0f}%", "module-tree--time"))
+    return _fit_head(name, kind, flag, numbers, width, indent)
+
+
+def _fit_head(name: str, kind: str, flag: Part | None, numbers: list[Part], width: int, indent: int) -> list[Part]:
+    """Name, flag and kind on the left of ``numbers``, cut to fit (see :func:`fit_label`)."""
     room = width - indent - sum(len(t) for t, _ in numbers)
     head: list[Part] = [(name, "")]
     used = len(name)
@@ -121,3 +128,21 @@ def fit_label(
         used = sum(len(t) for t, _ in head)
     pad = max(0, room - used)
     return [*head, (" " * pad, ""), *numbers]
+
+
+def fit_phase_label(
+    name: str, kind: str, flag: Part | None, prefill: float | None, decode: float | None, width: int, indent: int
+) -> list[Part]:
+    """A module's label in a ``generate()`` call: its share of the prefill and of a decode step, percent.
+
+    ``P 20.1% D 45.3%``, each followed by a bar of its own from :data:`BAR_FROM` cells (the decode one
+    shaded), so "attention is 20% of the prefill and 45% of a token" reads on one line.
+    """
+    numbers: list[Part] = []
+    wide = width >= BAR_FROM
+    for letter, share, shade in (("P", prefill, 0.0), ("D", decode, 1.0)):
+        numbers.append((f" {letter}{format_pct(share):>6}", "module-tree--time"))
+        if wide:
+            fraction = (share or 0.0) / 100.0
+            numbers.append((" " + bar(fraction, PHASE_BAR_WIDTH, backward=fraction * shade), "module-tree--bar"))
+    return _fit_head(name, kind, flag, numbers, width, indent)
