@@ -41,17 +41,10 @@ def main(argv: Sequence[str]) -> int:
     """``fxtui attach``; its exit status."""
     from fxtui.engine.run.jobs import PROFILE, find_job, job_dir, list_jobs
     from fxtui.headless import check
-    from fxtui.options import filter_spec, output_exports
+    from fxtui.options import program_output
 
     args = build_parser().parse_args(list(argv))
-    output = OutputSettings(
-        sort=args.sort,
-        top=args.top,
-        spec=filter_spec(args, phases_ok=True),
-        modules=args.modules,
-        columns=tuple(c.strip() for c in (args.columns or "").split(",") if c.strip()),
-        exports=output_exports(args),
-    )
+    output = program_output(args)
     check(output)
     if args.job is not None and _is_address(args.job):  # a job served over TCP, from another server
         return _remote(args.job, args.token, output, args.once or not sys.stdout.isatty())

@@ -17,7 +17,7 @@ from fxtui.core.captures import CHOICES as CAPTURE_CHOICES
 from fxtui.core.captures import MODES as CAPTURE_MODES
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings, RunSettings, Target, parse_hf_config, parse_shape
-from fxtui.options import add_export_options, add_table_options, count_type, filter_spec, output_exports
+from fxtui.options import add_export_options, add_table_options, column_keys, count_type, filter_spec, output_exports
 from fxtui.output import say
 
 EXIT_USAGE = 2
@@ -230,10 +230,6 @@ def _target(args: argparse.Namespace) -> Target:
     )
 
 
-def _columns(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
-
-
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """What ``args`` ask of the profile, as one immutable value."""
     from fxtui.core.columns import MEMORY
@@ -241,7 +237,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
     names = parse_what_ifs(args.what_if) if args.what_if else ()
     names += tuple(f"threads={n}" for n in (args.threads or ())[1:])
-    columns = _columns(args)
+    columns = column_keys(args)
     # A memory column or sort asks for the memory pass as --memory does.
     memory = args.memory or bool({*columns, args.sort} & {*MEMORY, "saved"})
     exporting = bool(args.json or args.csv or args.chrome_trace)
@@ -266,7 +262,7 @@ def output_settings(args: argparse.Namespace) -> OutputSettings:
     """How ``args`` ask the headless command to show the profile."""
     from fxtui.core.columns import MEMORY
 
-    columns = _columns(args)
+    columns = column_keys(args)
     if args.memory or {*columns, args.sort} & {*MEMORY, "saved"}:
         wanted = (*MEMORY, "saved") if args.train else MEMORY
         columns += tuple(c for c in wanted if c not in columns)

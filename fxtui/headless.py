@@ -10,12 +10,17 @@ import contextlib
 import dataclasses
 import signal
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from fxtui.core.columns import check_extra, sort_column
 from fxtui.core.errors import FxtuiError, Interrupted
 from fxtui.core.settings import OutputSettings, RunSettings
 from fxtui.output import say
 from fxtui.signals import StopOnSignal
+
+if TYPE_CHECKING:
+    from fxtui.engine.report import Report
 
 
 def check(output: OutputSettings) -> None:
@@ -44,7 +49,6 @@ def run(settings: RunSettings, output: OutputSettings) -> int:
 
 
 def _profile_and_print(settings: RunSettings, output: OutputSettings, stop: StopOnSignal) -> int:
-    from fxtui.engine.export import ExportError, export
     from fxtui.engine.findings_text import aten_text, hints_text, what_ifs_text
     from fxtui.engine.pipeline import make_report, run_profile, session_for_target
     from fxtui.engine.session import thread_limit
@@ -100,15 +104,22 @@ def _profile_and_print(settings: RunSettings, output: OutputSettings, stop: Stop
         say("\n" + hints_text(report.hints, report.what_ifs))
     if report.what_ifs:
         say("\n" + what_ifs_text(report.what_ifs, top=min(output.top, 10) if output.top else None))
+    write_exports(report, output.export_paths)
+    return 0
+
+
+def write_exports(report: Report, paths: Mapping[str, str]) -> None:
+    """Write every export asked for and say where each went, the ones written before a failure too."""
+    from fxtui.engine.export import ExportError, export
+
     try:
-        written = export(report, output.export_paths)
+        written = export(report, paths)
     except ExportError as e:
         for path in e.written:
             say(f"wrote {path}")
         raise
     for path in written:
         say(f"wrote {path}")
-    return 0
 
 
 class _ProgressLine:

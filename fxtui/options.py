@@ -10,6 +10,7 @@ import argparse
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
+from fxtui.core.settings import OutputSettings
 
 
 def count_type(name: str, minimum: int) -> type:
@@ -92,3 +93,20 @@ def output_exports(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     """(format, path) of every export asked for."""
     exports = (("json", args.json), ("csv", args.csv), ("chrome_trace", args.chrome_trace))
     return tuple((name, path) for name, path in exports if path)
+
+
+def column_keys(args: argparse.Namespace) -> tuple[str, ...]:
+    """The keys ``--columns`` names, in order."""
+    return tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
+
+
+def program_output(args: argparse.Namespace) -> OutputSettings:
+    """How ``fxtui run`` and ``fxtui attach`` show a program's profile (every phase may be filtered)."""
+    return OutputSettings(
+        sort=args.sort,
+        top=args.top,
+        spec=filter_spec(args, phases_ok=True),
+        modules=args.modules,
+        columns=column_keys(args),
+        exports=output_exports(args),
+    )

@@ -102,7 +102,7 @@ def split(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[st
 
 def main(argv: Sequence[str]) -> int:
     """``fxtui run``; returns the exit status (the program's)."""
-    from fxtui.options import filter_spec, output_exports
+    from fxtui.options import program_output
 
     parser = build_parser()
     own, command = split(argv, parser)
@@ -114,14 +114,7 @@ def main(argv: Sequence[str]) -> int:
 
     check_command(command)
     settings = ProgramSettings(tuple(command), warmup=args.warmup_steps, every=args.sample_every)
-    output = OutputSettings(
-        sort=args.sort,
-        top=args.top,
-        spec=filter_spec(args, phases_ok=True),
-        modules=args.modules,
-        columns=tuple(c.strip() for c in (args.columns or "").split(",") if c.strip()),
-        exports=output_exports(args),
-    )
+    output = program_output(args)
     from fxtui.headless import check
 
     check(output)
@@ -199,8 +192,8 @@ def print_report(snapshot: object, output: OutputSettings) -> None:
 
 def print_report_data(report: object, output: OutputSettings) -> None:
     """A report's header and table (a program's last profile saved to a file too), then the exports."""
-    from fxtui.engine.export import ExportError, export
     from fxtui.engine.report import Report
+    from fxtui.headless import write_exports
 
     assert isinstance(report, Report)
     sys.stdout.flush()
@@ -211,14 +204,7 @@ def print_report_data(report: object, output: OutputSettings) -> None:
             say(report.module_table(top=top, path=output.spec.path))
         else:
             say(report.table(sort=output.sort, top=top, spec=output.spec, columns=output.columns))
-    try:
-        written = export(report, output.export_paths)
-    except ExportError as e:
-        for path in e.written:
-            say(f"wrote {path}")
-        raise
-    for path in written:
-        say(f"wrote {path}")
+    write_exports(report, output.export_paths)
 
 
 def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") -> int:

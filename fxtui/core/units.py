@@ -20,6 +20,16 @@ def format_seconds(seconds: float | None, digits: int = 3) -> str:
     return f"{value:.{max(digits - len(str(int(abs(value)))), 0)}f} {unit}"
 
 
+def format_signed_seconds(seconds: float) -> str:
+    """``+1.20 ms`` / ``−350 µs`` (a real minus sign), for a change."""
+    return ("−" if seconds < 0 else "+") + format_seconds(abs(seconds))
+
+
+def format_signed_pct(pct: float | None) -> str:
+    """``+12.5%`` / ``−3.0%`` (a real minus sign), for a change; ``–`` when there is none (it was zero before)."""
+    return "–" if pct is None else f"{pct:+.1f}%".replace("-", "−")
+
+
 def format_pct(pct: float | None) -> str:
     """``12.345`` → ``"12.3%"``."""
     return "–" if pct is None else f"{pct:.1f}%"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fxtui.core.findings import ModuleChange, NodeChange, WhatIf
-from fxtui.core.units import format_bytes, format_seconds
+from fxtui.core.units import format_bytes, format_seconds, format_signed_seconds
 
 #: How the relative output difference is defined, said once wherever it is shown.
 REL_DIFF_DEFINITION = "max|a−b| ÷ max|a| per floating output"
@@ -117,11 +117,6 @@ def ratio(before: float | None, after: float | None) -> str:
     return f"×{after / before:.2f}" if before > 0 else "–"
 
 
-def signed(seconds: float) -> str:
-    """``+1.20 ms`` / ``−14.8 ms``."""
-    return ("−" if seconds < 0 else "+") + format_seconds(abs(seconds))
-
-
 def node_rows(changes: Iterable[NodeChange]) -> list[list[str]]:
     """Table rows: node, module path, before, after, change, ratio."""
     return [
@@ -130,7 +125,7 @@ def node_rows(changes: Iterable[NodeChange]) -> list[list[str]]:
             c.module_path or "(root)",
             format_seconds(c.before_s),
             format_seconds(c.after_s),
-            signed(c.change_s),
+            format_signed_seconds(c.change_s),
             ratio(c.before_s, c.after_s),
         ]
         for c in changes
@@ -144,7 +139,7 @@ def module_rows(changes: Iterable[ModuleChange]) -> list[list[str]]:
             c.path or "(root)",
             format_seconds(c.before_s),
             format_seconds(c.after_s),
-            signed(c.change_s),
+            format_signed_seconds(c.change_s),
             ratio(c.before_s, c.after_s),
         ]
         for c in changes

@@ -14,7 +14,7 @@ import tabulate
 from fxtui.core.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.core.findings import AtenOp, Hint, WhatIf
 from fxtui.core.rows import NodeRow
-from fxtui.core.units import format_pct, format_seconds
+from fxtui.core.units import format_pct, format_seconds, format_signed_pct, format_signed_seconds
 from fxtui.core.what_if_text import (
     memory_line,
     module_rows,
@@ -170,25 +170,19 @@ def _describe(meta: dict[str, Any]) -> str:
     return f"{meta.get('model', '?')}   inputs {inputs}   threads {threads}   runs {runs}"
 
 
-def _pct_text(pct: float | None) -> str:
-    return "–" if pct is None else f"{pct:+.1f}%".replace("-", "−")
-
-
 def _change_text(c: Change) -> str:
-    sign = "+" if c.delta_s >= 0 else "−"
     return (
         f"{format_seconds(c.before_s)} → {format_seconds(c.after_s)}   "
-        f"Δ {sign}{format_seconds(abs(c.delta_s))} ({_pct_text(c.delta_pct)})"
+        f"Δ {format_signed_seconds(c.delta_s)} ({format_signed_pct(c.delta_pct)})"
     )
 
 
 def _row(c: Change, name: str) -> list[str]:
-    sign = "+" if c.delta_s >= 0 else "−"
     return [
         name,
         c.module_path or "(root)",
         format_seconds(c.before_s),
         format_seconds(c.after_s),
-        sign + format_seconds(abs(c.delta_s)),
-        _pct_text(c.delta_pct),
+        format_signed_seconds(c.delta_s),
+        format_signed_pct(c.delta_pct),
     ]

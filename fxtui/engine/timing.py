@@ -32,7 +32,7 @@ import torch
 import torch.fx
 from torch.fx.node import Argument, Node
 
-from fxtui.core.errors import NodeError
+from fxtui.core.errors import NodeError, first_line
 from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.values import ValueMeta, describe_value
@@ -211,7 +211,10 @@ class TimingInterpreter(torch.fx.Interpreter):
 
     def _node_error(self, index: int, error: Exception) -> NodeError:
         if index < 0:
-            return NodeError("", f"the model failed before its first node: {_first_line(error)}")
+            return NodeError(
+                "",
+                f"the model failed before its first node: {_said(error)}",
+            )
         node = self.nodes[index]
         name = self.names[index]
         what = node.target if node.op != "call_module" else type(self.module.get_submodule(str(node.target))).__name__
@@ -223,7 +226,7 @@ class TimingInterpreter(torch.fx.Interpreter):
             )
         return NodeError(
             name,
-            f"node {name} ({node.op} {_short_target(what)}) raised {type(error).__name__}: {_first_line(error)}",
+            f"node {name} ({node.op} {_short_target(what)}) raised {type(error).__name__}: {_said(error)}",
         )
 
 
@@ -269,9 +272,9 @@ def _asked_for(message: str) -> str:
     return ""
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0].rstrip(".")
+def _said(error: BaseException) -> str:
+    """An error's first line as the end of a sentence: no full stop of its own."""
+    return (first_line(str(error)) or type(error).__name__).rstrip(".")
 
 
 def _short_target(target: object) -> str:

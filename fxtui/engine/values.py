@@ -78,3 +78,19 @@ def _nonfinite(value: torch.Tensor) -> str:
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors anywhere in a nested structure (lists, tuples, dicts, dataclasses pytree knows)."""
+    from torch.utils import _pytree as pytree
+
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def storage_block(t: torch.Tensor) -> tuple[int, int]:
+    """Address and size of the memory block behind ``t`` (shared by a tensor and its views)."""
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr(), storage.nbytes()
+    except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+        return -id(t), t.numel() * t.element_size()

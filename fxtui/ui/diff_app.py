@@ -20,7 +20,7 @@ from textual.binding import BindingType
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from fxtui.core.diff import SPREAD_MARK, Change, RunDiff, spread_legend
-from fxtui.core.units import format_seconds
+from fxtui.core.units import format_seconds, format_signed_pct, format_signed_seconds
 from fxtui.ui.actions import DIFF, bindings, help_rows
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.widgets.key_bar import KeyBar
@@ -60,16 +60,6 @@ NUMBER_COLUMNS = (("before", "before"), ("after", "after"), ("Δ", "delta"), ("�
 HEADER_SORT = {"name": "name", "module": "name", "before": "before", "after": "after", "delta": "abs", "pct": "pct"}
 
 
-def signed_seconds(seconds: float) -> str:
-    """``+1.20 ms`` / ``−350 µs`` (a real minus sign, as the headless table prints)."""
-    return ("+" if seconds >= 0 else "−") + format_seconds(abs(seconds))
-
-
-def pct_text(pct: float | None) -> str:
-    """``+12.5%`` / ``−3.0%`` / ``–`` when the earlier value was zero."""
-    return "–" if pct is None else f"{pct:+.1f}%".replace("-", "−")
-
-
 def describe_run(meta: dict[str, Any]) -> str:
     """One saved run in a line: model, inputs, threads, runs."""
     inputs = ", ".join(str(i) for i in meta.get("inputs", []))
@@ -80,7 +70,7 @@ def describe_run(meta: dict[str, Any]) -> str:
 def change_text(change: Change) -> Text:
     """``12.0 ms → 10.5 ms  Δ −1.50 ms (−12.5%)``, the change in bold."""
     text = Text(f"{format_seconds(change.before_s)} → {format_seconds(change.after_s)}  ")
-    text.append(f"Δ {signed_seconds(change.delta_s)} ({pct_text(change.delta_pct)})", style="bold")
+    text.append(f"Δ {format_signed_seconds(change.delta_s)} ({format_signed_pct(change.delta_pct)})", style="bold")
     return text
 
 
@@ -200,8 +190,8 @@ class DiffApp(App[None]):
         return (
             Text(format_seconds(change.before_s), justify="right"),
             Text(format_seconds(change.after_s), justify="right"),
-            Text(signed_seconds(change.delta_s), style=style, justify="right"),
-            Text(pct_text(change.delta_pct), style=style, justify="right"),
+            Text(format_signed_seconds(change.delta_s), style=style, justify="right"),
+            Text(format_signed_pct(change.delta_pct), style=style, justify="right"),
         )
 
     @staticmethod

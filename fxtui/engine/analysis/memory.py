@@ -28,7 +28,6 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 from torch.fx.node import Node
 from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -37,6 +36,7 @@ from fxtui.core.findings import MemorySummary
 from fxtui.engine.analysis.aten import _silenced_fd
 from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.values import storage_block, tensors_in
 
 #: Prefix of the profiler ranges the memory pass opens around nodes (distinct from the aten pass's).
 RANGE_PREFIX = "fxtui-memory::"
@@ -131,8 +131,8 @@ class _Tracker:
     def visit(self, part: GraphPart, args: tuple[Any, ...]) -> Any:
         index = len(self.calls)
         carried = set()
-        for t in _tensors(args):
-            key, _ = _storage(t)
+        for t in tensors_in(args):
+            key, _ = storage_block(t)
             flight = self.flights.get(key)
             if flight is not None and flight.call < index:
                 carried.add(key)
@@ -240,8 +240,8 @@ class _MemoryInterpreter(torch.fx.Interpreter):
         except Exception as e:
             raise NodeError(name, f"node {name} raised {type(e).__name__} while measuring its memory: {e}") from e
         ids = []
-        for t in _tensors(out):
-            key, nbytes = _storage(t)
+        for t in tensors_in(out):
+            key, nbytes = storage_block(t)
             if nbytes == 0:
                 continue
             held = self.held.get(key)
@@ -334,24 +334,11 @@ def _allocations(events: Iterable[Any]) -> tuple[dict[str, int], tuple[int, str]
     return allocs, (top, top_node) if memory else None
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
-def _storage(t: torch.Tensor) -> tuple[int, int]:
-    """Address and size of the memory block behind ``t`` (shared by a tensor and its views)."""
-    try:
-        storage = t.untyped_storage()
-        return storage.data_ptr(), storage.nbytes()
-    except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
-        return -id(t), t.numel() * t.element_size()
-
-
 def _bytes_once(tensors: Sequence[torch.Tensor]) -> int:
     """Bytes of the storages behind ``tensors``, each storage once (tied weights count once)."""
     seen: dict[int, int] = {}
     for t in tensors:
-        key, nbytes = _storage(t)
+        key, nbytes = storage_block(t)
         seen[key] = nbytes
     return sum(seen.values())
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 from torch.fx.node import Node
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -22,6 +21,7 @@ from fxtui.core.errors import NodeError
 from fxtui.core.nodes import module_ancestors
 from fxtui.engine.capture.program import GraphPart, Program
 from fxtui.engine.inputs import Inputs
+from fxtui.engine.values import storage_block, tensors_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +146,7 @@ class _WorkInterpreter(torch.fx.Interpreter):
             return NodeWork(0.0, 0, 0, 0)
         if n.op == "get_attr":
             # Fetching an attribute moves no data; the tensor is a parameter the node hands on.
-            numel = sum(t.numel() for t in _tensors(out))
+            numel = sum(t.numel() for t in tensors_in(out))
             return NodeWork(0.0, 0, 0, numel)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         read = _unique_tensors((args, kwargs))
@@ -157,12 +157,12 @@ class _WorkInterpreter(torch.fx.Interpreter):
             params = sum(p.numel() for p in mod.parameters())
             read = _unique_tensors((read, weights))
         input_ids = {id(t) for t in read}
-        input_storages = {_storage(t) for t in read}
+        input_storages = {storage_block(t)[0] for t in read}
         outputs = _unique_tensors(out)
         # A view (flatten, getitem, reshape of a contiguous tensor) shares its input's
         # memory and copies nothing; an in-place op returns the input object itself and
         # does read and write it.
-        views = [t for t in outputs if id(t) not in input_ids and _storage(t) in input_storages]
+        views = [t for t in outputs if id(t) not in input_ids and storage_block(t)[0] in input_storages]
         if outputs and len(views) == len(outputs):
             return NodeWork(flops, 0, 0, params)
         written = [t for t in outputs if not any(v is t for v in views)]
@@ -187,24 +187,12 @@ def rollup(work_by_node: Mapping[str, NodeWork], module_paths: Mapping[str, str]
     return {path: ModuleWork(path, float(a[0]), int(a[1]), int(a[2]), int(a[3]), int(a[4])) for path, a in sums.items()}
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
 def _unique_tensors(value: Any) -> list[torch.Tensor]:
     """Tensors in a nested structure, each once (a tensor passed twice is read once)."""
     seen: dict[int, torch.Tensor] = {}
-    for t in _tensors(value):
+    for t in tensors_in(value):
         seen.setdefault(id(t), t)
     return list(seen.values())
-
-
-def _storage(t: torch.Tensor) -> int:
-    """Address of the memory block behind ``t`` (shared by a tensor and its views)."""
-    try:
-        return t.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
-        return -id(t)
 
 
 def _nbytes(t: torch.Tensor) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxtui.core.errors import FxtuiError, NodeError
+from fxtui.core.errors import FxtuiError, NodeError, first_line
 from fxtui.core.nodes import GraphBreak
 from fxtui.engine.capture.names import Namer
 from fxtui.engine.capture.program import GraphPart, Program
@@ -159,10 +159,6 @@ def quiet_dynamo() -> Iterator[None]:
 
 
 # -- failures ------------------------------------------------------------------------------
-
-
-def first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0].strip()
 
 
 def user_line(stack: Sequence[traceback.FrameSummary]) -> str:

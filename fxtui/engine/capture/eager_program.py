@@ -31,10 +31,13 @@ Clock = Callable[[], int]
 class EagerTimer:
     """Times one run of the model per ATen op (the :class:`~fxtui.engine.timing.ProgramTimer` interface)."""
 
+    capture = "eager"
+    """The capture mode its graph description names."""
+
     def __init__(self, program: Program, clock: Clock = time.perf_counter_ns, clock_overhead_ns: int | None = None):
         self.program = program
         self.clock = clock
-        self.clock_overhead_ns = clock_overhead_ns if clock_overhead_ns is not None else _overhead()
+        self.clock_overhead_ns = clock_overhead_ns if clock_overhead_ns is not None else clock_overhead()
         self.recorder = OpRecorder()
         self.namer = OpNamer()
         self.namer.add_root(program.root)
@@ -80,12 +83,12 @@ class EagerTimer:
         latest = {n.id: n for n in found}  # a node's described version comes after its first sighting
         self.nodes = [latest[i] for i in sorted(latest)]
         self.roots = roots
-        graph = eager_graph(self.nodes, roots, model="model")
+        graph = eager_graph(self.nodes, roots, model="model", capture=self.capture)
         self.names = [n.name for n in graph.nodes]
         self.meta = [ValueMeta(n.shape, "") for n in self.nodes]
 
 
-def _overhead(pairs: int = 2000) -> int:
+def clock_overhead(pairs: int = 2000) -> int:
     """Two clock readings' own cost, which every op's time includes once."""
     clock = time.perf_counter_ns
     samples = []

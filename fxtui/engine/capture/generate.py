@@ -35,9 +35,9 @@ import torch
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.generation import MAX_BINS, GenerationSummary, phase_share
 from fxtui.core.snapshot import GraphInfo
-from fxtui.engine.capture.eager import ENTER, PHASE_ENTER, OpNamer, OpRecorder
-from fxtui.engine.capture.eager_nodes import EagerNode, RootModule, eager_graph
-from fxtui.engine.capture.eager_program import _overhead
+from fxtui.engine.capture.eager import ENTER, PHASE_ENTER, OpRecorder
+from fxtui.engine.capture.eager_nodes import eager_graph
+from fxtui.engine.capture.eager_program import EagerTimer
 from fxtui.engine.capture.generate_model import (
     cache_bytes,
     check_can_generate,
@@ -48,7 +48,6 @@ from fxtui.engine.capture.generate_model import (
 )
 from fxtui.engine.capture.program import Program
 from fxtui.engine.inputs import Inputs
-from fxtui.engine.values import ValueMeta
 
 _clock = time.perf_counter_ns
 #: Calls whose decode steps the time per token and the per-position figures come from.
@@ -241,31 +240,19 @@ def bin_means(values: Sequence[float], size: int, bins: int) -> list[float]:
     return out
 
 
-class GenerateTimer:
+class GenerateTimer(EagerTimer):
     """Times one ``generate()`` call per ATen op, step by step (as a :class:`~fxtui.engine.timing.ProgramTimer` does).
 
     ``last_ns`` per node: a prefill node's time in the call, a decode node's time per decode step.
     ``last_run_ns``: the call's time to first token and its mean decode step (what a run counts as).
     """
 
+    capture = "generate"
+
     def __init__(self, program: Program, clock: Callable[[], int] = _clock, clock_overhead_ns: int | None = None):
-        self.program = program
+        super().__init__(program, clock, clock_overhead_ns)
         self.runs = cast(GenerationRuns, program.notes)
-        self.clock = clock
-        self.clock_overhead_ns = clock_overhead_ns if clock_overhead_ns is not None else _overhead()
-        self.recorder = OpRecorder()
-        self.namer = OpNamer()
-        self.namer.add_root(program.root)
-        self.names: list[str] = []
-        self.nodes: list[EagerNode] = []
-        self.roots: list[RootModule] = []
         self.phases: list[str] = []
-        self.last_ns: list[int] = []
-        self.last_start_ns: list[int] = []
-        self.last_run_ns = 0
-        self.last_run_start_ns = 0
-        self.calls: list[int] = [1]
-        self.meta: list[ValueMeta] | None = None
         self._decode_rows: dict[int, int] = {}
 
     def run(self, inputs: Inputs) -> Any:
@@ -331,15 +318,9 @@ class GenerateTimer:
         return bins
 
     def _name_nodes(self) -> None:
-        """The nodes of the first call, in the order they ran, described once (inputs, source line)."""
-        found, roots = self.namer.take_new()
-        latest = {n.id: n for n in found}
-        self.nodes = [latest[i] for i in sorted(latest)]
-        self.roots = roots
-        graph = eager_graph(self.nodes, roots, model="model", capture="generate")
-        self.names = [n.name for n in graph.nodes]
+        """The nodes of the first call, described once, and each node's phase (prefill or decode)."""
+        super()._name_nodes()
         self.phases = [n.phase for n in self.nodes]
-        self.meta = [ValueMeta(n.shape, "") for n in self.nodes]
         decode = [i for i, p in enumerate(self.phases) if p == "decode"]
         self._decode_rows = {node: row for row, node in enumerate(decode)}
         self.runs.decode_names = [self.names[i] for i in decode]

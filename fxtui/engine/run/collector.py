@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from fxtui.core.column_table import ColumnTable, equal_tuples
+from fxtui.core.column_table import ColumnTable, equal_tuples, float_column
 from fxtui.core.generation import GENERATE_PHASES, GenerationSummary, phase_share
 from fxtui.core.nodes import NodeStats, Spread
 from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary, StepTimes, phase_medians
@@ -293,17 +293,17 @@ class Collector:
             [n.name for n in graph.nodes],
             {
                 "count": [int(c) for c in take(stats.count.astype(np.float64))],
-                "median_s": _floats(median),
-                "mean_s": _floats(take(stats.mean)),
-                "p90_s": _floats(take(stats.p90)),
-                "min_s": _floats(take(stats.minimum)),
-                "max_s": _floats(take(stats.maximum)),
-                "iqr_s": _floats(q75 - q25),
-                "pct": _floats(pct),
-                "q25_s": _floats(q25),
-                "q75_s": _floats(q75),
+                "median_s": float_column(median),
+                "mean_s": float_column(take(stats.mean)),
+                "p90_s": float_column(take(stats.p90)),
+                "min_s": float_column(take(stats.minimum)),
+                "max_s": float_column(take(stats.maximum)),
+                "iqr_s": float_column(q75 - q25),
+                "pct": float_column(pct),
+                "q25_s": float_column(q25),
+                "q75_s": float_column(q75),
             },
-            stored={"recent": equal_tuples(_floats(flat.reshape(-1)), count, width)},
+            stored={"recent": equal_tuples(float_column(flat.reshape(-1)), count, width)},
         )
         return table, shapes
 
@@ -337,12 +337,6 @@ def _spread(values: Iterable[float]) -> Spread | None:
         return Spread(data[0] / scale, data[0] / scale, data[0] / scale)
     q25, q50, q75 = statistics.quantiles(data, n=4, method="inclusive")
     return Spread(q50 / scale, q25 / scale, q75 / scale)
-
-
-def _floats(values: np.ndarray) -> array[float]:
-    out = array("d")
-    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-    return out
 
 
 # Keep STEP_PHASES importable from here for the module's readers.

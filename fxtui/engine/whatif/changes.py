@@ -32,7 +32,7 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 from fxtui.core.captures import MODES
-from fxtui.core.errors import FxtuiError
+from fxtui.core.errors import FxtuiError, first_line
 from fxtui.core.what_ifs import thread_count
 from fxtui.engine.capture.program import Program, graph_program
 from fxtui.engine.inputs import Inputs
@@ -77,7 +77,7 @@ def reason_not(name: str, session: Session) -> str:
         return (
             f"{name} is measured on inference runs; this session profiles a training step, where only threads=N applies"
         )
-    check = _CHECKS.get(name)
+    check = CHANGES[name].check
     return check(session) if check is not None else ""
 
 
@@ -89,7 +89,7 @@ def make_variant(name: str, session: Session) -> Variant:
     n = thread_count(name)
     if n is not None:
         return _threads(session, n)
-    return _MAKERS[name](session)
+    return CHANGES[name].make(session)
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -148,14 +148,6 @@ def _check_int8(session: Session) -> str:
     if any(m.weight.dtype != torch.float32 for m in linears):
         return f"int8-dynamic quantizes float32 nn.Linear layers; this model's are {linears[0].weight.dtype}"
     return ""
-
-
-_CHECKS: dict[str, Callable[[Session], str]] = {
-    "channels-last": _check_channels_last,
-    "bf16": _check_bf16,
-    "fold-bn": _check_fold,
-    "int8-dynamic": _check_int8,
-}
 
 
 # -- variants -------------------------------------------------------------------------------
@@ -310,7 +302,7 @@ def _int8_dynamic(session: Session) -> Variant:
         try:
             torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=True)
         except Exception as e:
-            raise CannotApply(f"dynamic int8 quantization failed: {type(e).__name__}: {_first_line(e)}") from e
+            raise CannotApply(f"dynamic int8 quantization failed: {type(e).__name__}: {first_line(str(e))}") from e
     title = (
         f"dynamic int8 quantization of {count} nn.Linear layer{'s' if count != 1 else ''} "
         "(torch.ao.quantization.quantize_dynamic: int8 weights, activations quantized per batch)"
@@ -357,12 +349,23 @@ def _compile(session: Session) -> Variant:
     )
 
 
-_MAKERS: dict[str, Callable[[Session], Variant]] = {
-    "channels-last": _channels_last,
-    "bf16": _bf16,
-    "fold-bn": _fold_bn,
-    "compile": _compile,
-    "int8-dynamic": _int8_dynamic,
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """How one what-if of :data:`fxtui.core.what_ifs.CATALOGUE` is made: why it cannot apply, and the copy."""
+
+    make: Callable[[Session], Variant]
+    """The changed model (raises :class:`CannotApply` with one sentence when making it fails)."""
+    check: Callable[[Session], str] | None = None
+    """Why it cannot apply to a session's model, one sentence (``""``: it can); cheap, nothing runs."""
+
+
+#: Every what-if by its catalogue name (``threads=N`` is made by :func:`_threads` for any N).
+CHANGES: dict[str, Change] = {
+    "channels-last": Change(_channels_last, _check_channels_last),
+    "bf16": Change(_bf16, _check_bf16),
+    "fold-bn": Change(_fold_bn, _check_fold),
+    "compile": Change(_compile),
+    "int8-dynamic": Change(_int8_dynamic, _check_int8),
 }
 
 
@@ -378,9 +381,4 @@ def compile_failure(error: BaseException) -> str:
             "torch.compile needs a working C++ compiler for CPU code, and Inductor found none (install g++ or set CXX)"
         )
     inner = chain[-1]
-    return f"torch.compile failed: {type(inner).__name__}: {_first_line(inner)}"
-
-
-def _first_line(error: BaseException) -> str:
-    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return text if len(text) <= 200 else text[:199] + "…"
+    return f"torch.compile failed: {type(inner).__name__}: {first_line(str(inner))}"

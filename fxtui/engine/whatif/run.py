@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from fxtui.core.errors import first_line
 from fxtui.core.findings import WhatIf, WhatIfOption
 from fxtui.core.what_ifs import CATALOGUE, describe
 from fxtui.engine.whatif.changes import CannotApply, make_variant, reason_not
@@ -96,17 +97,13 @@ def _attempt(
     except CannotApply as e:
         return WhatIf(name, describe(name), error=str(e))
     except Exception as e:  # a change fxtui did not foresee failing: the other what-ifs still run
-        return WhatIf(name, describe(name), error=f"the change failed: {type(e).__name__}: {_first_line(e)}")
+        return WhatIf(name, describe(name), error=f"the change failed: {type(e).__name__}: {first_line(str(e))}")
     try:
         return measure(session, name, variant, pairs=pairs, budget_s=budget_s, progress=progress, cancelled=cancelled)
     except Cancelled:
         raise
     except Exception as e:
-        return WhatIf(name, variant.title, error=f"measuring failed: {type(e).__name__}: {_first_line(e)}")
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:200]
+        return WhatIf(name, variant.title, error=f"measuring failed: {type(e).__name__}: {first_line(str(e))}")
 
 
 def what_if_options(session: Session) -> tuple[WhatIfOption, ...]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fxtui.core.findings import ModuleChange, NodeChange, WhatIf, WhatIfOption
-from fxtui.core.what_ifs import describe
+from fxtui.core.what_ifs import CATALOGUE, describe
 from fxtui.ui.demo.source import resnet18_graph, resnet18_rows
 
-#: The what-ifs a resnet18 session on 2 cores offers, in the session's order.
-NAMES = ("channels-last", "bf16", "fold-bn", "threads=1", "compile", "int8-dynamic")
+#: The what-ifs a resnet18 session on 2 cores offers, in the catalogue's order (threads=N as threads=1).
+NAMES = tuple("threads=1" if name == "threads=N" else name for name in CATALOGUE)
 
 
 def demo_what_if_options() -> tuple[WhatIfOption, ...]:
