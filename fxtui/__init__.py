@@ -85,7 +85,7 @@ def profile(
     """
     from fxtui.core.what_ifs import parse_what_ifs
     from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
-    from fxtui.engine.session import thread_limit
+    from fxtui.engine.thread_count import thread_limit
 
     names = parse_what_ifs(what_ifs if isinstance(what_ifs, str) else ",".join(what_ifs)) if what_ifs else ()
     with thread_limit(threads):

@@ -51,7 +51,7 @@ def run(settings: RunSettings, output: OutputSettings) -> int:
 def _profile_and_print(settings: RunSettings, output: OutputSettings, stop: StopOnSignal) -> int:
     from fxtui.engine.findings_text import aten_text, hints_text, what_ifs_text
     from fxtui.engine.pipeline import make_report, run_profile, session_for_target
-    from fxtui.engine.session import thread_limit
+    from fxtui.engine.thread_count import thread_limit
     from fxtui.engine.whatif.measure import MAX_PAIRS
     from fxtui.engine.whatif.run import run_what_ifs
 

@@ -15,11 +15,10 @@ import collections
 import contextlib
 import dataclasses
 import functools
-import os
 import statistics
 import time
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,33 +38,9 @@ from fxtui.engine.graphinfo import build_graph_info
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.interference import LoadProbe, RunLoad
 from fxtui.engine.stats import SampleWindow, Summary
+from fxtui.engine.thread_count import usable_cores
 from fxtui.engine.timing import Clock, ProgramTimer
 from fxtui.engine.values import describe_value
-
-
-@contextlib.contextmanager
-def thread_limit(threads: int | None) -> Iterator[int]:
-    """Run torch's intra-op work on ``threads`` threads inside the block; yields the value in force."""
-    if threads is None:
-        yield torch.get_num_threads()
-        return
-    if threads < 1:
-        raise FxtuiError(f"--threads must be at least 1, not {threads}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield torch.get_num_threads()
-    finally:
-        torch.set_num_threads(before)
-
-
-def _cores() -> int:
-    """The cores this process may run on (its affinity mask; the machine's count where there is none)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
 
 #: Runs of the uncaptured model timed for reference, one per step, in the first steps.
 REFERENCE_RUNS = 5
@@ -223,7 +198,7 @@ class Session:
             keep=self.keep_disturbed,
             known=self.probe.known,
             threads=self.graph.threads,
-            cores=_cores(),
+            cores=usable_cores(),
         )
 
     @property

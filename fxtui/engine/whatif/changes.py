@@ -183,7 +183,7 @@ def _same_graphs(session: Session) -> Program:
 
 
 def _threads(session: Session, n: int) -> Variant:
-    from fxtui.engine.session import thread_limit
+    from fxtui.engine.thread_count import thread_limit
 
     return Variant(
         title=f"{n} intra-op thread{'s' if n != 1 else ''} instead of {session.graph.threads}",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from fxtui.core.errors import first_line
 from fxtui.core.findings import WhatIf, WhatIfOption
 from fxtui.core.what_ifs import CATALOGUE, describe
+from fxtui.engine.thread_count import usable_cores
 from fxtui.engine.whatif.changes import CannotApply, make_variant, reason_not
 from fxtui.engine.whatif.measure import BUDGET_S, MAX_PAIRS, Cancelled, measure
 from fxtui.engine.whatif.rss import PeakRss
@@ -116,7 +116,7 @@ def what_if_options(session: Session) -> tuple[WhatIfOption, ...]:
         WhatIfOption(name, describe(name), reason_not(name, session)) for name in CATALOGUE if name != "threads=N"
     ]
     current = session.graph.threads
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     counts = sorted({1, cores} - {current}) or [current + 1]
     at = next(i for i, o in enumerate(options) if o.name == "fold-bn") + 1
     threads = [
