@@ -240,7 +240,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     columns = column_keys(args)
     # A memory column or sort asks for the memory pass as --memory does.
     memory = args.memory or bool({*columns, args.sort} & {*MEMORY, "saved"})
-    exporting = bool(args.json or args.csv or args.chrome_trace)
+    exporting = bool(output_exports(args))
     return RunSettings(
         target=_target(args),
         threads=tuple(args.threads or ()),

@@ -61,16 +61,12 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_export_options(p: argparse.ArgumentParser) -> None:
-    """The export options (``fxtui TARGET`` and ``fxtui run`` share them)."""
+    """The export options (``fxtui TARGET``, ``fxtui run`` and ``fxtui attach`` share them): one per format."""
+    from fxtui.engine.export import FORMATS  # torch-free
+
     e = p.add_argument_group("export (written whole or not at all)")
-    e.add_argument(
-        "--json",
-        "--save",
-        metavar="FILE",
-        help="rows, modules and metadata as versioned JSON (compare two with fxtui diff)",
-    )
-    e.add_argument("--csv", metavar="FILE", help="one line per node")
-    e.add_argument("--chrome-trace", metavar="FILE", help="one representative run for Perfetto / chrome://tracing")
+    for name, form in FORMATS.items():
+        e.add_argument(form.option, *form.aliases, dest=name, metavar="FILE", help=form.help)
 
 
 def filter_spec(args: argparse.Namespace, phases_ok: bool = False) -> FilterSpec:
@@ -90,9 +86,10 @@ def filter_spec(args: argparse.Namespace, phases_ok: bool = False) -> FilterSpec
 
 
 def output_exports(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
-    """(format, path) of every export asked for."""
-    exports = (("json", args.json), ("csv", args.csv), ("chrome_trace", args.chrome_trace))
-    return tuple((name, path) for name, path in exports if path)
+    """(format, path) of every export asked for, in :data:`~fxtui.engine.export.FORMATS` order."""
+    from fxtui.engine.export import FORMATS
+
+    return tuple((name, path) for name in FORMATS if (path := getattr(args, name, None)))
 
 
 def column_keys(args: argparse.Namespace) -> tuple[str, ...]:

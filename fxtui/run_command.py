@@ -113,6 +113,9 @@ def main(argv: Sequence[str]) -> int:
     from fxtui.engine.run.job import check_command
 
     check_command(command)
+    from fxtui.engine.run.jobs import prune_ended
+
+    prune_ended()  # ended jobs' directories older than a week
     settings = ProgramSettings(tuple(command), warmup=args.warmup_steps, every=args.sample_every)
     output = program_output(args)
     from fxtui.headless import check

@@ -143,15 +143,26 @@ class ExportFormat:
     """The command-line option that asks for it (``--json``)."""
     render: Callable[[ReportData], str]
     """The report as the file's text."""
+    help: str = ""
+    """What ``--help`` says of it."""
     needs_timeline: bool = False
     """It needs one representative run recorded (the Chrome trace)."""
+    aliases: tuple[str, ...] = ()
+    """Other options that ask for it (``--save``)."""
 
 
 #: Every export format, by the name the Python API and ``--OPTION FILE`` use.
 FORMATS: dict[str, ExportFormat] = {
-    "json": ExportFormat("--json", report_json),
-    "csv": ExportFormat("--csv", report_csv),
-    "chrome_trace": ExportFormat("--chrome-trace", trace_json, needs_timeline=True),
+    "json": ExportFormat(
+        "--json",
+        report_json,
+        "rows, modules and metadata as versioned JSON (compare two with fxtui diff)",
+        aliases=("--save",),
+    ),
+    "csv": ExportFormat("--csv", report_csv, "one line per node"),
+    "chrome_trace": ExportFormat(
+        "--chrome-trace", trace_json, "one representative run for Perfetto / chrome://tracing", needs_timeline=True
+    ),
 }
 
 

@@ -26,6 +26,9 @@ from fxtui.core.program_run import exit_text
 from fxtui.core.settings import ProgramSettings
 from fxtui.engine.run.job import private_dir
 
+#: An ended job's directory (its output and last profile) is kept this long, then removed when a job starts.
+KEEP_ENDED_S = 7 * 24 * 3600
+
 #: A job's files.
 INFO, KEY, VIEWER, LOG, PROFILE = "job.json", "key", "viewer.sock", "output.log", "profile.json"
 
@@ -102,6 +105,28 @@ def list_jobs(running_only: bool = False) -> list[JobInfo]:
     if running_only:
         jobs = [j for j in jobs if j.running and j.alive]
     return sorted(jobs, key=lambda j: -j.started)
+
+
+def prune_ended(keep_s: float = KEEP_ENDED_S, now: float | None = None) -> list[str]:
+    """Remove the directories of this user's jobs that ended more than ``keep_s`` ago; their ids.
+
+    A job has ended when its collector is gone (it finished, or was killed: a lost job); its age is the time
+    since its ``job.json`` was last written (the collector's last word). Jobs whose collector runs and
+    directories that are not jobs are left alone.
+    """
+    import shutil
+
+    now = time.time() if now is None else now
+    removed = []
+    for directory in private_dir().glob("job-*"):
+        info = read_info(directory)
+        if info is None or info.alive:
+            continue
+        with contextlib.suppress(OSError):
+            if now - (directory / INFO).stat().st_mtime > keep_s:
+                shutil.rmtree(directory)
+                removed.append(info.id)
+    return removed
 
 
 def find_job(text: str) -> JobInfo:

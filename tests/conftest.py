@@ -1,0 +1,20 @@
+"""Every test's jobs live in a directory of the test run's own, never in the user's fxtui directory."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_runtime_dir() -> Iterator[str]:
+    """``$XDG_RUNTIME_DIR`` for the session (0700, removed afterwards): ``fxtui run`` jobs started by tests
+    (and the processes they start, which inherit it) keep their sockets and logs there."""
+    with tempfile.TemporaryDirectory(prefix="fxtui-tests-") as directory:
+        os.chmod(directory, 0o700)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("XDG_RUNTIME_DIR", directory)
+            yield directory
