@@ -158,3 +158,10 @@ def test_page_faults_are_a_warning_from_the_threshold_on_naming_the_nodes_that_p
     )
     snapshot = dataclasses.replace(running(), faults_per_run=2048.0, malloc="system")
     assert snapshot.fault_warning.startswith("2,048 page faults per run (~8 MB touched afresh): the allocator")
+
+
+def test_the_page_fault_warning_counts_4_kib_pages_and_says_how_to_keep_memory() -> None:
+    said = page_fault_warning(2**20)  # a million pages of 4,096 bytes each
+    assert "1,048,576 page faults per run (~4096 MB touched afresh): " in said
+    assert "fxtui's --malloc keep" in said and "even though freed memory is kept" not in said
+    assert "even though freed memory is kept" in page_fault_warning(2**20, malloc="keep")

@@ -141,3 +141,37 @@ def test_nanoseconds_past_float32_s_precision_stay_exact() -> None:
     assert list(s.mean) == [1.000000001]
     assert s.run_median == 3.000000001 and s.eager_median == 2.000000001
     assert list(s.recent) == [1.000000001] * 3
+
+
+def test_a_step_added_without_saying_is_quiet() -> None:
+    w = SampleWindow(nodes=1, window=16)
+    for k in range(6):
+        w.add([1000 + k], run_ns=2000)  # no disturbed= given: quiet
+        w.add_eager(1900)
+    w.add([90_000], run_ns=100_000, disturbed=True)
+    w.add_eager(1900)
+    s = w.summary()
+    assert s is not None and (s.used, s.disturbed, s.left_out) == (6, 1, 1)
+
+
+def test_the_summary_counts_profiled_and_uninstrumented_runs_apart() -> None:
+    w = SampleWindow(nodes=1, window=4)
+    for _ in range(7):
+        w.add([10], run_ns=20)
+    for _ in range(5):
+        w.add_eager(15)
+    s = w.summary()
+    assert s is not None and (s.count, s.run_count, s.eager_count) == (7, 7, 5)
+
+
+def test_ratios_need_an_uninstrumented_run_of_some_time() -> None:
+    zero = SampleWindow(nodes=1)
+    zero.add([5], run_ns=10)
+    zero.add_eager(0)  # a clock that did not move: no ratio can be made of it
+    s = zero.summary()
+    assert s is not None and s.overhead is None and s.fidelity is None
+    one = SampleWindow(nodes=1)
+    one.add([5], run_ns=10)
+    one.add_eager(1)  # one nanosecond is a time
+    s = one.summary()
+    assert s is not None and s.overhead is not None and s.overhead.median == 10.0
