@@ -358,7 +358,7 @@ _agent: Agent | None = None
 def start_from_environment() -> None:
     """Connect to the collector named in the environment and install the agent (called by the boot)."""
     global _agent
-    from fxtui.engine.run.boot import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
+    from fxtui.engine.run.agent_env import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
 
     try:
         sender = wire.Sender.connect(os.environ[AGENT_ADDRESS], bytes.fromhex(os.environ.get(AGENT_KEY, "")))

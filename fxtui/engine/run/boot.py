@@ -24,10 +24,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-#: Environment variables the collector sets for the program it starts.
-AGENT_ADDRESS = "FXTUI_AGENT"
-AGENT_KEY = "FXTUI_AGENT_KEY"
-AGENT_OPTIONS = "FXTUI_AGENT_OPTIONS"
+from fxtui.engine.run.agent_env import AGENT_ADDRESS
 
 _OWN_FILES = (os.path.abspath(__file__), runpy.__file__, "<frozen runpy>")
 #: fxtui's own code that can stand between the program's frames (the agent's wrappers of torch's functions).

@@ -28,7 +28,7 @@ from typing import IO
 
 from fxtui.core.errors import FxtuiError
 from fxtui.engine.run.agent import AgentOptions
-from fxtui.engine.run.boot import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
+from fxtui.engine.run.agent_env import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
 
 
 def private_dir() -> Path:
