@@ -106,6 +106,15 @@ class StepSummary:
     history_every: int = 1
 
     @property
+    def sampling_share(self) -> float | None:
+        """What sampling cost the program, as a share of its steps' time: each sampled step's extra time over an
+        unsampled one (medians), over every step's. None before both kinds of step exist."""
+        if not self.steps or not self.step_median_s or self.sampled_median_s is None:
+            return None
+        extra = max(self.sampled_median_s - self.step_median_s, 0.0) * self.sampled
+        return extra / (self.step_median_s * (self.steps - self.sampled) + self.sampled_median_s * self.sampled)
+
+    @property
     def recent_steps(self) -> int:
         return len(self.recent) // len(STEP_PHASES)
 

@@ -40,6 +40,11 @@ def program_lines(report: ReportData) -> list[str]:
         f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
         f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
     )
+    if (share := steps.sampling_share) is not None:
+        lines.append(
+            f"cost       sampling took about {100 * share:.1f}% of the steps' time "
+            "(the sampled steps' extra over an unsampled step)"
+        )
     ranks = report.rank_summary
     if ranks is not None:
         for r in ranks.ranks:

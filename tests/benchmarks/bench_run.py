@@ -169,9 +169,12 @@ def fidelity(work: Path) -> None:
                        env={**os.environ, **THREADS}, check=True)  # fmt: skip
         meta = json.loads(out.read_text())["metadata"]
         steps = meta["steps"]
+        extra = max(steps["sampled_median_s"] - steps["step_median_s"], 0.0) * steps["sampled"]
+        whole = steps["step_median_s"] * (steps["steps"] - steps["sampled"]) + steps["sampled_median_s"] * steps["sampled"]
         print(
             f"{name}: fidelity {meta['fidelity']:.3f} overhead {meta['overhead']:.3f} "
-            f"({steps['steps']} steps, {steps['sampled']} sampled; fidelity range {meta.get('fidelity_range')})"
+            f"({steps['steps']} steps, {steps['sampled']} sampled; fidelity range {meta.get('fidelity_range')}); "
+            f"sampling cost {100 * extra / whole:.2f}% of the steps' time (sampled steps' extra, from the medians)"
         )
 
 

@@ -1,0 +1,17 @@
+"""A program's step figures, exactly: what sampling cost it."""
+
+from __future__ import annotations
+
+import pytest
+
+from fxtui.core.program_run import StepSummary
+
+
+def test_sampling_cost_is_the_sampled_steps_extra_over_all_steps_time() -> None:
+    # 100 steps of 10 ms, 4 of them sampled at 35 ms: 4 × 25 ms extra over 96 × 10 + 4 × 35 = 1,100 ms.
+    steps = StepSummary("train", steps=100, warmup=5, sampled=4, step_median_s=0.010, sampled_median_s=0.035)
+    assert steps.sampling_share == pytest.approx(0.100 / 1.100)
+    # A sampled step no slower than the others cost nothing; before both kinds exist nothing can be said.
+    assert StepSummary("train", 10, 5, 2, step_median_s=0.010, sampled_median_s=0.009).sampling_share == 0.0
+    assert StepSummary("train", 10, 5, 0, step_median_s=0.010).sampling_share is None
+    assert StepSummary("call", 0, 5, 0).sampling_share is None
