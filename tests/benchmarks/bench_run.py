@@ -170,7 +170,9 @@ def fidelity(work: Path) -> None:
         meta = json.loads(out.read_text())["metadata"]
         steps = meta["steps"]
         extra = max(steps["sampled_median_s"] - steps["step_median_s"], 0.0) * steps["sampled"]
-        whole = steps["step_median_s"] * (steps["steps"] - steps["sampled"]) + steps["sampled_median_s"] * steps["sampled"]
+        whole = (
+            steps["step_median_s"] * (steps["steps"] - steps["sampled"]) + steps["sampled_median_s"] * steps["sampled"]
+        )
         print(
             f"{name}: fidelity {meta['fidelity']:.3f} overhead {meta['overhead']:.3f} "
             f"({steps['steps']} steps, {steps['sampled']} sampled; fidelity range {meta.get('fidelity_range')}); "
