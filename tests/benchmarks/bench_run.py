@@ -184,7 +184,7 @@ def modules(work: Path, steps: int = 60) -> None:
     import torch
     import torchvision
 
-    import fxtui
+    from fxtui import profile
 
     torch.set_num_threads(2)
     script = work / "resnet_step.py"
@@ -194,7 +194,7 @@ def modules(work: Path, steps: int = 60) -> None:
                    capture_output=True, env={**os.environ, **THREADS}, check=True)  # fmt: skip
     ours = {m["path"]: m for m in json.loads(out.read_text())["modules"]}
     torch.manual_seed(0)
-    reference = fxtui.profile(torchvision.models.resnet18(), torch.randn(4, 3, 128, 128), train=True, runs=20)
+    reference = profile(torchvision.models.resnet18(), torch.randn(4, 3, 128, 128), train=True, runs=20)
     theirs = {m.path: m for m in reference.modules}
     print("module        run fwd   train fwd  ratio   run bwd   train bwd  ratio   (ms)")
     for path in ("conv1", "bn1", "maxpool", "layer1", "layer2", "layer3", "layer4", "fc"):
