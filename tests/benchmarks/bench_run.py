@@ -181,29 +181,41 @@ def fidelity(work: Path) -> None:
 
 
 def modules(work: Path, steps: int = 60) -> None:
+    """Per module, forward and backward under fxtui run against fxtui's train capture of the same step.
+
+    Like with like: fxtui's own process keeps freed memory (``--malloc keep``), so the program runs with glibc told
+    the same (``GLIBC_TUNABLES``); under glibc's default a program maps its large gradients afresh every step and
+    pays the page faults in the ops that fill them (printed too: that is what the user's program pays).
+    """
     import torch
     import torchvision
 
     from fxtui import profile
+    from fxtui.engine.allocator import keep_freed_memory
 
     torch.set_num_threads(2)
     script = work / "resnet_step.py"
     script.write_text(textwrap.dedent(RESNET_STEP))
-    out = work / "mods.json"
-    subprocess.run(fxtui("--json", str(out), "--sample-every", "3", str(script), str(steps)), cwd=work,
-                   capture_output=True, env={**os.environ, **THREADS}, check=True)  # fmt: skip
-    ours = {m["path"]: m for m in json.loads(out.read_text())["modules"]}
+    keep = {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=2147483647:glibc.malloc.mmap_max=0"}
+    runs = {}
+    for name, env in (("keep", keep), ("default", {})):
+        out = work / f"mods-{name}.json"
+        subprocess.run(fxtui("--json", str(out), "--sample-every", "3", str(script), str(steps)), cwd=work,
+                       capture_output=True, env={**os.environ, **THREADS, **env}, check=True)  # fmt: skip
+        runs[name] = {m["path"]: m for m in json.loads(out.read_text())["modules"]}
+    keep_freed_memory()
     torch.manual_seed(0)
     reference = profile(torchvision.models.resnet18(), torch.randn(4, 3, 128, 128), train=True, runs=20)
     theirs = {m.path: m for m in reference.modules}
-    print("module        run fwd   train fwd  ratio   run bwd   train bwd  ratio   (ms)")
+    print("module        run fwd   train fwd  ratio   run bwd   train bwd  ratio   (ms; glibc default: fwd, bwd)")
     for path in ("conv1", "bn1", "maxpool", "layer1", "layer2", "layer3", "layer4", "fc"):
-        a, b = ours.get(path), theirs.get(path)
-        if a is None or b is None:
+        a, b, c = runs["keep"].get(path), theirs.get(path), runs["default"].get(path)
+        if a is None or b is None or c is None:
             continue
         print(
             f"{path:<12} {a['forward_s'] * 1e3:8.2f} {b.forward_s * 1e3:10.2f} {a['forward_s'] / b.forward_s:6.2f} "
             f"{a['backward_s'] * 1e3:9.2f} {b.backward_s * 1e3:10.2f} {a['backward_s'] / max(b.backward_s, 1e-12):6.2f}"
+            f"   {c['forward_s'] * 1e3:.2f}, {c['backward_s'] * 1e3:.2f}"
         )
 
 
@@ -214,8 +226,10 @@ def latency(work: Path) -> None:
     from fxtui.engine.run.jobs import start_detached
 
     script = work / "lat.py"
+    # The job runs in this process's directory: the mark goes to ``work`` by its whole path.
+    mark = work / "step20"
     script.write_text(textwrap.dedent(TRAIN).replace("steps += 1", "steps += 1\n        "
-                      "if steps == 20: open('step20', 'w').write(repr(time.time()))"))  # fmt: skip
+                      f"if steps == 20: open({str(mark)!r}, 'w').write(repr(time.time()))"))  # fmt: skip
     job, _ = start_detached(ProgramSettings((str(script), "20"), warmup=5))
     source = AttachSource(job)
     seen: list[float] = []
@@ -229,9 +243,9 @@ def latency(work: Path) -> None:
 
     threading.Thread(target=source.run, args=(watch,), daemon=True).start()
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (seen and (work / "step20").exists()):
+    while time.monotonic() < deadline and not (seen and mark.exists()):
         time.sleep(0.05)
-    stepped = float((work / "step20").read_text())
+    stepped = float(mark.read_text())
     print(f"step 20 of the program to a viewer seeing it: {seen[0] - stepped:.3f} s")
     from fxtui.core.commands import StopProgram
 
