@@ -48,3 +48,33 @@ def test_what_ifs_that_rewrite_call_module_nodes_say_why_not() -> None:
     results = {w.name: w for w in report.what_ifs}
     assert "call_module nodes, which only the fx capture keeps" in results["fold-bn"].error
     assert results["threads=1"].measured  # a thread count applies to any capture
+
+
+class MakesItsLoss(nn.Module):
+    """As transformers' models do: a new loss module made inside ``forward`` on every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return nn.CrossEntropyLoss()(self.fc(x), y)
+
+
+def test_a_module_made_inside_a_forward_is_its_callers_child_the_same_every_call() -> None:
+    from fxtui.engine.capture.eager import OpNamer, OpRecorder
+
+    model, namer, recorder = MakesItsLoss(), OpNamer(), OpRecorder()
+    namer.add_root(model)
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    known = []
+    for _ in range(3):
+        recorder.start()
+        model(x, y)
+        recorder.stop()
+        namer.resolve(recorder.take())
+        known.append(namer.known)
+    assert known[0] == known[1] == known[2]  # no new nodes (and no new roots) call after call
+    assert len(namer.roots) == 1
+    nodes, _ = namer.take_new()
+    assert {n.module_path for n in nodes if n.label.startswith(("_log_softmax", "nll_loss"))} == {"CrossEntropyLoss"}

@@ -64,6 +64,7 @@ def test_a_training_loop_is_split_into_phases_and_timed_per_node(tmp_path: Path)
     done, saved = fxtui_run(tmp_path, "train.py", "12", "--extra", json_out=True)
     assert done.returncode == 0, done.stderr
     assert "argv ['12', '--extra'] name __main__" in done.stdout  # its arguments, its __main__, its stdout
+    assert done.stderr == ""  # nothing of fxtui's on the program's stderr (runpy once warned there)
     assert "training steps (one optimizer.step() each)" in done.stdout
     meta = saved["metadata"]
     assert meta["mode"] == "run" and meta["capture"] == "eager"

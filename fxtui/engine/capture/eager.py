@@ -247,13 +247,23 @@ class OpNamer:
         self.new_nodes, self.new_roots = [], []
         return nodes, roots
 
-    def where(self, module: torch.nn.Module) -> tuple[int, str]:
-        """(root index, path inside it) of a module; a module outside every known root becomes a root."""
+    def where(self, module: torch.nn.Module, caller: tuple[int, str] | None = None) -> tuple[int, str]:
+        """(root index, path inside it) of a module.
+
+        A module that belongs to no known root but runs inside ``caller``'s forward was made there (transformers'
+        models make their loss function in ``forward``, a new one every call): it is a child of the caller named by
+        its class, the same path every call, and is not remembered (its ``id`` goes to another object once it is
+        freed). Called outside every module, an unknown module becomes a root of its own.
+        """
         found = self._path.get(id(module))
-        if found is None:
-            self.add_root(module)
-            found = self._path[id(module)]
-        return found
+        if found is not None:
+            return found
+        if caller is not None:
+            root, path = caller
+            name = type(module).__name__
+            return root, f"{path}.{name}" if path else name
+        self.add_root(module)
+        return self._path[id(module)]
 
     def resolve(self, records: Iterable[tuple[Any, ...]]) -> list[tuple[int, int, str, int]]:
         """One step's records as ``(node id, ns, output shape, clock at its start)``, in the order the ops ran."""
@@ -269,7 +279,7 @@ class OpNamer:
             kind = record[0]
             if type(kind) is int:
                 if kind in (ENTER, SKIP_ENTER):
-                    stack.append(self.where(record[1]))
+                    stack.append(self.where(record[1], stack[-1] if stack else None))
                     entered.append(record[2])
                     marks.append(record[3])
                     owners.append(stack[-1])

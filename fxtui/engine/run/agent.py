@@ -360,6 +360,8 @@ def start_from_environment() -> None:
     global _agent
     from fxtui.engine.run.agent_env import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
 
+    if _agent is not None:  # one agent a process, whoever asks again
+        return
     try:
         sender = wire.Sender.connect(os.environ[AGENT_ADDRESS], bytes.fromhex(os.environ.get(AGENT_KEY, "")))
     except (OSError, ValueError, EOFError) as e:

@@ -14,52 +14,18 @@ collector is listening) nothing is installed and the program runs untouched.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import os
 import runpy
 import signal
 import sys
 import types
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from fxtui.engine.run.agent_env import AGENT_ADDRESS
+from fxtui.engine.run.agent_hook import watch_this_process
 
 _OWN_FILES = (os.path.abspath(__file__), runpy.__file__, "<frozen runpy>")
 #: fxtui's own code that can stand between the program's frames (the agent's wrappers of torch's functions).
 _AGENT_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
-
-
-class _AfterTorchImport(importlib.abc.MetaPathFinder):
-    """Calls ``then()`` once, right after ``import torch`` has finished, in whatever code imported it."""
-
-    def __init__(self, then: Callable[[], None]) -> None:
-        self.then = then
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None) -> Any:
-        if fullname != "torch":
-            return None
-        sys.meta_path.remove(self)  # once; and not asked again while torch imports itself
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        execute = loader.exec_module
-        then = self.then
-
-        def exec_module(module: types.ModuleType) -> None:
-            execute(module)
-            then()
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
-def _install_agent() -> None:
-    from fxtui.engine.run import agent
-
-    agent.start_from_environment()
 
 
 def _strip(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -97,25 +63,6 @@ def _report(error: BaseException) -> None:
         chained = chained.__cause__ or chained.__context__
     error.__traceback__ = _strip(error.__traceback__)
     sys.excepthook(type(error), error, error.__traceback__)
-
-
-_watching = False
-
-
-def watch_this_process() -> None:
-    """Install the agent once this process imports torch (at once if it has), when a collector listens.
-
-    Called by the boot for the program itself and by the program's other Python processes as they start
-    (``fxtui/engine/run/site/sitecustomize.py``: ``torchrun``'s ranks); once per process.
-    """
-    global _watching
-    if _watching or not os.environ.get(AGENT_ADDRESS):
-        return
-    _watching = True
-    if "torch" in sys.modules:
-        _install_agent()
-    else:
-        sys.meta_path.insert(0, _AfterTorchImport(_install_agent))
 
 
 def run(command: Sequence[str]) -> int:

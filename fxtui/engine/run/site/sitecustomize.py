@@ -28,7 +28,7 @@ def _chain() -> None:
 
 
 try:
-    from fxtui.engine.run.boot import watch_this_process
+    from fxtui.engine.run.agent_hook import watch_this_process
 
     watch_this_process()
 except Exception as e:  # never stop the program from starting
