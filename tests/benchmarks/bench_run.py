@@ -114,7 +114,7 @@ def fxtui(*args: str) -> list[str]:
     return [PY, "-m", "fxtui", "run", "--once", *args]
 
 
-def slowdown(work: Path, pairs: int = 3, seconds: float = 30.0) -> None:
+def slowdown(work: Path, pairs: int = 4, seconds: float = 30.0) -> None:
     """Wall time of the whole program, interleaved pairs; the script's own duration is fixed, so what differs is
     how much work it got done and what fxtui added around it: both scripts print their count of steps too."""
     for name, body in (("training script (small CNN, DataLoader, AdamW, clipping)", TRAIN),
