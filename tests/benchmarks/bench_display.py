@@ -31,11 +31,8 @@ from typing import Any
 
 from fxtui.core.settings import RunSettings, Target, parse_shape
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.engine import remote
 from fxtui.engine.remote import ChildOptions, ProcessSource
 from fxtui.ui.app import FxtuiApp
-
-_CHILD = remote._child_main
 
 
 def _child_without_waiting(*args: Any) -> None:
@@ -99,12 +96,8 @@ def headless(target: Target, seconds: float) -> tuple[float, float, str]:
 
 
 async def with_app(target: Target, seconds: float, keys: bool, wait: bool = True) -> tuple[float, float, str]:
-    source = ProcessSource(ChildOptions(RunSettings(target)))
-    remote._child_main = _CHILD if wait else _child_without_waiting  # type: ignore[assignment]
-    try:
-        source.start()
-    finally:
-        remote._child_main = _CHILD  # type: ignore[assignment]
+    source = ProcessSource(ChildOptions(RunSettings(target)), child=None if wait else _child_without_waiting)
+    source.start()
     last = Last()
     app = FxtuiApp(source)
     original = app._publish
