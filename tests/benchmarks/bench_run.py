@@ -51,7 +51,7 @@ model = Net()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
 sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 10_000)
 end = time.monotonic() + seconds
-steps = 0
+steps, took, last = 0, [], time.perf_counter()
 while time.monotonic() < end:
     for x, y in data:
         opt.zero_grad()
@@ -60,9 +60,11 @@ while time.monotonic() < end:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(); sched.step(); loss.item()
         steps += 1
+        now = time.perf_counter(); took.append(now - last); last = now
         if time.monotonic() >= end:
             break
-print("steps", steps)
+took.sort()
+print("steps", steps, "median_step_s", took[len(took) // 2])
 """
 
 INFER = """
@@ -71,11 +73,13 @@ torch.manual_seed(0)
 model = torchvision.models.resnet18().eval()
 x = torch.randn(5, 3, 224, 224)
 end = time.monotonic() + float(sys.argv[1])
-calls = 0
+calls, took, last = 0, [], time.perf_counter()
 with torch.inference_mode():
     while time.monotonic() < end:
         model(x); calls += 1
-print("calls", calls)
+        now = time.perf_counter(); took.append(now - last); last = now
+took.sort()
+print("calls", calls, "median_step_s", took[len(took) // 2])
 """
 
 TRAINER = """
@@ -116,23 +120,32 @@ def fxtui(*args: str) -> list[str]:
 
 def slowdown(work: Path, pairs: int = 4, seconds: float = 30.0) -> None:
     """Wall time of the whole program, interleaved pairs; the script's own duration is fixed, so what differs is
-    how much work it got done and what fxtui added around it: both scripts print their count of steps too."""
+    how much work it got done and what fxtui added around it: both scripts print their count of steps too.
+
+    Steps done in 30 s move with the machine's bursts (on a shared VM the same plain script did 495–699); the
+    scripts also print their median step, which bursts barely move: its ratio is what fxtui adds to every step
+    (its hooks), and the header's cost line what the sampled steps add on top.
+    """
     for name, body in (("training script (small CNN, DataLoader, AdamW, clipping)", TRAIN),
                        ("inference loop (resnet18 5×3×224×224)", INFER)):  # fmt: skip
         script = work / f"{name.split()[0]}.py"
         script.write_text(textwrap.dedent(body))
-        ratios, detached, counts = [], [], []
+        ratios, detached, counts, per_step, costs = [], [], [], [], []
         for _ in range(pairs):
             plain = _steps([PY, str(script), str(seconds)], work)
             watched = _steps(fxtui(str(script), str(seconds)), work)
             alone = _detached_steps(script, seconds)
-            ratios.append(plain / watched)
-            detached.append(plain / alone)
-            counts.append((plain, watched, alone))
+            ratios.append(plain[0] / watched[0])
+            detached.append(plain[0] / alone)
+            per_step.append(watched[1] / plain[1])
+            costs.append(watched[2])
+            counts.append((plain[0], watched[0], alone))
         print(f"{name}: steps done in {seconds:.0f} s plain, under fxtui run --once, detached with no viewer: "
               f"{counts}; slowdown (plain ÷ watched steps) median {statistics.median(ratios):.3f} "
               f"({min(ratios):.3f}–{max(ratios):.3f}), detached {statistics.median(detached):.3f} "
-              f"({min(detached):.3f}–{max(detached):.3f})")  # fmt: skip
+              f"({min(detached):.3f}–{max(detached):.3f}); median step under fxtui ÷ plain "
+              f"{statistics.median(per_step):.3f} ({min(per_step):.3f}–{max(per_step):.3f}); sampling cost "
+              f"{statistics.median(costs):.2f}% ({min(costs):.2f}–{max(costs):.2f}%)")  # fmt: skip
 
 
 def _detached_steps(script: Path, seconds: float) -> int:
@@ -150,12 +163,15 @@ def _detached_steps(script: Path, seconds: float) -> int:
     return int(line.split()[1])
 
 
-def _steps(command: list[str], cwd: Path) -> int:
+def _steps(command: list[str], cwd: Path) -> tuple[int, float, float]:
+    """The program's steps, its median step (seconds) and, under fxtui, the header's sampling cost (%)."""
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **THREADS})
     if done.returncode != 0:
         raise SystemExit(f"{command} failed:\n{done.stderr[-2000:]}")
-    line = next(line for line in done.stdout.splitlines() if line.startswith(("steps", "calls")))
-    return int(line.split()[1])
+    line = next(line for line in done.stdout.splitlines() if line.startswith(("steps", "calls"))).split()
+    cost = next((c for c in done.stdout.splitlines() if c.startswith("cost ")), "")
+    share = float(cost.split("about ")[1].split("%")[0]) if "about " in cost else 0.0
+    return int(line[1]), float(line[3]), share
 
 
 #: The same fine-tune on a model whose ops outweigh the Python around them (the small one's do not: its fidelity
