@@ -174,6 +174,9 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
     forward = signal.signal(signal.SIGTERM, lambda sig, frame: job.interrupt(signal.SIGTERM))
     try:
         job.start()
+        # As the detached collector does: after the program started (it keeps its own priority), this
+        # process yields the cores to it. It only collects until the program ends.
+        os.nice(10)
         code = job.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
