@@ -40,22 +40,23 @@ class FilterSpec:
         return bool(self.ops or self.path or self.types or self.phases)
 
 
+def _parse_names(text: str, known: Sequence[str], what: str) -> frozenset[str]:
+    """Comma-separated names, each one of ``known``; ValueError names the first unknown one (``what`` it is)."""
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown[0]!r}; choose from {', '.join(known)}")
+    return names
+
+
 def parse_ops(text: str) -> frozenset[str]:
     """``"call_module,call_function"`` → the opcodes; ValueError names an unknown one."""
-    ops = frozenset(o.strip() for o in text.split(",") if o.strip())
-    unknown = sorted(ops - set(OPCODES))
-    if unknown:
-        raise ValueError(f"unknown op type {unknown[0]!r}; choose from {', '.join(OPCODES)}")
-    return ops
+    return _parse_names(text, OPCODES, "op type")
 
 
 def parse_phases(text: str) -> frozenset[str]:
     """``"forward,backward"`` → the phases; ValueError names an unknown one."""
-    phases = frozenset(p.strip() for p in text.split(",") if p.strip())
-    unknown = sorted(phases - set(PHASES))
-    if unknown:
-        raise ValueError(f"unknown phase {unknown[0]!r}; choose from {', '.join(PHASES)}")
-    return phases
+    return _parse_names(text, PHASES, "phase")
 
 
 def parse_types(text: str) -> frozenset[str]:
