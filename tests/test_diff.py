@@ -121,3 +121,26 @@ def test_no_mark_no_legend_and_settings_that_differ_are_named() -> None:
     d = diff_reports(Report.from_dict(before), Report.from_dict(after))
     assert d.differences == ["inputs 1×4 → 2×4", "threads 1 → 2"]
     assert "settings   differ: inputs 1×4 → 2×4; threads 1 → 2" in diff_table(d)
+
+
+def _generation(report: dict, prefill: dict[str, float], decode: dict[str, float]) -> dict:
+    """``report`` as a generation's: modules with their prefill (per call) and decode (per token) times."""
+    report["metadata"]["generation"] = {"new_tokens": 8, "prompt_tokens": 16, "batch": 1}
+    for m in report["modules"]:
+        m["prefill_s"], m["decode_s"] = prefill.get(m["path"], 0.0), decode.get(m["path"], 0.0)
+    return report
+
+
+def test_two_generations_compare_each_modules_prefill_and_decode_apart() -> None:
+    modules = {"": 5e-3, "mlp": 4e-3}
+    before = _generation(saved({"mlp_1": 4e-3}, modules, 5e-3), {"": 3e-3, "mlp": 2e-3}, {"": 2e-3, "mlp": 1e-3})
+    after = _generation(saved({"mlp_1": 3e-3}, modules, 4e-3), {"": 3e-3, "mlp": 2.5e-3}, {"": 2e-3, "mlp": 0.5e-3})
+    changes = {
+        c.name: (c.before_s, c.after_s) for c in diff_reports(Report.from_dict(before), Report.from_dict(after)).modules
+    }
+    assert changes["mlp (prefill)"] == (2e-3, 2.5e-3) and changes["mlp (decode)"] == (1e-3, 0.5e-3)
+    assert "(root) (prefill)" not in changes and " (prefill)" not in changes  # the root's own line is the whole
+    # One side a generation, the other not: no phase lines (a prefill is not compared with a whole run).
+    plain = saved({"mlp_1": 3e-3}, modules, 4e-3)
+    one_sided = {c.name for c in diff_reports(Report.from_dict(before), Report.from_dict(plain)).modules}
+    assert one_sided == {"", "mlp"}
