@@ -1,0 +1,434 @@
+"""``--compile``: the model compiled by Inductor on CPU, every kernel of each run timed and charged to its modules.
+
+TorchDynamo hands each graph to fxtui's backend, which names its nodes as the ``dynamo`` capture
+does (``layer1.0.bn1 · batch_norm``) and compiles it with Inductor (``compile_fx``, the mode's
+options) while a :class:`~fxtui.engine.capture.kernel_code.ProvenanceRecorder` notes which FX
+nodes each generated kernel and extern call computes. A row is one kernel call: named by its
+module and what it computes (``layer1.0 · bn+relu+add (fused)``, ``layer1.0.conv1 · convolution``),
+carrying the source nodes it fuses (``fused_nodes``) and their modules (``fused_modules``), and
+charged to their common ancestor. Inductor's FX graph cache is off while fxtui compiles: a graph
+loaded from it would come without its kernels' origins (the C++ builds stay cached).
+
+Each step runs the compiled model twice (kernels timed, and untimed: the overhead and fidelity of
+the kernel timings) and the eager model twice (uninstrumented: the eager median; and every ATen op
+timed by the eager capture's timer: each module's eager time), in alternating order, so a
+module's eager and compiled times come from the same minutes of the same process.
+"""
+
+from __future__ import annotations
+
+import collections
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx
+
+from fxtui.core.compiled import COMPILE_MODES, CompiledSummary, common_ancestor
+from fxtui.core.errors import FxtuiError, NodeError, exception_text
+from fxtui.core.nodes import GraphBreak, NodeInfo, build_module_tree, module_ancestors
+from fxtui.core.snapshot import GraphInfo
+from fxtui.engine.capture.dynamo import failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
+from fxtui.engine.capture.eager_nodes import eager_graph
+from fxtui.engine.capture.eager_program import EagerTimer, _overhead, capture_eager
+from fxtui.engine.capture.kernel_code import KernelOrigin, ProvenanceRecorder, TimedWrapper, handles_in, loaded_modules
+from fxtui.engine.capture.names import Namer
+from fxtui.engine.capture.program import Program
+from fxtui.engine.inputs import Inputs
+from fxtui.engine.values import ValueMeta
+
+_clock = time.perf_counter_ns
+#: Calls of the compiled model while capturing: the first compiles, the second checks nothing recompiles.
+CAPTURE_RUNS = 2
+#: Eager runs whose per-op times are kept for the modules' eager medians.
+EAGER_WINDOW = 64
+#: Short labels of common source operations in a fused kernel's name.
+_SHORT = {"conv2d": "conv", "conv1d": "conv", "conv3d": "conv", "batch_norm": "bn", "layer_norm": "ln"}
+#: A fused kernel's name lists at most this many source operations.
+_LABEL_OPS = 4
+
+
+@dataclass
+class Kernel:
+    """One timed kernel call: what it is and where it comes from."""
+
+    origin: KernelOrigin
+    graph: int
+    sources: list[tuple[str, str]]
+    """``(display name, module path)`` of each source node it computes, graph order."""
+    source_line: str = ""
+
+
+class CompiledRuns:
+    """The eager model beside the compiled one (the program's notes): its runs and its modules' times."""
+
+    def __init__(self, module: torch.nn.Module, inputs: Inputs, mode: str) -> None:
+        self.module = module
+        self.inputs = inputs
+        self.mode = mode
+        self.eager = capture_eager(module, inputs)
+        self.eager_timer = EagerTimer(self.eager)
+        self.eager_paths: list[str] = []
+        self.compile_s = 0.0
+        self.graphs = 0
+        self.kernels = 0
+        self.externs = 0
+        self.root_reason = ""
+        self._flip = False
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the runs so far."""
+        self.eager_plain: collections.deque[int] = collections.deque(maxlen=256)
+        self.eager_ops: collections.deque[np.ndarray] = collections.deque(maxlen=EAGER_WINDOW)
+        self.profiled: collections.deque[int] = collections.deque(maxlen=256)
+
+    def eager_step(self) -> None:
+        """One uninstrumented eager run and one with every op timed, in alternating order."""
+        self._flip = not self._flip
+        for run in (self._plain, self._timed) if self._flip else (self._timed, self._plain):
+            run()
+
+    def _plain(self) -> None:
+        inputs = self.inputs.fresh()
+        t0 = _clock()
+        inputs.call(self.module)
+        self.eager_plain.append(_clock() - t0)
+
+    def _timed(self) -> None:
+        timer = self.eager_timer
+        first = timer.meta is None
+        timer.run(self.inputs.fresh())
+        if first:
+            graph = eager_graph(timer.nodes, timer.roots, model="model")
+            self.eager_paths = [n.module_path for n in graph.nodes]
+        self.eager_ops.append(np.asarray(timer.last_ns, dtype=np.float64))
+
+    def eager_modules(self) -> dict[str, float]:
+        """Module path → Σ of its subtree's eager op medians (seconds)."""
+        if not self.eager_ops:
+            return {}
+        medians = np.median(np.stack(list(self.eager_ops)), axis=0) / 1e9
+        out: dict[str, float] = {}
+        for path, median in zip(self.eager_paths, medians.tolist(), strict=False):
+            for ancestor in module_ancestors(path):
+                out[ancestor] = out.get(ancestor, 0.0) + median
+        return out
+
+    # -- the notes' interface (fxtui.engine.capture.program.RunNotes) ---------------------------
+
+    def summary(self) -> CompiledSummary:
+        """The figures so far."""
+        return CompiledSummary(
+            mode=self.mode,
+            compile_s=self.compile_s,
+            graphs=self.graphs,
+            kernels=self.kernels,
+            externs=self.externs,
+            eager_s=statistics.median(self.eager_plain) / 1e9 if self.eager_plain else None,
+            eager_modules=self.eager_modules(),
+            root_reason=self.root_reason,
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """What every snapshot carries besides the statistics."""
+        return {"compiled": self.summary()}
+
+    def shares(self, phases: Sequence[str], medians: Sequence[float]) -> list[float]:
+        """Each kernel's median as a share of the timed compiled run's median (percent)."""
+        run = statistics.median(self.profiled) / 1e9 if self.profiled else sum(medians)
+        return [100.0 * m / run if run else 0.0 for m in medians]
+
+    def run_ns(self, wall_ns: int) -> int:
+        """An untimed compiled run counts as itself."""
+        return wall_ns
+
+    def whole_run(self) -> tuple[float, float, float] | None:
+        """What-ifs compare the session's own runs."""
+        return None
+
+
+class CompiledTimer:
+    """Times one run of the compiled model per kernel call (the :class:`~fxtui.engine.timing.ProgramTimer` interface).
+
+    A run is the eager model's two runs (:meth:`CompiledRuns.eager_step`) and then the compiled model with
+    its wrappers' timed code; ``last_run_ns`` is the compiled run's wall time alone.
+    """
+
+    def __init__(self, program: Program, kernels: list[Kernel], wrappers: list[TimedWrapper], **kwargs: Any) -> None:
+        self.program = program
+        self.runs: CompiledRuns = program.notes  # type: ignore[assignment]
+        self.kernels = kernels
+        self.wrappers = wrappers
+        self.clock: Callable[[], int] = kwargs.get("clock") or _clock
+        overhead = kwargs.get("clock_overhead_ns")
+        self.clock_overhead_ns = overhead if overhead is not None else _overhead()
+        self.names = kernel_names(kernels)
+        self.meta: list[ValueMeta] | None = None
+        self.calls = [1] * len(kernels)
+        self.last_ns: list[int] = [0] * len(kernels)
+        self.last_start_ns: list[int] = [0] * len(kernels)
+        self.last_run_ns = 0
+        self.last_run_start_ns = 0
+
+    def run(self, inputs: Inputs) -> Any:
+        """The eager model's two runs, then one compiled run with every kernel call timed; its output."""
+        try:
+            self.runs.eager_step()
+        except Exception as e:
+            raise NodeError("", f"the eager model raised {exception_text(e)}") from e
+        for w in self.wrappers:
+            w.reset()
+        with _timing(self.wrappers):
+            t0 = self.clock()
+            try:
+                out = self.program.call(inputs)
+            except Exception as e:
+                raise NodeError("", f"the compiled model raised {exception_text(e)}") from e
+            finally:
+                t1 = self.clock()
+        self.last_run_ns, self.last_run_start_ns = t1 - t0, t0
+        self.runs.profiled.append(t1 - t0)
+        overhead = self.clock_overhead_ns
+        ns = [max(v - overhead, 0) for w in self.wrappers for v in w.ns]
+        starts = [s or t0 for w in self.wrappers for s in w.start]
+        self.last_ns, self.last_start_ns = ns, starts
+        if self.meta is None:
+            self.meta = [ValueMeta("", "") for _ in self.kernels]
+        return out
+
+
+class _timing:
+    """Every wrapper's timed code inside the block."""
+
+    def __init__(self, wrappers: list[TimedWrapper]) -> None:
+        self.wrappers = wrappers
+
+    def __enter__(self) -> None:
+        for w in self.wrappers:
+            w.function.__code__ = w.timed_code
+
+    def __exit__(self, *exc: object) -> None:
+        for w in self.wrappers:
+            w.function.__code__ = w.plain_code
+
+
+def _kernel_label(kernel: Kernel) -> str:
+    """What a kernel computes: an extern call's operation, or the source operations a generated kernel fuses."""
+    name = kernel.origin.kernel
+    if kernel.origin.extern:
+        parts = name.split(".")
+        return parts[3] if name.startswith("torch.ops.") and len(parts) > 3 else parts[-1]
+    ops = list(dict.fromkeys(_SHORT.get(label, label) for label in (d.rpartition(" · ")[2] for d, _ in kernel.sources)))
+    ops = [op.split(" #")[0] for op in ops]
+    ops = list(dict.fromkeys(ops))
+    if not ops:
+        return name
+    text = "+".join(ops[:_LABEL_OPS]) + ("+…" if len(ops) > _LABEL_OPS else "")
+    return f"{text} (fused)" if len(kernel.sources) > 1 else f"{text} (kernel)"
+
+
+def kernel_names(kernels: list[Kernel]) -> list[str]:
+    """One unique display name per kernel call: ``layer1.0 · bn+relu (fused)``, a repeat ``#2``."""
+    used: dict[str, int] = {}
+    names = []
+    for kernel in kernels:
+        path = common_ancestor([p for _, p in kernel.sources])
+        base = f"{path} · {_kernel_label(kernel)}" if path else _kernel_label(kernel)
+        n = used[base] = used.get(base, 0) + 1
+        names.append(base if n == 1 else f"{base} #{n}")
+    return names
+
+
+def _sources(origin: KernelOrigin, dynamo: dict[str, tuple[str, str, int]], namer: Namer) -> list[tuple[str, str]]:
+    """The TorchDynamo nodes a kernel's post-grad origins come from, graph order, as (display name, module path)."""
+    found: dict[str, tuple[int, str]] = {}
+    for node in origin.nodes:
+        source = next(iter(node.meta.get("from_node") or ()), None)
+        name = getattr(source, "name", None)
+        if name in dynamo:
+            display, path, index = dynamo[name]
+            found.setdefault(display, (index, path))
+            continue
+        path, _ = namer.module_of(node)  # a node lowering made with no TorchDynamo node behind it
+        target = getattr(node.target, "overloadpacket", node.target)
+        label = str(getattr(target, "__name__", target))
+        display = f"{path} · {label}" if path else label
+        found.setdefault(display, (10**9, path))
+    return [(d, p) for d, (_, p) in sorted(found.items(), key=lambda item: item[1][0])]
+
+
+def _source_line(origin: KernelOrigin) -> str:
+    """The user's line of the kernel's first origin with a stack trace: ``model.py:12  return self.conv(x)``."""
+    from fxtui.engine.analysis.source import short_path
+
+    for node in origin.nodes:
+        trace = node.meta.get("stack_trace") or ""
+        lines = [line.strip() for line in trace.strip().splitlines()]
+        for i in range(len(lines) - 2, -1, -1):
+            if lines[i].startswith("File "):
+                head = lines[i].split(",")
+                path = head[0].removeprefix("File ").strip('"')
+                number = head[1].strip().removeprefix("line ") if len(head) > 1 else ""
+                return f"{short_path(path)}:{number}  {lines[i + 1]}"
+    return ""
+
+
+def check_compiler() -> None:
+    """One sentence when Inductor has no C++ compiler to build CPU kernels with."""
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        get_cpp_compiler()
+    except ImportError:
+        return  # an older torch: the compile itself says what is missing
+    except Exception as e:
+        raise FxtuiError(
+            "--compile needs a C++ compiler for Inductor's CPU kernels and found none: "
+            "install g++ (or set CXX), or profile the model eagerly without --compile"
+        ) from e
+
+
+def capture_compiled(
+    module: torch.nn.Module, inputs: Inputs, *, name: str = "model", compile_mode: str = "default", reason: str = ""
+) -> Program:
+    """The model compiled by Inductor as a program whose nodes are its kernel calls (see the module's docstring).
+
+    Raises :class:`FxtuiError` in one sentence when compiling fails (no C++ compiler, an operator
+    Inductor cannot lower, a model TorchDynamo cannot follow).
+    """
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+
+    mode = compile_mode
+    if mode not in COMPILE_MODES:
+        raise FxtuiError(f"unknown --compile-mode {mode!r}; choose one of {', '.join(COMPILE_MODES)}")
+    check_compiler()
+    options = dict(torch._inductor.list_mode_options(mode)) if mode != "default" else {}
+    options.pop("triton.cudagraphs", None)
+    namer = Namer(module)
+    kernels: list[Kernel] = []
+    wrappers: list[TimedWrapper] = []
+    breaks: list[GraphBreak] = []
+    state = {"sealed": False, "graphs": 0, "late": 0}
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+        if state["sealed"]:  # a recompile: it runs, untimed, and is counted
+            state["late"] += 1
+            return compile_fx(gm, example_inputs, config_patches=options)
+        index = state["graphs"]
+        state["graphs"] += 1
+        found = graph_break_of(gm)
+        if found is not None:
+            breaks.append(found)
+        names = namer.name_graph(gm, outside=namer.caller())
+        dynamo = {n.name: (d, namer.paths[d], i) for i, (n, d) in enumerate(zip(gm.graph.nodes, names, strict=True))}
+        recorder = ProvenanceRecorder()
+        seen = len(loaded_modules())
+        with recorder.active(), inductor_config.patch(fx_graph_cache=False):
+            compiled = compile_fx(gm, example_inputs, config_patches=options)
+        for loaded in loaded_modules()[seen:]:
+            handles = {h for _, _, h in handles_in(loaded)} & set(recorder.found)
+            if not handles:
+                continue
+            wrapper = TimedWrapper(loaded, handles)
+            wrappers.append(wrapper)
+            for handle in wrapper.kernels:
+                origin = recorder.found[handle]
+                kernels.append(Kernel(origin, index, _sources(origin, dynamo, namer), _source_line(origin)))
+        return compiled
+
+    raise_recompile_limit(torch._dynamo.config)
+    runs = CompiledRuns(module, inputs, mode)
+    program = Program(capture="compiled", root=module, call=lambda given: None, reason=reason, notes=runs)
+    with quiet_dynamo():
+        compiled_model = torch.compile(module, backend=backend, dynamic=False)
+    program.call = lambda given: given.call(compiled_model)
+    started = time.perf_counter()
+    with quiet_dynamo(), program.running():
+        for _ in range(CAPTURE_RUNS):
+            try:
+                program.run(inputs.fresh())
+            except Exception as e:
+                raise FxtuiError(f"Inductor could not compile {name}: {failure_text(e)}") from e
+            if not runs.compile_s:
+                runs.compile_s = time.perf_counter() - started
+    state["sealed"] = True
+    if not kernels:
+        raise FxtuiError(
+            f"fxtui found no kernel calls in Inductor's code for {name} (torch {torch.__version__}): "
+            "its generated wrapper has a form fxtui does not know"
+        )
+    runs.graphs = state["graphs"]
+    runs.kernels = sum(1 for k in kernels if not k.origin.extern)
+    runs.externs = len(kernels) - runs.kernels
+    program.warm_runs = CAPTURE_RUNS
+    program.breaks = tuple(breaks)
+    program.module_classes = dict(namer.classes)
+    program.seconds = runs.compile_s
+    program.timer = lambda **kwargs: CompiledTimer(program, kernels, wrappers, **kwargs)
+    program.describe = lambda timer, **described: describe(timer, program, namer.classes, **described)
+    program.late_graphs = state["late"]
+    return program
+
+
+def describe(
+    timer: CompiledTimer,
+    program: Program,
+    classes: dict[str, str],
+    *,
+    model: str,
+    inputs: tuple[str, ...],
+    dtype: str,
+    threads: int,
+) -> GraphInfo:
+    """The kernel calls as nodes, each under its source nodes' common module."""
+    infos = []
+    rooted = 0
+    for i, (kernel, name) in enumerate(zip(timer.kernels, timer.names, strict=True)):
+        paths = tuple(p for _, p in kernel.sources)
+        path = common_ancestor(list(paths))
+        rooted += path == ""
+        label = _kernel_label(kernel)
+        infos.append(
+            NodeInfo(
+                name=name,
+                index=i,
+                op="call_function",
+                target=kernel.origin.kernel,
+                type_name=label.split(" (")[0] if kernel.origin.extern else ("fused" if len(paths) > 1 else "kernel"),
+                module_path=path,
+                node_text=f"{kernel.origin.kernel}  ← " + ", ".join(d for d, _ in kernel.sources),
+                source=kernel.source_line,
+                graph=kernel.graph,
+                kernel=kernel.origin.kernel,
+                fused_nodes=tuple(d for d, _ in kernel.sources),
+                fused_modules=paths,
+            )
+        )
+    runs: CompiledRuns = program.notes  # type: ignore[assignment]
+    if rooted:
+        runs.root_reason = (
+            f"{rooted} of {len(infos)} kernel calls are charged to the root: they fuse nodes of several top-level "
+            "modules, or of the model's own forward"
+        )
+    all_classes = {"": model, **{p: c for p, c in classes.items() if p}}
+    for info in infos:
+        for ancestor in module_ancestors(info.module_path):
+            all_classes.setdefault(ancestor, "")
+    return GraphInfo(
+        model=model,
+        inputs=inputs,
+        dtype=dtype,
+        threads=threads,
+        nodes=tuple(infos),
+        modules=build_module_tree(infos, all_classes),
+        capture="compiled",
+        graphs=runs.graphs,
+        breaks=program.breaks,
+    )
