@@ -229,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _target(args: argparse.Namespace) -> Target:
+    if args.compile_mode != "default" and not args.compile:
+        raise FxtuiError(f"--compile-mode {args.compile_mode} is Inductor's mode for --compile: add --compile")
     shapes = tuple(args.input_shape) if args.input_shape else None
     return Target(
         args.target,

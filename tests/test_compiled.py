@@ -205,3 +205,51 @@ def test_the_comparison_and_the_split_read_as_the_readme_says() -> None:
     split = even_split(("a.bn", "a.relu", "a.bn"), 3.0)
     assert split == {"a.bn": 2.0, "a.relu": 1.0} and math.isclose(sum(split.values()), 3.0)
     assert CompiledSummary.from_dict(CompiledSummary(kernels=3, eager_modules={"a": 1.0}).to_dict()).kernels == 3
+
+
+def test_the_chrome_trace_nests_each_kernel_in_its_module_spans() -> None:
+    from fxtui.engine.export import chrome_trace
+
+    report = _profiled("cnn")
+    events = [e for e in chrome_trace(report)["traceEvents"] if e.get("ph") == "X"]
+    modules = [e for e in events if e["cat"] == "module"]
+    kernels = [e for e in events if "fused_nodes" in e["args"]]
+    assert len(kernels) == len(report.rows)
+    for k in kernels:
+        path = k["args"]["module"]
+        if not path:
+            continue
+        holding = [m for m in modules if m["args"]["path"] == path]
+        assert any(m["ts"] <= k["ts"] and k["ts"] + k["dur"] <= m["ts"] + m["dur"] + 1e-3 for m in holding), k["name"]
+
+
+def test_diff_compares_an_eager_run_and_a_compiled_run_per_module() -> None:
+    from fxtui.core.diff import diff_reports
+    from fxtui.engine.findings_text import diff_table
+
+    model, x = _model("cnn")
+    eager = fxtui.profile(model, x, runs=5, warmup=1, capture="eager", keep_disturbed=True)
+    compiled = _profiled("cnn")
+    diff = diff_reports(eager, compiled)
+    changed = {c.name: c for c in diff.modules}
+    assert {"", "stem", "block1", "block2", "fc"} <= set(changed)
+    block1 = next(m for m in compiled.modules if m.path == "block1")
+    assert changed["block1"].after_s == block1.inclusive_s
+    assert "block1" in diff_table(diff)
+
+
+def test_headless_compile_without_a_compiler_exits_2_with_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch._inductor.config as config
+
+    from fxtui.cli import main
+
+    (tmp_path / "tiny.py").write_text(
+        "import torch\n\ndef make():\n    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+    )
+    with config.patch({"cpp.cxx": ("fxtui-no-such-compiler++",)}):
+        status = main([f"{tmp_path / 'tiny.py'}:make", "--input-shape", "2,4", "--compile", "--once"])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert err.startswith("fxtui: --compile needs a C++ compiler") and len(err.splitlines()) == 1, err

@@ -70,6 +70,8 @@ class Variant:
 
 def reason_not(name: str, session: Session) -> str:
     """Why ``name`` cannot apply to ``session``'s model, one sentence; ``""`` when it can (cheap: nothing runs)."""
+    if session.program.capture == "compiled":  # each step already runs the model eager and compiled, interleaved
+        return f"{name} is measured on an eager or captured model; this session profiles it compiled (--compile)"
     n = thread_count(name)
     if n is not None:
         return f"the session already runs {n} intra-op threads" if n == session.graph.threads else ""
