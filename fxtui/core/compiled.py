@@ -41,6 +41,9 @@ class CompiledSummary:
     """Module path → Σ of the eager model's ATen op medians in its subtree (inclusive)."""
     root_reason: str = ""
     """Why some compiled time is charged to the root and not to a named module, when some is."""
+    recompiles: tuple[str, ...] = ()
+    """Why TorchDynamo compiled again after the capture (the latest few): its guard's failure and the user's line.
+    A recompiled graph runs untimed, in the unattributed remainder."""
 
     def eager_of(self, path: str) -> float | None:
         """The module's eager time, or None where the eager run has no op in it."""
@@ -58,6 +61,7 @@ class CompiledSummary:
             f"kernels    fidelity {format_ratio(fidelity)} (Σ kernel medians ÷ uninstrumented compiled run), "
             f"overhead {format_ratio(overhead)} (timed ÷ untimed compiled run)",
             *([f"root       {self.root_reason}"] if self.root_reason else []),
+            *(f"recompile  {reason}" for reason in self.recompiles),
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +74,8 @@ class CompiledSummary:
     def from_dict(cls, data: Mapping[str, Any]) -> CompiledSummary:
         """The summary :meth:`to_dict` wrote (fields a file lacks keep their defaults)."""
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if "recompiles" in known:
+            known["recompiles"] = tuple(str(r) for r in known["recompiles"])
         if "eager_modules" in known:
             known["eager_modules"] = {str(k): float(v) for k, v in dict(known["eager_modules"]).items()}
         return cls(**known)

@@ -66,10 +66,12 @@ class Kernel:
 class CompiledRuns:
     """The eager model beside the compiled one (the program's notes): its runs and its modules' times."""
 
-    def __init__(self, module: torch.nn.Module, inputs: Inputs, mode: str) -> None:
+    def __init__(self, module: torch.nn.Module, inputs: Inputs, mode: str, beside: bool = True) -> None:
         self.module = module
         self.inputs = inputs
         self.mode = mode
+        self.beside = beside
+        """Run the eager model beside the compiled one (``--compile``); a what-if's compiled copy does not."""
         self.eager = capture_eager(module, inputs)
         self.eager_timer = EagerTimer(self.eager)
         self.eager_paths: list[str] = []
@@ -78,6 +80,8 @@ class CompiledRuns:
         self.kernels = 0
         self.externs = 0
         self.root_reason = ""
+        self.recompiles: tuple[str, ...] = ()
+        """Why TorchDynamo compiled again after the capture, one line each."""
         self._flip = False
         self.reset()
 
@@ -89,6 +93,8 @@ class CompiledRuns:
 
     def eager_step(self) -> None:
         """One uninstrumented eager run and one with every op timed, in alternating order."""
+        if not self.beside:
+            return
         self._flip = not self._flip
         for run in (self._plain, self._timed) if self._flip else (self._timed, self._plain):
             run()
@@ -132,6 +138,7 @@ class CompiledRuns:
             eager_s=statistics.median(self.eager_plain) / 1e9 if self.eager_plain else None,
             eager_modules=self.eager_modules(),
             root_reason=self.root_reason,
+            recompiles=self.recompiles[-5:],
         )
 
     def fields(self) -> dict[str, Any]:
@@ -148,7 +155,7 @@ class CompiledRuns:
         return wall_ns
 
     def whole_run(self) -> tuple[float, float, float] | None:
-        """What-ifs compare the session's own runs."""
+        """None: a what-if compares the session's own untimed compiled runs."""
         return None
 
 
@@ -295,6 +302,24 @@ def _source_line(origin: KernelOrigin) -> str:
     return ""
 
 
+def recompile_reasons(seen: dict[Any, int]) -> tuple[str, ...]:
+    """TorchDynamo's guard failures since the last call (why it recompiles): their first lines, and the user's line.
+
+    ``seen`` holds how many failures of each code object were read before.
+    """
+    from torch._dynamo.utils import guard_failures
+
+    found = []
+    for code, reasons in list(guard_failures.items()):
+        for text in reasons[seen.get(code, 0) :]:
+            lines = str(text).strip().splitlines()
+            reason = lines[0].split(": ", 1)[-1] if lines else "unknown reason"
+            where = next((line.strip() for line in reversed(lines) if line.strip().startswith("File ")), "")
+            found.append(f"{reason} ({where})" if where else reason)
+        seen[code] = len(reasons)
+    return tuple(found)
+
+
 def check_compiler() -> None:
     """One sentence when Inductor has no C++ compiler to build CPU kernels with."""
     try:
@@ -311,9 +336,17 @@ def check_compiler() -> None:
 
 
 def capture_compiled(
-    module: torch.nn.Module, inputs: Inputs, *, name: str = "model", compile_mode: str = "default", reason: str = ""
+    module: torch.nn.Module,
+    inputs: Inputs,
+    *,
+    name: str = "model",
+    compile_mode: str = "default",
+    reason: str = "",
+    eager_beside: bool = True,
 ) -> Program:
     """The model compiled by Inductor as a program whose nodes are its kernel calls (see the module's docstring).
+
+    ``eager_beside`` runs the eager model beside it in every step (its median and each module's eager time).
 
     Raises :class:`FxtuiError` in one sentence when compiling fails (no C++ compiler, an operator
     Inductor cannot lower, a model TorchDynamo cannot follow).
@@ -332,11 +365,13 @@ def capture_compiled(
     kernels: list[Kernel] = []
     wrappers: list[TimedWrapper] = []
     breaks: list[GraphBreak] = []
-    state = {"sealed": False, "graphs": 0, "late": 0}
+    state = {"sealed": False, "graphs": 0}
+    seen_failures: dict[Any, int] = {}
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
-        if state["sealed"]:  # a recompile: it runs, untimed, and is counted
-            state["late"] += 1
+        if state["sealed"]:  # a recompile: it runs, untimed, and is counted with TorchDynamo's reason
+            program.late_graphs += 1
+            runs.recompiles += recompile_reasons(seen_failures)
             return compile_fx(gm, example_inputs, config_patches=options)
         index = state["graphs"]
         state["graphs"] += 1
@@ -361,7 +396,7 @@ def capture_compiled(
         return compiled
 
     raise_recompile_limit(torch._dynamo.config)
-    runs = CompiledRuns(module, inputs, mode)
+    runs = CompiledRuns(module, inputs, mode, beside=eager_beside)
     program = Program(capture="compiled", root=module, call=lambda given: None, reason=reason, notes=runs)
     with quiet_dynamo():
         compiled_model = torch.compile(module, backend=backend, dynamic=False)
@@ -376,6 +411,7 @@ def capture_compiled(
             if not runs.compile_s:
                 runs.compile_s = time.perf_counter() - started
     state["sealed"] = True
+    recompile_reasons(seen_failures)  # what failed while capturing is no recompile of the session's
     if not kernels:
         raise FxtuiError(
             f"fxtui found no kernel calls in Inductor's code for {name} (torch {torch.__version__}): "
@@ -390,7 +426,6 @@ def capture_compiled(
     program.seconds = runs.compile_s
     program.timer = lambda **kwargs: CompiledTimer(program, kernels, wrappers, **kwargs)
     program.describe = lambda timer, **described: describe(timer, program, namer.classes, **described)
-    program.late_graphs = state["late"]
     return program
 
 
