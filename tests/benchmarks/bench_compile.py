@@ -20,7 +20,7 @@ With ``--profiler`` it also measures the other route to per-kernel times on resn
 
 Figures are printed, never asserted; the load average is printed before and after (the machine is shared).
 
-    python tests/benchmarks/bench_compile.py [--runs N] [--only resnet18|bert] [--profiler]
+    python tests/benchmarks/bench_compile.py [--runs N] [--only resnet18|bert] [--profiler] [--save DIR]
 """
 
 from __future__ import annotations
@@ -50,11 +50,14 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def measure(name: str, target: Target, runs: int) -> Report:
+def measure(name: str, target: Target, runs: int, save: str = "") -> Report:
     started = time.perf_counter()
     session = session_for_target(target, analyse=False, keep_disturbed=True)
     run_profile(session, runs, warmup=3)
     report = make_report(session, timeline=False)
+    if save:
+        with open(os.path.join(save, f"{name}.json"), "w", encoding="utf-8") as f:
+            f.write(report.to_json())
     summary = report.compiled
     assert summary is not None
     total = sum(r.median_s for r in report.rows) or 1e-12
@@ -126,12 +129,13 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--only", choices=sorted(TARGETS))
     p.add_argument("--profiler", action="store_true")
+    p.add_argument("--save", metavar="DIR", default="", help="also write each model's report as DIR/NAME.json")
     args = p.parse_args()
     keep_freed_memory()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; before: {load()}")
     for name, target in TARGETS.items():
         if args.only in (None, name):
-            measure(name, target, args.runs)
+            measure(name, target, args.runs, args.save)
     if args.profiler:
         profiler_route(args.runs)
     print(f"\nafter: {load()}")

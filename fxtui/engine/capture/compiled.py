@@ -35,7 +35,14 @@ from fxtui.core.snapshot import GraphInfo
 from fxtui.engine.capture.dynamo import failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
 from fxtui.engine.capture.eager_nodes import eager_graph
 from fxtui.engine.capture.eager_program import EagerTimer, _overhead, capture_eager
-from fxtui.engine.capture.kernel_code import KernelOrigin, ProvenanceRecorder, TimedWrapper, handles_in, loaded_modules
+from fxtui.engine.capture.kernel_code import (
+    KernelOrigin,
+    ProvenanceRecorder,
+    TimedWrapper,
+    handles_in,
+    loaded_modules,
+    timed,
+)
 from fxtui.engine.capture.names import Namer
 from fxtui.engine.capture.program import Program
 from fxtui.engine.inputs import Inputs
@@ -207,7 +214,7 @@ class CompiledTimer:
     def _compiled(self, inputs: Inputs) -> Any:
         for w in self.wrappers:
             w.reset()
-        with _timing(self.wrappers):
+        with timed(self.wrappers):
             t0 = self.clock()
             try:
                 out = self.program.call(inputs)
@@ -224,21 +231,6 @@ class CompiledTimer:
         if self.meta is None:
             self.meta = [ValueMeta("", "") for _ in self.kernels]
         return out
-
-
-class _timing:
-    """Every wrapper's timed code inside the block."""
-
-    def __init__(self, wrappers: list[TimedWrapper]) -> None:
-        self.wrappers = wrappers
-
-    def __enter__(self) -> None:
-        for w in self.wrappers:
-            w.function.__code__ = w.timed_code
-
-    def __exit__(self, *exc: object) -> None:
-        for w in self.wrappers:
-            w.function.__code__ = w.plain_code
 
 
 def _kernel_label(kernel: Kernel) -> str:
@@ -384,10 +376,11 @@ def capture_compiled(
         seen = len(loaded_modules())
         with recorder.active(), inductor_config.patch(fx_graph_cache=False):
             compiled = compile_fx(gm, example_inputs, config_patches=options)
-        for loaded in loaded_modules()[seen:]:
+        # The graph's wrapper is the last module Inductor loaded for it: with max-autotune, the code that
+        # benchmarked the choices before it was generated (and loaded) with handles too, and never runs again.
+        wrappers_found = [m for m in loaded_modules()[seen:] if {h for _, _, h in handles_in(m)} & set(recorder.found)]
+        for loaded in wrappers_found[-1:]:
             handles = {h for _, _, h in handles_in(loaded)} & set(recorder.found)
-            if not handles:
-                continue
             wrapper = TimedWrapper(loaded, handles)
             wrappers.append(wrapper)
             for handle in wrapper.kernels:
