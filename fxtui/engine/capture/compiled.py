@@ -21,22 +21,26 @@ import collections
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.fx
 
-from fxtui.core.compiled import COMPILE_MODES, CompiledSummary, common_ancestor
+from fxtui.core.compiled import COMPILE_MODES, CompiledSummary
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
-from fxtui.core.nodes import GraphBreak, NodeInfo, build_module_tree, module_ancestors
-from fxtui.core.snapshot import GraphInfo
+from fxtui.core.nodes import GraphBreak, module_ancestors
+from fxtui.engine.capture.compiled_kernels import (
+    Kernel,
+    describe_kernels,
+    kernel_names,
+    kernel_source_line,
+    kernel_sources,
+)
 from fxtui.engine.capture.dynamo import failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
 from fxtui.engine.capture.eager_nodes import eager_graph
 from fxtui.engine.capture.eager_program import EagerTimer, _overhead, capture_eager
 from fxtui.engine.capture.kernel_code import (
-    KernelOrigin,
     ProvenanceRecorder,
     TimedWrapper,
     handles_in,
@@ -53,21 +57,6 @@ _clock = time.perf_counter_ns
 CAPTURE_RUNS = 2
 #: Eager runs whose per-op times are kept for the modules' eager medians.
 EAGER_WINDOW = 64
-#: Short labels of common source operations in a fused kernel's name.
-_SHORT = {"conv2d": "conv", "conv1d": "conv", "conv3d": "conv", "batch_norm": "bn", "layer_norm": "ln"}
-#: A fused kernel's name lists at most this many source operations.
-_LABEL_OPS = 4
-
-
-@dataclass
-class Kernel:
-    """One timed kernel call: what it is and where it comes from."""
-
-    origin: KernelOrigin
-    graph: int
-    sources: list[tuple[str, str]]
-    """``(display name, module path)`` of each source node it computes, graph order."""
-    source_line: str = ""
 
 
 class CompiledRuns:
@@ -169,8 +158,8 @@ class CompiledRuns:
 class CompiledTimer:
     """Times one run of the compiled model per kernel call (the :class:`~fxtui.engine.timing.ProgramTimer` interface).
 
-    A run is the eager model's two runs (:meth:`CompiledRuns.eager_step`) and then the compiled model with
-    its wrappers' timed code; ``last_run_ns`` is the compiled run's wall time alone.
+    A run is the compiled model with its wrappers' timed code and, before or after it, the eager model's two
+    runs (:meth:`CompiledRuns.eager_step`); ``last_run_ns`` is the compiled run's wall time alone.
     """
 
     def __init__(self, program: Program, kernels: list[Kernel], wrappers: list[TimedWrapper], **kwargs: Any) -> None:
@@ -231,67 +220,6 @@ class CompiledTimer:
         if self.meta is None:
             self.meta = [ValueMeta("", "") for _ in self.kernels]
         return out
-
-
-def _kernel_label(kernel: Kernel) -> str:
-    """What a kernel computes: an extern call's operation, or the source operations a generated kernel fuses."""
-    name = kernel.origin.kernel
-    if kernel.origin.extern:
-        parts = name.split(".")
-        return parts[3] if name.startswith("torch.ops.") and len(parts) > 3 else parts[-1]
-    ops = list(dict.fromkeys(_SHORT.get(label, label) for label in (d.rpartition(" · ")[2] for d, _ in kernel.sources)))
-    ops = [op.split(" #")[0] for op in ops]
-    ops = list(dict.fromkeys(ops))
-    if not ops:
-        return name
-    text = "+".join(ops[:_LABEL_OPS]) + ("+…" if len(ops) > _LABEL_OPS else "")
-    return f"{text} (fused)" if len(kernel.sources) > 1 else f"{text} (kernel)"
-
-
-def kernel_names(kernels: list[Kernel]) -> list[str]:
-    """One unique display name per kernel call: ``layer1.0 · bn+relu (fused)``, a repeat ``#2``."""
-    used: dict[str, int] = {}
-    names = []
-    for kernel in kernels:
-        path = common_ancestor([p for _, p in kernel.sources])
-        base = f"{path} · {_kernel_label(kernel)}" if path else _kernel_label(kernel)
-        n = used[base] = used.get(base, 0) + 1
-        names.append(base if n == 1 else f"{base} #{n}")
-    return names
-
-
-def _sources(origin: KernelOrigin, dynamo: dict[str, tuple[str, str, int]], namer: Namer) -> list[tuple[str, str]]:
-    """The TorchDynamo nodes a kernel's post-grad origins come from, graph order, as (display name, module path)."""
-    found: dict[str, tuple[int, str]] = {}
-    for node in origin.nodes:
-        source = next(iter(node.meta.get("from_node") or ()), None)
-        name = getattr(source, "name", None)
-        if name in dynamo:
-            display, path, index = dynamo[name]
-            found.setdefault(display, (index, path))
-            continue
-        path, _ = namer.module_of(node)  # a node lowering made with no TorchDynamo node behind it
-        target = getattr(node.target, "overloadpacket", node.target)
-        label = str(getattr(target, "__name__", target))
-        display = f"{path} · {label}" if path else label
-        found.setdefault(display, (10**9, path))
-    return [(d, p) for d, (_, p) in sorted(found.items(), key=lambda item: item[1][0])]
-
-
-def _source_line(origin: KernelOrigin) -> str:
-    """The user's line of the kernel's first origin with a stack trace: ``model.py:12  return self.conv(x)``."""
-    from fxtui.engine.analysis.source import short_path
-
-    for node in origin.nodes:
-        trace = node.meta.get("stack_trace") or ""
-        lines = [line.strip() for line in trace.strip().splitlines()]
-        for i in range(len(lines) - 2, -1, -1):
-            if lines[i].startswith("File "):
-                head = lines[i].split(",")
-                path = head[0].removeprefix("File ").strip('"')
-                number = head[1].strip().removeprefix("line ") if len(head) > 1 else ""
-                return f"{short_path(path)}:{number}  {lines[i + 1]}"
-    return ""
 
 
 def recompile_reasons(seen: dict[Any, int]) -> tuple[str, ...]:
@@ -385,7 +313,7 @@ def capture_compiled(
             wrappers.append(wrapper)
             for handle in wrapper.kernels:
                 origin = recorder.found[handle]
-                kernels.append(Kernel(origin, index, _sources(origin, dynamo, namer), _source_line(origin)))
+                kernels.append(Kernel(origin, index, kernel_sources(origin, dynamo, namer), kernel_source_line(origin)))
         return compiled
 
     raise_recompile_limit(torch._dynamo.config)
@@ -418,62 +346,5 @@ def capture_compiled(
     program.module_classes = dict(namer.classes)
     program.seconds = runs.compile_s
     program.timer = lambda **kwargs: CompiledTimer(program, kernels, wrappers, **kwargs)
-    program.describe = lambda timer, **described: describe(timer, program, namer.classes, **described)
+    program.describe = lambda timer, **described: describe_kernels(timer, program, namer.classes, **described)
     return program
-
-
-def describe(
-    timer: CompiledTimer,
-    program: Program,
-    classes: dict[str, str],
-    *,
-    model: str,
-    inputs: tuple[str, ...],
-    dtype: str,
-    threads: int,
-) -> GraphInfo:
-    """The kernel calls as nodes, each under its source nodes' common module."""
-    infos = []
-    rooted = 0
-    for i, (kernel, name) in enumerate(zip(timer.kernels, timer.names, strict=True)):
-        paths = tuple(p for _, p in kernel.sources)
-        path = common_ancestor(list(paths))
-        rooted += path == ""
-        label = _kernel_label(kernel)
-        infos.append(
-            NodeInfo(
-                name=name,
-                index=i,
-                op="call_function",
-                target=kernel.origin.kernel,
-                type_name=label.split(" (")[0] if kernel.origin.extern else ("fused" if len(paths) > 1 else "kernel"),
-                module_path=path,
-                node_text=f"{kernel.origin.kernel}  ← " + ", ".join(d for d, _ in kernel.sources),
-                source=kernel.source_line,
-                graph=kernel.graph,
-                kernel=kernel.origin.kernel,
-                fused_nodes=tuple(d for d, _ in kernel.sources),
-                fused_modules=paths,
-            )
-        )
-    runs: CompiledRuns = program.notes  # type: ignore[assignment]
-    if rooted:
-        runs.root_reason = (
-            f"{rooted} of {len(infos)} kernel calls are charged to the root: they fuse nodes of several top-level "
-            "modules, or of the model's own forward"
-        )
-    all_classes = {"": model, **{p: c for p, c in classes.items() if p}}
-    for info in infos:
-        for ancestor in module_ancestors(info.module_path):
-            all_classes.setdefault(ancestor, "")
-    return GraphInfo(
-        model=model,
-        inputs=inputs,
-        dtype=dtype,
-        threads=threads,
-        nodes=tuple(infos),
-        modules=build_module_tree(infos, all_classes),
-        capture="compiled",
-        graphs=runs.graphs,
-        breaks=program.breaks,
-    )
