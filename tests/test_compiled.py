@@ -53,10 +53,10 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b, t, d)
         return self.out(y)
 
 
@@ -68,19 +68,25 @@ class Layer(nn.Module):
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x))
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), mask)
         return x + self.mlp(self.norm2(x))
 
 
 class TinyTransformer(nn.Module):
     def __init__(self, dim: int = 16) -> None:
         super().__init__()
-        self.layers = nn.Sequential(Layer(dim), Layer(dim))
+        self.layers = nn.ModuleList([Layer(dim), Layer(dim)])
         self.head = nn.Linear(dim, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.layers(x))
+        # A causal mask made once in the model's own forward, as BERT makes its attention mask: every layer's
+        # attention reads it.
+        t = x.shape[1]
+        mask = torch.arange(t)[None, :] <= torch.arange(t)[:, None]
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.head(x)
 
 
 def _model(kind: str) -> tuple[nn.Module, torch.Tensor]:
@@ -125,6 +131,14 @@ def test_every_kernel_is_charged_to_the_common_module_of_what_it_fuses(report: f
         assert row.module_path == common_ancestor(row.fused_modules)
         assert row.module_path in paths
         assert row.name.startswith(f"{row.module_path} · ") or not row.module_path
+
+
+def test_an_extern_call_is_charged_to_its_own_operation_not_to_the_nodes_that_made_its_inputs() -> None:
+    report = _profiled("transformer")
+    attention = [r for r in report.rows if r.kernel.startswith("torch.ops.aten._scaled_dot_product")]
+    assert len(attention) == 2, [r.kernel for r in report.rows]
+    # The mask is made at the root, but the attention runs in each layer's attention module.
+    assert [r.module_path for r in attention] == ["layers.0.attn", "layers.1.attn"]
 
 
 def test_a_kernel_fused_across_two_modules_goes_to_their_common_ancestor() -> None:

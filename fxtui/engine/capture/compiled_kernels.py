@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from fxtui.core.compiled import common_ancestor
 from fxtui.core.nodes import NodeInfo, build_module_tree, module_ancestors
 from fxtui.core.snapshot import GraphInfo
-from fxtui.engine.capture.kernel_code import KernelOrigin
+from fxtui.engine.capture.kernel_code import KernelOrigin, extern_op
 from fxtui.engine.capture.names import Namer
 
 if TYPE_CHECKING:
@@ -44,8 +44,7 @@ def kernel_label(kernel: Kernel) -> str:
     """What a kernel computes: an extern call's operation, or the source operations a generated kernel fuses."""
     name = kernel.origin.kernel
     if kernel.origin.extern:
-        parts = name.split(".")
-        return parts[3] if name.startswith("torch.ops.") and len(parts) > 3 else parts[-1]
+        return extern_op(name)
     labels = (d.rpartition(" · ")[2].split(" #")[0] for d, _ in kernel.sources)  # "conv2d #2" → "conv2d"
     ops = list(dict.fromkeys(_SHORT.get(label, label) for label in labels))
     if not ops:

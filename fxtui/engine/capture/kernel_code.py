@@ -54,8 +54,13 @@ class KernelOrigin:
     nodes: list[torch.fx.Node] = field(default_factory=list)
 
 
-def _origin_nodes(node_schedule: Any, extern: bool) -> list[torch.fx.Node]:
-    """The FX nodes a kernel computes: an extern call's own node, or every origin of the nodes fused into it."""
+def _origin_nodes(node_schedule: Any, kernel: str, extern: bool) -> list[torch.fx.Node]:
+    """The FX nodes a kernel computes: an extern call's own node, or every origin of the nodes fused into it.
+
+    An extern call's origins can also hold the nodes that made its inputs (BERT's attention mask, made once in
+    the model's own forward, among the origins of every layer's ``scaled_dot_product_attention``): the call
+    computes the nodes of its own operation, and only those are kept when there are any.
+    """
     from torch._inductor.utils import aggregate_origins
 
     if extern and getattr(node_schedule, "origin_node", None) is not None:
@@ -64,7 +69,19 @@ def _origin_nodes(node_schedule: Any, extern: bool) -> list[torch.fx.Node]:
         origins = aggregate_origins(node_schedule)
     except Exception:  # a schedule of a kind this torch's helper does not know: no origins, charged to the root
         return []
-    return [o for o in origins if isinstance(o, torch.fx.Node) and o.op == "call_function"]
+    nodes = [o for o in origins if isinstance(o, torch.fx.Node) and o.op == "call_function"]
+    if extern:
+        op = extern_op(kernel)
+        own = [o for o in nodes if getattr(getattr(o.target, "overloadpacket", None), "__name__", None) == op]
+        return own or nodes
+    return nodes
+
+
+def extern_op(kernel: str) -> str:
+    """The operation an extern call runs: ``extern_kernels.addmm`` → ``addmm``,
+    ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default`` → its third part."""
+    parts = kernel.split(".")
+    return parts[3] if kernel.startswith("torch.ops.") and len(parts) > 3 else parts[-1]
 
 
 class ProvenanceRecorder:
@@ -75,7 +92,8 @@ class ProvenanceRecorder:
 
     def _note(self, node_schedule: Any, kernel_name: str, is_extern: bool = False) -> int:
         handle = next(_HANDLES)
-        self.found[handle] = KernelOrigin(handle, str(kernel_name), is_extern, _origin_nodes(node_schedule, is_extern))
+        kernel = str(kernel_name)
+        self.found[handle] = KernelOrigin(handle, kernel, is_extern, _origin_nodes(node_schedule, kernel, is_extern))
         return handle
 
     @contextlib.contextmanager
