@@ -65,7 +65,7 @@ def measure(name: str, target: Target, runs: int, save: str = "") -> Report:
     named = sum(r.median_s for r in report.rows if r.module_path)
     print(f"\n== {name}  ({report.model}, inputs {', '.join(report.inputs)}, {report.threads} threads)")
     print(f"session         {time.perf_counter() - started:.0f} s, {report.runs} steps")
-    if report.disturbance is not None:
+    if report.disturbance is not None and report.disturbance.line():
         print(f"disturbed       {report.disturbance.line()}")
     print(f"compile time    {format_seconds(summary.compile_s)}, {summary.graphs} graph(s)")
     print(
