@@ -249,7 +249,9 @@ def test_diff_compares_an_eager_run_and_a_compiled_run_per_module() -> None:
     assert {"", "stem", "block1", "block2", "fc"} <= set(changed)
     block1 = next(m for m in compiled.modules if m.path == "block1")
     assert changed["block1"].after_s == block1.inclusive_s
-    assert "block1" in diff_table(diff)
+    text = diff_table(diff)
+    assert "block1" in text and "kernels and the other run's nodes share no name" in text
+    assert "only in before" not in text
 
 
 def test_headless_compile_without_a_compiler_exits_2_with_one_sentence(
