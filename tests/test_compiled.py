@@ -269,3 +269,17 @@ def test_headless_compile_without_a_compiler_exits_2_with_one_sentence(
     err = capsys.readouterr().err.strip()
     assert status == 2
     assert err.startswith("fxtui: --compile needs a C++ compiler") and len(err.splitlines()) == 1, err
+
+
+def test_a_recompile_after_the_capture_is_counted_with_its_reason() -> None:
+    from fxtui.engine.capture.compiled import capture_compiled
+    from fxtui.engine.inputs import Inputs
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    program = capture_compiled(model, Inputs((torch.randn(2, 4),)), name="mlp")
+    assert program.late_graphs == 0
+    with program.running():
+        program.run(Inputs((torch.randn(3, 4),)))  # another batch size: TorchDynamo's guard fails, it compiles anew
+    assert program.late_graphs == 1
+    reasons = program.notes.summary().recompiles  # type: ignore[union-attr]
+    assert len(reasons) == 1 and "size" in reasons[0], reasons
