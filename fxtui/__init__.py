@@ -43,6 +43,8 @@ def profile(
     keep_disturbed: bool = False,
     what_ifs: str | Sequence[str] = (),
     generate: int = 0,
+    compile: bool = False,
+    compile_mode: str = "default",
 ) -> Report:
     """Capture ``model`` as FX graphs and time every node over ``runs`` runs after ``warmup``.
 
@@ -74,6 +76,12 @@ def profile(
     token) and ``report.generation`` holds the time to first token, per output token, tokens/s, the
     per-position decode times and the KV cache's bytes.
 
+    With ``compile=True`` the model is compiled by Inductor (``compile_mode``: ``"default"`` or
+    ``"max-autotune-no-cudagraphs"``) and the rows are its kernel calls: ``row.kernel``, the source nodes it
+    fuses (``row.fused_nodes``) and their modules (``row.fused_modules``), charged to their common ancestor
+    (``row.module_path``). The eager model runs beside it, interleaved: each module row carries ``eager_s`` and
+    ``compiled_s``, and ``report.compiled`` the compile time, graphs, kernels and the eager median.
+
     Steps in which other processes (or the hypervisor) took the CPU from a run are left
     out of the statistics, never more than about half of them; ``report.disturbance`` says
     how many there were. ``keep_disturbed=True`` keeps them.
@@ -97,6 +105,8 @@ def profile(
             memory=memory,
             keep_disturbed=keep_disturbed,
             generate=generate,
+            compile=compile,
+            compile_mode=compile_mode,
         )
         run_profile(session, runs, warmup)
         if names:

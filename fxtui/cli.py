@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from fxtui.core.captures import CHOICES as CAPTURE_CHOICES
 from fxtui.core.captures import MODES as CAPTURE_MODES
+from fxtui.core.compiled import COMPILE_MODES
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings, RunSettings, Target, parse_hf_config, parse_shape
 from fxtui.options import add_export_options, add_table_options, column_keys, count_type, filter_spec, output_exports
@@ -104,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="profile generate() calls of N new tokens (greedy, fixed length) of a causal language model: "
         "the prefill and the decode steps per node and module, time to first token, time per token, the KV cache",
+    )
+    g.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the model with Inductor (torch.compile) and time every kernel, charged to the modules "
+        "of the nodes it fuses, each module's eager time measured beside it",
+    )
+    g.add_argument(
+        "--compile-mode",
+        choices=COMPILE_MODES,
+        default="default",
+        help="with --compile: Inductor's mode (default: default)",
     )
     g.add_argument(
         "--hf-config",
@@ -216,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _target(args: argparse.Namespace) -> Target:
+    if args.compile_mode != "default" and not args.compile:
+        raise FxtuiError(f"--compile-mode {args.compile_mode} is Inductor's mode for --compile: add --compile")
     shapes = tuple(args.input_shape) if args.input_shape else None
     return Target(
         args.target,
@@ -227,6 +242,8 @@ def _target(args: argparse.Namespace) -> Target:
         train=args.train,
         optimizer=args.optimizer,
         generate=args.generate or 0,
+        compile=args.compile,
+        compile_mode=args.compile_mode,
     )
 
 

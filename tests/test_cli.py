@@ -93,6 +93,9 @@ def test_a_file_factory_profiles_and_prints_a_table(capsys: pytest.CaptureFixtur
         (["{file}:make", "--input-shape", "2,x"], ["2,x"]),
         (["{file}:make", "--runs", "0"], ["--runs"]),
         (["{file}:make", "--dtype", "float13"], ["float13"]),
+        (["{file}:make", "--compile-mode", "max-autotune-no-cudagraphs"], ["add --compile"]),
+        (["{file}:make", "--compile", "--train"], ["--compile", "--train"]),
+        (["{file}:make", "--compile", "--capture", "fx"], ["--capture fx"]),
     ],
 )
 def test_bad_input_is_one_sentence_and_exit_2(

@@ -80,6 +80,17 @@ MODES: dict[str, CaptureMode] = {
             graphs=False,
         ),
         CaptureMode(
+            "compiled",
+            "Inductor kernels",
+            "the model compiled by Inductor (torch.compile): every kernel and extern call of a run timed, charged to "
+            "the modules of the source nodes it fuses; the eager model measured beside it",
+            "the compiled wrapper's own Python between kernels (allocations, checks) and TorchDynamo's guards",
+            choosable=False,
+            guards=True,
+            splits=True,
+            graphs=False,
+        ),
+        CaptureMode(
             "generate",
             "generate() per ATen op",
             "one generate() call per run: every ATen operator timed as it runs (a dispatch mode), charged to its "

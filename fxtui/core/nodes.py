@@ -98,6 +98,15 @@ class NodeInfo:
     nonfinite: str = ""
     """What the node's output held in the first run: ``"nan"`` (a NaN), ``"inf"`` (an infinity, no NaN)
     or ``""`` (finite values only)."""
+    kernel: str = ""
+    """With ``--compile``: the kernel Inductor generated or the extern call it makes
+    (``cpp_fused__native_batch_norm_legit_no_training_relu_3``, ``extern_kernels.convolution``)."""
+    fused_nodes: tuple[str, ...] = ()
+    """With ``--compile``: the source nodes (TorchDynamo's, named as ``--capture dynamo`` names them) the kernel
+    computes."""
+    fused_modules: tuple[str, ...] = ()
+    """With ``--compile``: the module path of each of :attr:`fused_nodes`; the node's ``module_path`` is their
+    common ancestor."""
 
 
 @dataclass(frozen=True, slots=True)

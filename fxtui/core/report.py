@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
 from fxtui.core.columns import sort_column
+from fxtui.core.compiled import CompiledSummary
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
@@ -99,6 +100,9 @@ class ReportData(RunFiguresMixin):
     """A distributed job: every rank's pace, phases, arithmetic and waiting; the rank the rows are from."""
     generation: GenerationSummary | None = None
     """``generate()`` calls (``--generate``): time to first token, per token, the KV cache; rows carry their phase."""
+    compiled: CompiledSummary | None = None
+    """A compiled model (``--compile``): compile time, graphs, kernels, the eager median and each module's eager
+    time; rows are kernel calls (``kernel``, ``fused_nodes``), modules carry ``eager_s`` and ``compiled_s``."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -253,6 +257,7 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
     flops = plan.roll_up([n.flops or 0.0 for n in graph.nodes])
     counted = plan.roll_up([int(n.flops is not None) for n in graph.nodes])
     memory = module_memory(graph.nodes)
+    compiled = snapshot.compiled
     out = []
     for path, m in snapshot.modules.items():
         i = plan.index.get(path)
@@ -277,6 +282,8 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
                 alloc_bytes=mem.alloc_bytes if mem else None,
                 peak_live_bytes=mem.peak_live_bytes if mem else None,
                 saved_bytes=mem.saved_bytes if mem and graph.training else None,
+                eager_s=compiled.eager_of(path) if compiled else None,
+                compiled_s=m.inclusive_s if compiled else None,
             )
         )
     return out

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fxtui.core.compiled import CompiledSummary
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf
 from fxtui.core.generation import GenerationSummary
@@ -188,6 +189,10 @@ CODECS: dict[str, _Codec] = {
     "spreads": _Codec(lambda v: v.to_dict(), RunSpreads.from_dict),
     "disturbance": _one("disturbance", lambda v: asdict(v) if v else None, lambda d: Disturbance(**d)),
     "generation": _Codec(_generation_encode, _generation_decode),
+    "compiled": _Codec(
+        lambda v: {"compiled": v.to_dict()} if v is not None else {},
+        lambda meta: CompiledSummary.from_dict(meta["compiled"]) if isinstance(meta.get("compiled"), Mapping) else None,
+    ),
     "what_ifs": _one(
         "what_ifs", lambda v: [w.to_dict() for w in v], lambda v: tuple(WhatIf.from_dict(w) for w in v), ()
     ),

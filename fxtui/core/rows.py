@@ -84,7 +84,12 @@ class NodeRow:
         """The row :meth:`to_dict` wrote (also from files saved before a field existed)."""
         info = _build(NodeInfo, data, node_text="", index=0, op="", target="", type_name="")
         return cls(
-            info=replace(info, gradients=tuple(info.gradients)),
+            info=replace(
+                info,
+                gradients=tuple(info.gradients),
+                fused_nodes=tuple(info.fused_nodes),
+                fused_modules=tuple(info.fused_modules),
+            ),
             stats=_build(NodeStats, data, count=0, mean_s=0.0, p90_s=0.0, min_s=0.0, max_s=0.0, iqr_s=0.0, pct=0.0),
             rates=_build(Rates, data),
         )
@@ -121,6 +126,10 @@ class ModuleRow:
     """The most activation bytes alive right after any node of the subtree."""
     saved_bytes: int | None = None
     """In a training step: bytes the subtree's forward nodes save for backward."""
+    eager_s: float | None = None
+    """With ``--compile``: the module's eager time (Σ of its eager ATen op medians), measured in the same session."""
+    compiled_s: float | None = None
+    """With ``--compile``: the module's compiled time (Σ of the medians of the kernels charged to its subtree)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""

@@ -28,6 +28,10 @@ class Target:
     """The optimizer of a training step: ``sgd`` or ``adamw``."""
     generate: int = 0
     """Profile ``generate()`` calls of this many new tokens (a causal language model) instead of one forward."""
+    compile: bool = False
+    """Compile the model with Inductor and time its kernels, the eager model measured beside it."""
+    compile_mode: str = "default"
+    """Inductor's mode with ``compile``: ``default`` or ``max-autotune-no-cudagraphs``."""
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

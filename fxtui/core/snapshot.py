@@ -22,6 +22,7 @@ from typing import Protocol
 
 from fxtui.core.column_table import column_total
 from fxtui.core.commands import Command
+from fxtui.core.compiled import CompiledSummary
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
 from fxtui.core.generation import GENERATE_PHASES, GenerationSummary
 from fxtui.core.nodes import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
@@ -268,6 +269,8 @@ class Snapshot(RunFiguresMixin):
     """A ``generate()`` call's figures (``--generate``): time to first token, per token, the cache; None otherwise."""
     rank_summary: RankSummary | None = None
     """A distributed job: every rank's steps and phases, which rank is shown, and the straggler."""
+    compiled: CompiledSummary | None = None
+    """A compiled model (``--compile``): the compile, the kernels, the eager model's median and modules."""
     timelines: Mapping[int, list[tuple[str, float, float]]] = field(default_factory=dict)
     """A program's last profile (``State.DONE``): the latest sampled step of each rank, for a trace."""
 

@@ -86,6 +86,7 @@ def _spans(report: ReportData, timeline: list[tuple[str, float, float]], pid: in
     paths = {r.name: r.module_path for r in report.rows}
     phases = {r.name: r.info.phase for r in report.rows}
     ops = {r.name: (r.info.op, r.info.target) for r in report.rows}
+    fused = {r.name: r.info.fused_nodes for r in report.rows if r.info.kernel}
     events: list[dict[str, Any]] = []
     open_spans: list[tuple[str, float]] = []  # (module path, start) from the root's children down
     end = 0.0
@@ -109,7 +110,10 @@ def _spans(report: ReportData, timeline: list[tuple[str, float, float]], pid: in
         for path in chain[common:]:
             open_spans.append((path, start))
         op, target = ops.get(name, ("", ""))
-        events.append(_span(name, op, start, dur, {"target": target, "module": paths.get(name, "")}, pid))
+        args: dict[str, Any] = {"target": target, "module": paths.get(name, "")}
+        if name in fused:  # a compiled model's kernel: the source nodes it computes
+            args["fused_nodes"] = list(fused[name])
+        events.append(_span(name, op, start, dur, args, pid))
         end = max(end, start + dur)
     close_until(0)
     return events

@@ -147,10 +147,17 @@ def diff_table(diff: RunDiff, top: int | None = 20) -> str:
         lines.append(f"… {len(diff.nodes) - top} more nodes (--top 0 shows all)")
     if diff.within_spread:
         lines.append(spread_legend(diff))
-    if diff.only_before:
-        lines.append(f"\nonly in before ({len(diff.only_before)}): " + ", ".join(diff.only_before))
-    if diff.only_after:
-        lines.append(f"only in after ({len(diff.only_after)}): " + ", ".join(diff.only_after))
+    if (diff.before.get("capture") == "compiled") != (diff.after.get("capture") == "compiled"):
+        # A compiled run's rows are kernels: no name is the other run's, and listing them all says nothing.
+        lines.append(
+            f"\nnodes      the compiled run's kernels and the other run's nodes share no name "
+            f"({len(diff.only_before)} before, {len(diff.only_after)} after): the modules below compare"
+        )
+    else:
+        if diff.only_before:
+            lines.append(f"\nonly in before ({len(diff.only_before)}): " + ", ".join(diff.only_before))
+        if diff.only_after:
+            lines.append(f"only in after ({len(diff.only_after)}): " + ", ".join(diff.only_after))
     mods = [m for m in diff.modules if m.name][: top or None]
     if mods:
         lines.append("")

@@ -63,6 +63,8 @@ def session_for_target(
         memory=memory,
         keep_disturbed=keep_disturbed,
         generate=target.generate,
+        compile=target.compile,
+        compile_mode=target.compile_mode,
     )
 
 
@@ -78,6 +80,8 @@ def session_for_module(
     memory: bool = False,
     keep_disturbed: bool = False,
     generate: int = 0,
+    compile: bool = False,
+    compile_mode: str = "default",
 ) -> Session:
     """Capture an already loaded model and prepare a session for it.
 
@@ -86,10 +90,13 @@ def session_for_module(
     which only TorchDynamo and AOTAutograd can capture.
     ``analyse`` adds FLOPs, bytes, source lines, thread facts and the machine's
     peaks (about half a second) to the graph description; ``memory`` each node's memory (one more run).
-    ``generate`` (new tokens) makes a run one ``generate()`` call (:mod:`fxtui.engine.capture.generate`).
+    ``generate`` (new tokens) makes a run one ``generate()`` call (:mod:`fxtui.engine.capture.generate`);
+    ``compile`` compiles the model with Inductor and times its kernels (:mod:`fxtui.engine.capture.compiled`).
     """
     transformers = loaded.kind == "transformers"
-    if generate:
+    if compile:
+        progress(State.TRACING, f"compiling {loaded.name} with Inductor ({compile_mode}); this takes a while")
+    elif generate:
         progress(State.TRACING, f"checking that {loaded.name} can generate {generate} tokens")
     elif train:
         progress(State.TRACING, f"capturing a training step of {loaded.name} (forward, backward, optimizer)")
@@ -108,6 +115,8 @@ def session_for_module(
             optimizer=optimizer,
             transformers=transformers,
             generate=generate,
+            compile=compile,
+            compile_mode=compile_mode,
         )
         if program.reason.startswith("symbolic_trace"):
             progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")

@@ -65,6 +65,7 @@ def header(report: ReportData) -> str:
         ),
         *(train_lines(r) if r.program is None else []),
         *capture_lines(r),
+        *(r.compiled.lines(r.eager_median_s, r.fidelity, r.overhead) if r.compiled is not None else []),
     ]
     if r.peaks:
         lines.append(
@@ -126,6 +127,7 @@ def module_table(report: ReportData, top: int | None = 20, path: str = "") -> st
             "–" if m.gflops_s is None else f"{m.gflops_s:.1f}",
             *([format_bytes(m.output_bytes), format_bytes(m.peak_live_bytes)] if report.memory else []),
             *([format_bytes(m.saved_bytes)] if report.memory and report.training else []),
+            *(_eager_cells(m) if report.compiled is not None else []),
         ]
         for m in shown
     ]
@@ -134,10 +136,18 @@ def module_table(report: ReportData, top: int | None = 20, path: str = "") -> st
     headers += ["nodes", "GFLOP/s"]
     headers += ["output", "peak live"] if report.memory else []
     headers += ["saved"] if report.memory and report.training else []
+    headers += ["eager", "compiled ÷ eager"] if report.compiled is not None else []
     text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
     if len(shown) < len(mods):
         text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
     return text
+
+
+def _eager_cells(m: ModuleRow) -> list[str]:
+    """A compiled model's module: its eager time, and its compiled time as a multiple of it."""
+    if not m.eager_s:
+        return ["–", "–"]
+    return [format_seconds(m.eager_s), f"×{m.inclusive_s / m.eager_s:.2f}"]
 
 
 def generate_module_table(report: ReportData, mods: list[ModuleRow], top: int | None) -> str:

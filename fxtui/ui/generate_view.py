@@ -39,6 +39,8 @@ def tree_numbers(snapshot: Snapshot, shown: Shown) -> dict[str, Any]:
     graph, generation = snapshot.graph, snapshot.generation
     totals, backward = tree_totals(snapshot, shown)
     numbers: dict[str, Any] = {"totals": totals, "stats": snapshot.nodes, "run_s": snapshot.run_median_s or 0.0}
+    if snapshot.compiled is not None:  # a compiled model: each module's eager time beside its compiled time
+        numbers["eager"] = snapshot.compiled.eager_modules
     if graph is None or generation is None or not graph.generating:
         return {**numbers, "backward": backward}
     phases = shown.spec.phases

@@ -17,6 +17,8 @@ reference), and a call that runs the whole model (or step) through its graphs. I
   module by a dispatch mode (:mod:`.eager`), the timer ``fxtui run`` uses inside a user's program.
 * ``generate`` (:mod:`.generate`): the eager timer on ``generate()`` calls, each op charged to the
   prefill or a decode step (``--generate N``).
+* ``compiled`` (:mod:`.compiled`): the model compiled by Inductor, every kernel call timed and
+  charged to the modules of the nodes it fuses, the eager model measured beside it (``--compile``).
 
 :func:`capture` is the one place that chooses: ``auto`` (the default) tries ``fx`` and switches
 to ``dynamo`` when the model's top level cannot be traced, or goes straight to it for a
@@ -45,6 +47,7 @@ CAPTURERS: dict[str, str] = {
     "train": "fxtui.engine.capture.train:capture_train",
     "eager": "fxtui.engine.capture.eager_program:capture_eager",
     "generate": "fxtui.engine.capture.generate:capture_generate",
+    "compiled": "fxtui.engine.capture.compiled:capture_compiled",
 }
 
 
@@ -66,15 +69,27 @@ def capture(
     optimizer: str = "sgd",
     transformers: bool = False,
     generate: int = 0,
+    compile: bool = False,
+    compile_mode: str = "default",
 ) -> Program:
     """Capture ``module`` run on ``inputs`` as the user asked (``mode``: one of :data:`fxtui.core.captures.CHOICES`).
 
     ``train`` captures a training step with ``optimizer``; ``generate`` (tokens) makes a run one ``generate()`` call
     (:mod:`.generate`); ``transformers`` (a model of that library)
     makes ``auto`` go straight to TorchDynamo. ``program.reason`` says why ``auto`` switched.
+    ``compile`` compiles the model with Inductor (``compile_mode``) and times its kernels (:mod:`.compiled`).
     """
     if mode not in CHOICES:
         raise FxtuiError(f"unknown capture {mode!r}; choose one of {', '.join(CHOICES)}")
+    if compile:
+        if train or generate:
+            raise FxtuiError(
+                f"--compile times the kernels of a compiled forward; it cannot be combined with "
+                f"{'--train' if train else '--generate'}"
+            )
+        if mode not in ("auto", "dynamo"):
+            raise FxtuiError(f"--compile captures the model with TorchDynamo and Inductor; --capture {mode} cannot")
+        return capture_with("compiled", module, inputs, name=name, compile_mode=compile_mode)
     if generate:
         if train:
             raise FxtuiError("--generate profiles generate() calls (inference); it cannot be combined with --train")

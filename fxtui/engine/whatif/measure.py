@@ -73,8 +73,9 @@ class SessionSide:
     def whole_run(self) -> tuple[float, float, float] | None:
         session = self.session
         notes = session.program.notes
-        if notes is not None:  # generate(): whole calls, not the prompt-and-one-token a run counts as
-            return notes.whole_run()
+        whole = notes.whole_run() if notes is not None else None
+        if whole is not None:  # generate(): whole calls, not the prompt-and-one-token a run counts as
+            return whole
         summary = session.samples.summary(leave_out_disturbed=not session.keep_disturbed)
         if summary is None or summary.eager is None:
             return None
@@ -243,6 +244,7 @@ def _changes(
     if not (isinstance(a, SessionSide) and isinstance(b, SessionSide)):
         return (), ()
     before, after = a.session.snapshot(), b.session.snapshot()
+    compiled = b.session.program.capture == "compiled"  # kernels against graph nodes: no node is on both sides
     paths = {n.name: n.module_path for n in (*b.session.graph.nodes, *a.session.graph.nodes)}
     runnable = {
         n.name for n in (*a.session.graph.nodes, *b.session.graph.nodes) if n.op not in ("placeholder", "output")
@@ -271,7 +273,7 @@ def _changes(
         for label, field in fields
     ]
     return (
-        tuple(sorted(nodes, key=lambda c: -abs(c.change_s))),
+        () if compiled else tuple(sorted(nodes, key=lambda c: -abs(c.change_s))),
         tuple(sorted(modules, key=lambda c: -abs(c.change_s))),
     )
 

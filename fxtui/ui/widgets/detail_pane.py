@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import var
 from textual.widgets import Static
 
+from fxtui.core.compiled import even_split
 from fxtui.core.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.core.nodes import NodeInfo, NodeStats
 from fxtui.core.nonfinite import values_fact
@@ -84,6 +85,7 @@ def _fields(
         if roof is not None:
             rows.append(("roofline", f"{roof.bound}, {roof.intensity:.1f} FLOP/B, {roof.fraction:.0%} of attainable"))
     rows += _memory_fields(info, memory)
+    rows += _kernel_fields(info, stats)
     if info.source:
         rows.append(("source", info.source))
     if info.forward_source:
@@ -108,6 +110,18 @@ def _memory_fields(info: NodeInfo, memory: MemorySummary | None) -> list[tuple[s
         rows.append(("live after", live))
     if info.saved_bytes:
         rows.append(("saved", f"{format_bytes(info.saved_bytes)} kept for backward"))
+    return rows
+
+
+def _kernel_fields(info: NodeInfo, stats: NodeStats | None) -> list[tuple[str, str]]:
+    """A compiled model's kernel: the source nodes it fuses, and its time split evenly over them by module."""
+    if not info.kernel:
+        return []
+    rows = [("fuses", ", ".join(info.fused_nodes) or "no source node Inductor named")]
+    if stats is not None and stats.count and len(set(info.fused_modules)) > 1:
+        split = even_split(info.fused_modules, stats.median_s)
+        rows.append(("split", " · ".join(f"{p or '(root)'} {format_seconds(s)}" for p, s in split.items())
+                     + "  (evenly per fused node; charged to " + (info.module_path or "the root") + ")"))  # fmt: skip
     return rows
 
 

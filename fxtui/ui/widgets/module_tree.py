@@ -25,7 +25,16 @@ from fxtui.core.column_table import column_map
 from fxtui.core.nodes import NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.outline_view import OutlineView
-from fxtui.ui.widgets.tree_labels import Entry, Part, bar, fit_label, fit_phase_label, op_label, short_node_name
+from fxtui.ui.widgets.tree_labels import (
+    Entry,
+    Part,
+    bar,
+    fit_compiled_label,
+    fit_label,
+    fit_phase_label,
+    op_label,
+    short_node_name,
+)
 from fxtui.ui.widgets.tree_lines import Outline, group_module
 
 #: A direct op of a module that takes less than this share of the run is small: folded with the others.
@@ -88,9 +97,11 @@ class ModuleTree(OutlineView):
         self._outlines: list[Outline] = []
         self.totals: Mapping[str, float] = {}
         self.backward: Mapping[str, float] = {}
+        """A training step's inclusive backward time per module (part of ``totals``)."""
         self.phases: PhaseShares | None = None
         """A generation's module shares of the prefill and of a decode step (both phases shown)."""
-        """A training step's inclusive backward time per module (part of ``totals``)."""
+        self.eager: Mapping[str, float] | None = None
+        """A compiled model's eager time per module, shown beside its compiled time."""
         self.stats: Mapping[str, NodeStats] = {}
         self.run_s: float = 0.0
         self.error_node: str | None = None
@@ -122,6 +133,8 @@ class ModuleTree(OutlineView):
     def _sort_key(self, entry: Entry) -> float:
         """Slowest first: a module by its inclusive time, a node by its median, a group by its ops' sum."""
         if entry.kind == "module":
+            if self.eager is not None:  # a compiled model: the smallest saving first, where compiling helped least
+                return self.eager.get(entry.key, 0.0) - self.totals.get(entry.key, 0.0)
             return -self.totals.get(entry.key, 0.0)
         if entry.kind == "group":
             return -self._group_seconds(entry.key)
@@ -254,13 +267,16 @@ class ModuleTree(OutlineView):
         run_s: float,
         backward: Mapping[str, float] | None = None,
         phases: PhaseShares | None = None,
+        eager: Mapping[str, float] | None = None,
     ) -> None:
         """New inclusive module times and node statistics; the lines on screen redraw, structure stays.
 
         ``backward`` (a training step's) is each module's inclusive backward time, part of its total;
-        ``phases`` (a generation's, both phases shown) each module's share of the prefill and of a decode step.
+        ``phases`` (a generation's, both phases shown) each module's share of the prefill and of a decode step;
+        ``eager`` (a compiled model's) each module's eager time, shown beside its compiled time.
         """
         self.totals = totals
+        self.eager = eager
         self.backward = backward or {}
         self.phases = phases
         self.stats = stats
@@ -293,6 +309,7 @@ class ModuleTree(OutlineView):
             return [("model", "")]
         seconds: float | None
         flag: Part | None
+        folded, module = False, entry.key
         if entry.kind == "group":
             count = len(self.outline.group_members(entry.key))
             seconds, backward = self._group_seconds(entry.key), 0.0
@@ -323,6 +340,8 @@ class ModuleTree(OutlineView):
         if entry.kind == "module" and self.phases is not None:
             return fit_phase_label(name, kind, flag, *self.phases.shares(entry.key), width, indent)
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
+        if self.eager is not None and (entry.kind == "module" or folded):  # a one-kernel module reads as a module
+            return fit_compiled_label(name, kind, flag, self.eager.get(module), seconds, share, width, indent)
         if entry.kind == "node" and graph.generating and stats is not None:
             share = stats.pct  # of its own phase
         backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0

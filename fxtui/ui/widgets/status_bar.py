@@ -96,9 +96,26 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
             text.append(f"/{breaks} break{'s' if breaks != 1 else ''}")
         elif not mode.whole_modules:
             text.append(f" · {mode.title}")
+        if snapshot.compiled is not None:
+            _compiled_part(text, snapshot)
+            return text
         text.append(f" │ {snapshot.runs} runs · run {format_seconds(snapshot.run_median_s)}")
         text.append(f" · eager {format_seconds(snapshot.eager_median_s)} · fidelity {format_ratio(fidelity(snapshot))}")
     return text
+
+
+def _compiled_part(text: Text, snapshot: Snapshot) -> None:
+    """A compiled model: the compile, its kernels, the compiled run against the eager one, the kernels' fidelity."""
+    c = snapshot.compiled
+    assert c is not None
+    text.append(f" ({c.mode}) compiled in {format_seconds(c.compile_s)} · {c.kernels + c.externs} kernels")
+    if snapshot.late_graphs:
+        text.append(f" · {snapshot.late_graphs} recompiles", style="bold")
+    compiled = snapshot.eager_median_s  # the session's uninstrumented runs are the compiled model's
+    ratio = f" (×{compiled / c.eager_s:.2f})" if compiled and c.eager_s else ""
+    text.append(f" │ {snapshot.runs} runs · eager {format_seconds(c.eager_s)} → compiled {format_seconds(compiled)}")
+    text.append(ratio, style="bold")
+    text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")
 
 
 def _program_part(text: Text, snapshot: Snapshot) -> None:

@@ -146,3 +146,29 @@ def fit_phase_label(
             fraction = (share or 0.0) / 100.0
             numbers.append((" " + bar(fraction, PHASE_BAR_WIDTH, backward=fraction * shade), "module-tree--bar"))
     return _fit_head(name, kind, flag, numbers, width, indent)
+
+
+def fit_compiled_label(
+    name: str,
+    kind: str,
+    flag: Part | None,
+    eager: float | None,
+    compiled: float | None,
+    share: float | None,
+    width: int,
+    indent: int,
+) -> list[Part]:
+    """A compiled model's module: its eager time → its compiled time, the ratio, and its share of the run.
+
+    ``4.10 ms → 1.90 ms ×0.46`` (then the bar, from :data:`BAR_FROM` cells); a narrow tree keeps the ratio.
+    A module whose eager run has no op of its own (its work fused into a kernel of its ancestor) reads ``–``.
+    """
+    ratio = f"×{compiled / eager:4.2f}" if eager and compiled is not None else "    –"
+    numbers: list[Part]
+    if width >= TIME_FROM:
+        numbers = [(f" {format_seconds(eager):>9} → {format_seconds(compiled):>9} {ratio:>6}", "module-tree--time")]
+    else:
+        numbers = [(f" {ratio:>6}", "module-tree--time")]
+    if width >= BAR_FROM:
+        numbers.append((" " + bar((share or 0.0) / 100.0), "module-tree--bar"))
+    return _fit_head(name, kind, flag, numbers, width, indent)
