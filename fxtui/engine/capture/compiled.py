@@ -39,7 +39,7 @@ from fxtui.engine.capture.compiled_kernels import (
 )
 from fxtui.engine.capture.dynamo import failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
 from fxtui.engine.capture.eager_nodes import eager_graph
-from fxtui.engine.capture.eager_program import EagerTimer, _overhead, capture_eager
+from fxtui.engine.capture.eager_program import EagerTimer, capture_eager, clock_overhead
 from fxtui.engine.capture.kernel_code import (
     ProvenanceRecorder,
     TimedWrapper,
@@ -169,7 +169,7 @@ class CompiledTimer:
         self.wrappers = wrappers
         self.clock: Callable[[], int] = kwargs.get("clock") or _clock
         overhead = kwargs.get("clock_overhead_ns")
-        self.clock_overhead_ns = overhead if overhead is not None else _overhead()
+        self.clock_overhead_ns = overhead if overhead is not None else clock_overhead()
         self.names = kernel_names(kernels)
         self.meta: list[ValueMeta] | None = None
         self.calls = [1] * len(kernels)
