@@ -72,3 +72,44 @@ def test_each_module_lists_the_nodes_of_its_subtree() -> None:
         inside = [n.index for n in below]
         assert list(flat[offsets[i] : offsets[i + 1]]) == inside, path
     assert offsets[-1] == len(flat) and offsets[1] - offsets[0] == len(graph.nodes)  # the root holds every node
+
+
+def test_a_generations_modules_carry_their_prefill_and_decode_exactly() -> None:
+    from fxtui.core.column_table import ColumnTable
+
+    @dataclasses.dataclass
+    class Node:
+        name: str
+        module_path: str
+        phase: str
+
+    nodes = [Node("p1", "mlp", "prefill"), Node("d1", "mlp", "decode"), Node("d2", "", "decode")]
+    plan = ModulePlan(nodes, ["", "mlp"])
+    assert plan.generating
+    medians = {"p1": 4e-3, "d1": 1e-3, "d2": 0.5e-3}
+    stats = {n: _stats(s) for n, s in medians.items()}  # a mapping, not in graph order
+    table = module_stats(nodes, ["", "mlp"], stats, run_s=0.02, plan=plan)
+    root, mlp = table[""], table["mlp"]
+    assert (mlp.prefill_s, mlp.decode_s) == (4e-3, 1e-3) and (root.prefill_s, root.decode_s) == (4e-3, 1.5e-3)
+    assert mlp.forward_s == 0.0 and mlp.backward_s == 0.0  # a generation has no forward and backward phases
+    assert mlp.pct == 100.0 * 5e-3 / 0.02 and root.inclusive_s == 5.5e-3 and root.self_s == 0.5e-3
+    # A node the statistics do not have yet counts as nothing.
+    assert list(plan.medians({"p1": _stats(4e-3)})) == [4e-3, 0.0, 0.0]
+    assert not isinstance(stats, ColumnTable)
+
+
+def test_module_depths_order_the_tree_deepest_first() -> None:
+    @dataclasses.dataclass
+    class Node:
+        name: str
+        module_path: str
+        phase: str = "forward"
+
+    plan = ModulePlan([Node("a", "x.y")], ["", "x", "x.y"])
+    assert plan.depth == [0, 1, 2]
+
+
+def _stats(median_s: float):  # type: ignore[no-untyped-def]
+    from fxtui.core.nodes import NodeStats
+
+    return NodeStats(1, median_s, median_s, median_s, median_s, median_s, 0.0, 0.0)
