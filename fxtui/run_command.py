@@ -156,7 +156,7 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
 def headless(settings: ProgramSettings, output: OutputSettings) -> int:
     """Run the program with the terminal its own, then print the profile; the program's exit status."""
     from fxtui.core.snapshot import State
-    from fxtui.engine.run.agent import AgentOptions
+    from fxtui.engine.run.agent_options import AgentOptions
     from fxtui.engine.run.job import ProgramJob, exit_status
     from fxtui.engine.run.ranks import JobCollector
 

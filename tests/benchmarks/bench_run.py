@@ -1,6 +1,6 @@
 """fxtui run's figures: what it costs a program, how honest its node times are, how soon a viewer sees them.
 
-    python tests/benchmarks/bench_run.py [slowdown] [fidelity] [modules] [latency] [attach]
+    python tests/benchmarks/bench_run.py [slowdown] [fidelity] [modules] [latency] [attach] [compiled]
 
 * ``slowdown``: whole-program wall time under ``fxtui run --once`` (and detached, no viewer) against plain
   ``python``, interleaved pairs, on a ≥30 s training script and an inference loop;
@@ -9,7 +9,10 @@
 * ``modules``: per-module forward and backward time of resnet18's training step under ``fxtui run`` against
   fxtui's own ``train`` capture of the same model and batch (ratio per top-level module above 1 ms);
 * ``latency``: from a program's step to that step on a viewer's screen;
-* ``attach``: a viewer attaching to a job 10,000 steps in: first figures, and the job's step time meanwhile.
+* ``attach``: a viewer attaching to a job 10,000 steps in: first figures, and the job's step time meanwhile;
+* ``compiled``: scripts that ``torch.compile`` resnet18 (inference, and a training step): their median step,
+  and their first (compiling) call, under ``fxtui run --once`` against plain ``python``; fidelity and overhead
+  of the sampled steps, whose kernels fxtui times (not part of the default set: it compiles 12 times).
 
 Every comparison runs its sides in turn, pair by pair, so a drift of the machine reaches both; medians
 are quoted. The machine's load is printed at the start and the end: read the figures with it.
@@ -108,6 +111,64 @@ x, y = torch.randn(4, 3, 128, 128), torch.randint(0, 1000, (4,))
 for _ in range(int(sys.argv[1])):
     opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step()
 """
+
+
+COMPILED = """
+import sys, time, torch, torchvision, torch.nn.functional as F
+torch.manual_seed(0)
+train = sys.argv[2] == "train"
+model = torchvision.models.resnet18().train(train)
+compiled = torch.compile(model)
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x, y = (torch.randn(4, 3, 128, 128), torch.randint(0, 1000, (4,))) if train else (torch.randn(5, 3, 224, 224), None)
+def step():
+    if train:
+        opt.zero_grad(); F.cross_entropy(compiled(x), y).backward(); opt.step()
+    else:
+        with torch.no_grad():
+            compiled(x)
+t0 = time.perf_counter(); step(); first = time.perf_counter() - t0
+end = time.monotonic() + float(sys.argv[1])
+calls, took, last = 0, [], time.perf_counter()
+while time.monotonic() < end:
+    step(); calls += 1
+    now = time.perf_counter(); took.append(now - last); last = now
+took.sort()
+print("calls", calls, "median_step_s", took[len(took) // 2], "first_s", first)
+"""
+
+
+def compiled(work: Path, pairs: int = 3, seconds: float = 30.0) -> None:
+    """A compiled model's program under fxtui run against plain python: each step, and the compile."""
+    script = work / "compiled.py"
+    script.write_text(textwrap.dedent(COMPILED))
+    for kind in ("infer", "train"):
+        steps, firsts, costs, fidelities, overheads = [], [], [], [], []
+        for _ in range(pairs):
+            plain = _run([PY, str(script), str(seconds), kind], work)
+            out = work / "compiled.json"
+            watched = _run(fxtui("--json", str(out), str(script), str(seconds), kind), work)
+            meta = json.loads(out.read_text())["metadata"]
+            steps.append(watched[1] / plain[1])
+            firsts.append(watched[2] / plain[2])
+            costs.append(meta["steps"]["sampled"])
+            fidelities.append(meta["fidelity"])
+            overheads.append(meta["overhead"])
+            print(f"  {kind}: plain {plain}, watched {watched} (calls, median step s, first call s)")
+        print(f"compiled resnet18 ({kind}): median step under fxtui ÷ plain {statistics.median(steps):.3f} "
+              f"({min(steps):.3f}–{max(steps):.3f}); first (compiling) call ÷ plain {statistics.median(firsts):.3f} "
+              f"({min(firsts):.3f}–{max(firsts):.3f}); fidelity {statistics.median(fidelities):.3f} "
+              f"({min(fidelities):.3f}–{max(fidelities):.3f}), overhead of a sampled step "
+              f"{statistics.median(overheads):.3f}; sampled steps {costs}")  # fmt: skip
+
+
+def _run(command: list[str], cwd: Path) -> tuple[int, float, float]:
+    """The compiled script's calls, median step and first call (seconds)."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **THREADS})
+    if done.returncode != 0:
+        raise SystemExit(f"{command} failed:\n{done.stderr[-2000:]}")
+    line = next(line for line in done.stdout.splitlines() if line.startswith("calls")).split()
+    return int(line[1]), float(line[3]), float(line[5])
 
 
 def load() -> str:
@@ -323,7 +384,7 @@ def main() -> None:
     print(load())
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in ("slowdown", "fidelity", "modules", "latency", "attach"):
+        for name in ("slowdown", "fidelity", "modules", "latency", "attach", "compiled"):
             if name in wanted:
                 print(f"== {name}")
                 globals()[name](work)

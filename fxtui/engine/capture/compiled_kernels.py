@@ -42,15 +42,20 @@ class Kernel:
 
 def kernel_label(kernel: Kernel) -> str:
     """What a kernel computes: an extern call's operation, or the source operations a generated kernel fuses."""
-    name = kernel.origin.kernel
-    if kernel.origin.extern:
-        return extern_op(name)
-    labels = (d.rpartition(" · ")[2].split(" #")[0] for d, _ in kernel.sources)  # "conv2d #2" → "conv2d"
+    labels = [d.rpartition(" · ")[2].split(" #")[0] for d, _ in kernel.sources]  # "conv2d #2" → "conv2d"
+    return ops_label(kernel.origin.kernel, kernel.origin.extern, labels)
+
+
+def ops_label(kernel: str, extern: bool, labels: list[str]) -> str:
+    """``convolution`` (an extern call), ``bn+relu+add (fused)`` (a kernel of several source operations),
+    ``conv (kernel)`` (of one); the kernel's own name when its sources are unknown."""
+    if extern:
+        return extern_op(kernel)
     ops = list(dict.fromkeys(_SHORT.get(label, label) for label in labels))
     if not ops:
-        return name
+        return kernel
     text = "+".join(ops[:_LABEL_OPS]) + ("+…" if len(ops) > _LABEL_OPS else "")
-    return f"{text} (fused)" if len(kernel.sources) > 1 else f"{text} (kernel)"
+    return f"{text} (fused)" if len(labels) > 1 else f"{text} (kernel)"
 
 
 def kernel_names(kernels: list[Kernel]) -> list[str]:

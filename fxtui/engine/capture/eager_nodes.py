@@ -35,6 +35,12 @@ class EagerNode:
     """Each input's shape, dtype and strides (or its value), once described."""
     source: str = ""
     """The user's line the op comes from, once described."""
+    kernel: str = ""
+    """A kernel of compiled code: Inductor's name for it (``cpp_fused_…``, ``extern_kernels.convolution``)."""
+    fused_nodes: tuple[str, ...] = ()
+    """A kernel's source operations, each named by its module (``block1.bn · batch_norm``)."""
+    fused_modules: tuple[str, ...] = ()
+    """The module path (in the node's root) of each of :attr:`fused_nodes`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,17 +102,20 @@ def eager_graph(
             label += f" ({node.phase})"
         infos.append(
             NodeInfo(
-                name=f"{path} · {label}" if path else label,
-                index=len(infos),
-                op="call_function",
-                target=node.target,
-                type_name=node.label.lstrip("∇"),
-                module_path=path,
-                node_text=f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
-                shape=node.shape,
-                input_shapes=node.inputs,
-                phase=node.phase,
-                source=node.source,
+                **{
+                    "name": f"{path} · {label}" if path else label,
+                    "index": len(infos),
+                    "op": "call_function",
+                    "target": node.target,
+                    "type_name": node.label.lstrip("∇"),
+                    "module_path": path,
+                    "node_text": f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
+                    "shape": node.shape,
+                    "input_shapes": node.inputs,
+                    "phase": node.phase,
+                    "source": node.source,
+                    **(_kernel_fields(node, prefixes) if node.kernel else {}),
+                }
             )
         )
     classes = {"": model}
@@ -128,3 +137,18 @@ def eager_graph(
         capture=capture,
         training=training,
     )
+
+
+def _kernel_fields(node: EagerNode, prefixes: dict[int, str]) -> dict[str, object]:
+    """A compiled kernel's own fields of its :class:`NodeInfo`: what it fuses, and where."""
+    prefix = prefixes.get(node.root, "")
+    modules = tuple(".".join(p for p in (prefix, path) if p) for path in node.fused_modules)
+    fused = tuple(f"{prefix}.{name}" if prefix and " · " in name else name for name in node.fused_nodes)
+    label = node.label.lstrip("∇")
+    return {
+        "kernel": node.kernel,
+        "fused_nodes": fused,
+        "fused_modules": modules,
+        "type_name": "fused" if label.endswith("(fused)") else "kernel" if label.endswith("(kernel)") else label,
+        "node_text": f"{node.kernel}  ← " + ", ".join(fused),
+    }

@@ -19,8 +19,9 @@ from typing import Any
 import torch
 
 from fxtui.core.snapshot import GraphInfo
-from fxtui.engine.capture.eager import OpNamer, OpRecorder
+from fxtui.engine.capture.eager import OpRecorder
 from fxtui.engine.capture.eager_nodes import EagerNode, RootModule, eager_graph
+from fxtui.engine.capture.op_namer import OpNamer
 from fxtui.engine.capture.program import Program
 from fxtui.engine.inputs import Inputs
 from fxtui.engine.values import ValueMeta

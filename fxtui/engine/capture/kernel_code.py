@@ -88,29 +88,48 @@ class ProvenanceRecorder:
     """Notes every kernel Inductor generates while :meth:`active`, and the nodes it computes."""
 
     def __init__(self) -> None:
-        self.found: dict[int, KernelOrigin] = {}
+        self.found: dict[int, Any] = {}
+        """Handle → :class:`KernelOrigin` (or what :meth:`keep` makes of it)."""
+        self._places: list[ModuleType] = []
+        self._before: list[Any] = []
+
+    def keep(self, origin: KernelOrigin) -> Any:
+        """What is kept of a kernel's origin (all of it: the FX nodes too)."""
+        return origin
 
     def _note(self, node_schedule: Any, kernel_name: str, is_extern: bool = False) -> int:
         handle = next(_HANDLES)
         kernel = str(kernel_name)
-        self.found[handle] = KernelOrigin(handle, kernel, is_extern, _origin_nodes(node_schedule, kernel, is_extern))
+        nodes = _origin_nodes(node_schedule, kernel, is_extern)
+        self.found[handle] = self.keep(KernelOrigin(handle, kernel, is_extern, nodes))
         return handle
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        """Answer Inductor's provenance calls inside the block (the C++ backend imported the function by name)."""
-        import torch._inductor.codegen.cpp as cpp
-        import torch._inductor.debug as debug
-
-        places = [m for m in (debug, cpp) if hasattr(m, "set_kernel_post_grad_provenance_tracing")]
-        before = [m.set_kernel_post_grad_provenance_tracing for m in places]
-        for m in places:
-            m.set_kernel_post_grad_provenance_tracing = self._note  # type: ignore[attr-defined]
+        """Answer Inductor's provenance calls inside the block."""
+        self.start()
         try:
             yield
         finally:
-            for m, original in zip(places, before, strict=True):
-                m.set_kernel_post_grad_provenance_tracing = original  # type: ignore[attr-defined]
+            self.stop()
+
+    def start(self) -> None:
+        """Answer Inductor's provenance calls from now on (the C++ backend imported the function by name)."""
+        import torch._inductor.codegen.cpp as cpp
+        import torch._inductor.debug as debug
+
+        if self._places:
+            return
+        self._places = [m for m in (debug, cpp) if hasattr(m, "set_kernel_post_grad_provenance_tracing")]
+        self._before = [m.set_kernel_post_grad_provenance_tracing for m in self._places]
+        for m in self._places:
+            m.set_kernel_post_grad_provenance_tracing = self._note  # type: ignore[attr-defined]
+
+    def stop(self) -> None:
+        """Leave Inductor's provenance calls to Inductor again."""
+        for m, original in zip(self._places, self._before, strict=True):
+            m.set_kernel_post_grad_provenance_tracing = original  # type: ignore[attr-defined]
+        self._places, self._before = [], []
 
 
 def loaded_modules() -> list[ModuleType]:
@@ -166,9 +185,13 @@ class TimedWrapper:
     ``kernels`` lists the handles of the kernel calls in the order the code runs them; after a run with
     :meth:`timing` on, ``ns[k]`` holds kernel ``k``'s time (summed if the graph ran more than once) and
     ``start[k]`` the clock at its last start.
+
+    Given ``record``, the timed code reports instead: ``record.kernel(handle, t0)`` after each kernel call
+    and, around the whole call, ``token = record.enter()`` and ``record.exit(token)`` (``fxtui run``'s
+    sampled steps, :mod:`fxtui.engine.capture.eager_kernels`).
     """
 
-    def __init__(self, module: ModuleType, handles: set[int]) -> None:
+    def __init__(self, module: ModuleType, handles: set[int], record: Any = None) -> None:
         fn = _call_function(module)
         if fn is None or module.__file__ is None:
             raise ValueError("no call function in Inductor's wrapper")
@@ -196,7 +219,12 @@ class TimedWrapper:
                     break
         for owner, stmt, k in chosen.values():
             at = next(i for i, s in enumerate(owner) if s is stmt)
-            owner[at : at + 1] = _timed(stmt, k)
+            owner[at : at + 1] = _timed(stmt, k) if record is None else _reported(stmt, self.kernels[k])
+        if record is not None:
+            _around(node)
+            module.__dict__["_fxtui_kernel"] = record.kernel
+            module.__dict__["_fxtui_enter"] = record.enter
+            module.__dict__["_fxtui_exit"] = record.exit
         self.ns = [0] * len(self.kernels)
         self.start = [0] * len(self.kernels)
         module.__dict__["_fxtui_clock"] = time.perf_counter_ns
@@ -246,3 +274,25 @@ def _timed(stmt: ast.stmt, k: int) -> list[ast.stmt]:
         for child in ast.walk(new):
             ast.copy_location(child, stmt)
     return [*before, stmt, *after]
+
+
+def _reported(stmt: ast.stmt, handle: int) -> list[ast.stmt]:
+    """``_fxtui_t = _fxtui_clock(); <stmt>; _fxtui_kernel(handle, _fxtui_t)``."""
+    before = ast.parse("_fxtui_t = _fxtui_clock()").body
+    after = ast.parse(f"_fxtui_kernel({handle}, _fxtui_t)").body
+    for new in (*before, *after):
+        for child in ast.walk(new):
+            ast.copy_location(child, stmt)
+    return [*before, stmt, *after]
+
+
+def _around(fn: ast.FunctionDef) -> None:
+    """The function's body inside ``_fxtui_c = _fxtui_enter()`` … ``finally: _fxtui_exit(_fxtui_c)``."""
+    enter = ast.parse("_fxtui_c = _fxtui_enter()").body
+    guarded = ast.parse("try:\n    pass\nfinally:\n    _fxtui_exit(_fxtui_c)").body[0]
+    assert isinstance(guarded, ast.Try)
+    for new in (*enter, guarded):
+        for child in ast.walk(new):
+            ast.copy_location(child, fn.body[0])
+    guarded.body = fn.body
+    fn.body = [*enter, guarded]

@@ -42,54 +42,38 @@ import statistics
 import sys
 import time
 import traceback
+import warnings
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.compiler import is_compiling
 from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from fxtui.core.program_run import STEP_PHASES
-from fxtui.engine.capture.eager import OpNamer, OpRecorder
+from fxtui.engine.capture.dynamo_skip import run_eagerly
+from fxtui.engine.capture.eager import OpRecorder
+from fxtui.engine.capture.eager_kernels import CompiledKernels
+from fxtui.engine.capture.op_namer import OpNamer
 from fxtui.engine.run import wire
+from fxtui.engine.run.agent_options import AgentOptions
+from fxtui.engine.run.agent_wrap import wrap_call
 from fxtui.engine.run.generate_watch import GenerateWatch, resolve_step
 
-#: Share of the program's time the sampled steps may cost it.
-BUDGET = 0.02
 #: Sample at most one step in this many.
 MIN_EVERY = 5
 #: And at least one in this many (a model whose per-op cost is large still gets figures).
 MAX_EVERY = 200
-#: Steps at the start never sampled and left out of the figures.
-WARMUP = 5
 #: Sampled steps taken one in :data:`MIN_EVERY` before the budget sets the pace: figures soon, in every run.
 FIRST_SAMPLES = 8
 
+#: The start of torch's warning about global module hooks and ``torch.compile(module)``.
+_HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
+
 _DATA, _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = (STEP_PHASES.index(p) for p in STEP_PHASES)
 _clock = time.perf_counter_ns
-
-
-@dataclass(frozen=True)
-class AgentOptions:
-    """How the agent samples (the collector passes them in the environment)."""
-
-    warmup: int = WARMUP
-    every: int = 0
-    """Sample one step in ``every`` (0: adapt to the budget)."""
-    budget: float = BUDGET
-
-    def encode(self) -> str:
-        return f"{self.warmup},{self.every},{self.budget}"
-
-    @classmethod
-    def decode(cls, text: str) -> AgentOptions:
-        try:
-            warmup, every, budget = text.split(",")
-            return cls(int(warmup), int(every), float(budget))
-        except ValueError:
-            return cls()
 
 
 class Agent:
@@ -99,7 +83,9 @@ class Agent:
         self.send = send
         self.options = options = options or AgentOptions()
         self.namer = OpNamer()
-        self.recorder = OpRecorder()
+        self.kernels = CompiledKernels()
+        """The kernels of the program's compiled code, timed on sampled steps."""
+        self.recorder = OpRecorder(kernels=self.kernels)
         self.kind = "call"
         """``call`` until the first optimizer step, then ``train``."""
         self.primary: object = None
@@ -145,11 +131,16 @@ class Agent:
                     self._wrap(owner, name, _OPTIMIZER, "optimizer")
         self._discover = register_module_forward_pre_hook(self._global_pre)
         self.generate.install(self._generate_enter, lambda: None)
+        self.kernels.install()
+        run_eagerly(self._global_pre, self._root_pre, self._root_post, self._optimizer_pre, self._optimizer_post)
+        # torch warns that global module hooks fire twice around a compiled module: fxtui's know (they step aside).
+        warnings.filterwarnings("ignore", message=_HOOKS_WARNING, category=UserWarning)
 
     def uninstall(self) -> None:
         """Remove every hook and wrapper (the program goes on as if never watched)."""
         self.recorder.stop()
         self.generate.uninstall()
+        self.kernels.uninstall()
         for undo in reversed(self._undo):
             undo()
         self._undo.clear()
@@ -163,22 +154,7 @@ class Agent:
     def _wrap(self, owner: Any, name: str, phase: int, mark: str) -> None:
         """Time calls of ``owner.name`` as ``phase``; an optimizer's method is owned by the optimizer, a function by
         its name (``clip_grad_norm_``)."""
-        original = getattr(owner, name)
-        agent = self
-        method = isinstance(owner, type)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            agent._enter(phase, mark, (args[0] if args else None) if method else _Named(name))
-            try:
-                return original(*args, **kwargs)
-            finally:
-                agent._exit(mark)
-
-        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapper.__name__ = getattr(original, "__name__", name)
-        wrapper.__doc__ = getattr(original, "__doc__", None)
-        setattr(owner, name, wrapper)
-        self._undo.append(lambda: setattr(owner, name, original))
+        self._undo.append(wrap_call(owner, name, lambda who: self._enter(phase, mark, who), lambda: self._exit(mark)))
 
     # -- phases -------------------------------------------------------------------------------
 
@@ -202,6 +178,8 @@ class Agent:
     # -- roots and forward ----------------------------------------------------------------------
 
     def _global_pre(self, module: torch.nn.Module, args: Any) -> None:
+        if is_compiling():
+            return
         if self._depth or any(module is r for r in self.roots):
             return  # inside a root, or a root whose own pre-hook runs next
         self._guard(self._root_seen, module)
@@ -224,15 +202,21 @@ class Agent:
         return module is first
 
     def _root_pre(self, module: torch.nn.Module, args: Any) -> None:
+        if is_compiling():
+            return
         if self._depth == 0:
             if self.generate.active:  # a forward inside generate(): a decode step, not a step of the program
                 self.generate.forward(module)
             elif self.kind == "call" and self._is_step_root(module):
                 self._guard(self._boundary)
+                if self.sampling:  # recording began inside this call, after its hooks were chosen
+                    self.recorder.enter(module, args)
             self._enter(_FORWARD, "forward")
         self._depth += 1
 
     def _root_post(self, module: torch.nn.Module, args: Any, out: Any) -> None:
+        if is_compiling():
+            return
         self._depth = max(0, self._depth - 1)
         if self._depth == 0 and self.generate.active:
             self.generate.cache(out)
@@ -247,9 +231,13 @@ class Agent:
     # -- optimizer ------------------------------------------------------------------------------
 
     def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if is_compiling():
+            return
         self._enter(_OPTIMIZER, "optimizer", optimizer)
 
     def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if is_compiling():
+            return
         self._exit("optimizer")
         if self.primary is None:
             self.primary = optimizer
@@ -343,13 +331,6 @@ class Agent:
                     traceback.print_exc()
                 with contextlib.suppress(Exception):
                     self.uninstall()
-
-
-class _Named:
-    """Names the owner of a phase that is a function, not an object (``clip_grad_norm_``)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
 
 _agent: Agent | None = None

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.engine.run.agent import AgentOptions
+from fxtui.engine.run.agent_options import AgentOptions
 from fxtui.engine.run.job import ProgramJob, log_tail
 from fxtui.engine.run.jobs import KEY, PROFILE, VIEWER, JobInfo, write_info
 from fxtui.engine.run.ranks import JobCollector

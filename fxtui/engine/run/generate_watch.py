@@ -15,18 +15,17 @@ microseconds; the cache's bytes are counted in sampled calls only.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.abc
-import importlib.machinery
 import itertools
-import sys
 import time
 import types
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fxtui.engine.capture.eager import ENTER, PHASE_ENTER, PHASE_EXIT, OpNamer, OpRecorder
+from fxtui.engine.after_import import AfterImport, after_import, forget
+from fxtui.engine.capture.dynamo_skip import run_eagerly
+from fxtui.engine.capture.eager import ENTER, PHASE_ENTER, PHASE_EXIT, OpRecorder
+from fxtui.engine.capture.op_namer import OpNamer
 from fxtui.engine.run import wire
 
 _clock = time.perf_counter_ns
@@ -41,7 +40,7 @@ class GenerateWatch:
         self.depth = 0
         self.calls: list[_Call] = []
         self._undo: list[Callable[[], None]] = []
-        self._finder: _AfterImport | None = None
+        self._finder: AfterImport | None = None
 
     @property
     def active(self) -> bool:
@@ -50,16 +49,10 @@ class GenerateWatch:
 
     def install(self, enter: Callable[[], None], leave: Callable[[], None]) -> None:
         """Wrap ``GenerationMixin.generate`` now or when transformers is imported; ``enter``/``leave`` go around it."""
-        module = sys.modules.get(_MODULE)
-        if module is not None:
-            self._wrap(module, enter, leave)
-        else:
-            self._finder = _AfterImport(_MODULE, lambda m: self._wrap(m, enter, leave))
-            sys.meta_path.insert(0, self._finder)
+        self._finder = after_import(_MODULE, lambda m: self._wrap(m, enter, leave))
 
     def uninstall(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
+        forget(self._finder)
         for undo in reversed(self._undo):
             undo()
         self._undo.clear()
@@ -84,6 +77,7 @@ class GenerateWatch:
             call.output(out)
             return out
 
+        run_eagerly(generate)
         generate.__wrapped__ = original  # type: ignore[attr-defined]
         generate.__doc__ = original.__doc__
         mixin.generate = generate
@@ -210,28 +204,3 @@ def _prompt(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int]:
     if shape is None or len(shape) != 2:
         return 1, 0
     return int(shape[0]), int(shape[1])
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls ``then(module)`` once, right after module ``name`` has been imported."""
-
-    def __init__(self, name: str, then: Callable[[types.ModuleType], None]) -> None:
-        self.name, self.then = name, then
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None) -> Any:
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        loader, then = spec.loader, self.then
-        execute = loader.exec_module
-
-        def exec_module(module: types.ModuleType) -> None:
-            execute(module)
-            with contextlib.suppress(Exception):  # never into the program: it runs unwatched
-                then(module)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec

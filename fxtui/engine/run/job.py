@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import IO
 
 from fxtui.core.errors import FxtuiError
-from fxtui.engine.run.agent import AgentOptions
 from fxtui.engine.run.agent_env import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
+from fxtui.engine.run.agent_options import AgentOptions
 
 
 def private_dir() -> Path:

@@ -22,7 +22,8 @@ from types import TracebackType
 
 from fxtui.core.snapshot import State
 from fxtui.engine.report import Report
-from fxtui.engine.run.agent import Agent, AgentOptions
+from fxtui.engine.run.agent import Agent
+from fxtui.engine.run.agent_options import AgentOptions
 from fxtui.engine.run.collector import Collector
 
 

@@ -1,0 +1,44 @@
+"""The agent's wrappers of torch's functions and methods that mark a phase (backward, a DataLoader's next batch,
+``zero_grad``, gradient clipping)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torch.compiler import is_compiling
+
+from fxtui.engine.capture.dynamo_skip import run_eagerly
+
+
+def wrap_call(owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> Callable[[], None]:
+    """Replace ``owner.name`` with a wrapper calling ``enter(who)`` before it and ``leave()`` after; the undo.
+
+    ``who`` is the object a method is called on (the optimizer), or the function's name (:class:`Named`).
+    """
+    original = getattr(owner, name)
+    method = isinstance(owner, type)
+    named = Named(name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if is_compiling():  # traced by TorchDynamo (a compiled training step): the program's code alone
+            return original(*args, **kwargs)
+        enter((args[0] if args else None) if method else named)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            leave()
+
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(original, "__name__", name)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    run_eagerly(wrapper)
+    setattr(owner, name, wrapper)
+    return lambda: setattr(owner, name, original)
+
+
+class Named:
+    """Names the owner of a phase that is a function, not an object (``clip_grad_norm_``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name

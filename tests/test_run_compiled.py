@@ -1,0 +1,96 @@
+"""fxtui run on scripts that compile their own model: Inductor's kernels timed on sampled steps and charged to the
+user's modules, the program's compiled graphs left as they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_run import fxtui_run, script
+
+#: A small residual CNN compiled with torch.compile; the script prints TorchDynamo's counters at the end.
+COMPILED = """
+import os, sys
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x))) + x
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.block1 = Block(8)
+        self.block2 = Block(8)
+        self.fc = nn.Linear(8, 10)
+    def forward(self, x):
+        return self.fc(self.block2(self.block1(self.stem(x))).mean((2, 3)))
+
+torch.manual_seed(0)
+model = Net()
+compiled = torch.compile(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+for _ in range(int(sys.argv[1])):
+    if sys.argv[2] == "train":
+        opt.zero_grad()
+        F.cross_entropy(compiled(x), y).backward()
+        opt.step()
+    else:
+        with torch.no_grad():
+            compiled(x)
+from torch._dynamo.utils import counters
+print("graphs", counters["stats"]["unique_graphs"], "recompiles", sum(counters["recompiles"].values()))
+"""
+
+
+def _clean(stderr: str) -> str:
+    """The program's stderr less torch's own notice that this machine has no CUDA."""
+    return "\n".join(line for line in stderr.splitlines() if "No CUDA runtime is found" not in line)
+
+
+@pytest.mark.parametrize("kind", ["train", "infer"])
+def test_a_compiled_model_is_timed_kernel_by_kernel_and_charged_to_its_modules(tmp_path: Path, kind: str) -> None:
+    script(tmp_path, COMPILED, "compiled.py")
+    done, saved = fxtui_run(tmp_path, "compiled.py", "14", kind, json_out=True)
+    assert done.returncode == 0, done.stderr
+    assert _clean(done.stderr) == ""  # no warning about fxtui's hooks, nothing of TorchDynamo's about them
+    assert "graphs 1 recompiles 0" in done.stdout  # the program's compiled graph is the one it would have alone
+    steps = saved["metadata"]["steps"]
+    assert steps["sampled"] >= 3
+    rows = {r["name"]: r for r in saved["rows"]}
+    conv = rows["block1.conv · convolution"]
+    assert conv["kernel"] == "extern_kernels.convolution" and conv["phase"] == "forward"
+    assert conv["module_path"] == "block1.conv" and conv["fused_nodes"] == ["block1.conv · conv2d"]
+    fused = [r for r in saved["rows"] if r["kernel"].startswith("cpp_fused") and r["phase"] == "forward"]
+    assert fused and all(r["fused_nodes"] for r in fused)
+    # A kernel fusing a block's batch norm, relu and add is charged to the block, with each source's module.
+    block = [r for r in fused if r["module_path"] == "block2" and len(set(r["fused_modules"])) > 1]
+    assert block and {"block2", "block2.bn"} <= set(block[0]["fused_modules"])
+    assert rows["<compiled>"]["phase"] == "forward" and rows["<compiled>"]["median_s"] > 0
+    # The compiled graph's work is its kernels': never also counted as eager ops.
+    assert not [r for r in saved["rows"] if r["target"] in ("aten.convolution", "aten.convolution_backward")]
+    modules = {m["path"]: m for m in saved["modules"]}
+    assert modules["block1.conv"]["forward_s"] > 0
+    if kind == "train":
+        backward = rows["block1.conv · ∇convolution_backward"]
+        assert backward["phase"] == "backward" and backward["kernel"].endswith("convolution_backward.default")
+        assert rows["∇<compiled>"]["phase"] == "backward"
+        assert modules["block1.conv"]["backward_s"] > 0
+        assert any(r["phase"] == "optimizer" for r in saved["rows"])  # the eager optimizer, op by op as before
+
+
+def test_the_kernels_are_learnt_in_every_run(tmp_path: Path) -> None:
+    """A second run finds Inductor's caches warm: its graphs still come with their kernels' origins."""
+    script(tmp_path, COMPILED, "compiled.py")
+    for _ in range(2):
+        done, saved = fxtui_run(tmp_path, "compiled.py", "10", "infer", json_out=True)
+        assert done.returncode == 0, done.stderr
+        assert any(r["module_path"] == "block1.conv" and r["kernel"] for r in saved["rows"])
+        (tmp_path / "run.json").unlink()
