@@ -34,7 +34,11 @@ class Net(nn.Module):
 
 torch.manual_seed(0)
 model = Net()
-compiled = torch.compile(model)
+if sys.argv[3] == "in-place":
+    model.compile()  # the module's own calls compiled: no wrapper
+    compiled = model
+else:
+    compiled = torch.compile(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
 for _ in range(int(sys.argv[1])):
@@ -55,13 +59,16 @@ def _clean(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines() if "No CUDA runtime is found" not in line)
 
 
-@pytest.mark.parametrize("kind", ["train", "infer"])
-def test_a_compiled_model_is_timed_kernel_by_kernel_and_charged_to_its_modules(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize(("kind", "how"), [("train", "wrapped"), ("infer", "wrapped"), ("train", "in-place")])
+def test_a_compiled_model_is_timed_kernel_by_kernel_and_charged_to_its_modules(
+    tmp_path: Path, kind: str, how: str
+) -> None:
     script(tmp_path, COMPILED, "compiled.py")
-    done, saved = fxtui_run(tmp_path, "compiled.py", "14", kind, json_out=True)
+    done, saved = fxtui_run(tmp_path, "compiled.py", "14", kind, how, json_out=True)
     assert done.returncode == 0, done.stderr
     assert _clean(done.stderr) == ""  # no warning about fxtui's hooks, nothing of TorchDynamo's about them
     assert "graphs 1 recompiles 0" in done.stdout  # the program's compiled graph is the one it would have alone
+    assert "compiled   the program's compiled code:" in done.stdout
     steps = saved["metadata"]["steps"]
     assert steps["sampled"] >= 3
     rows = {r["name"]: r for r in saved["rows"]}
@@ -90,7 +97,7 @@ def test_the_kernels_are_learnt_in_every_run(tmp_path: Path) -> None:
     """A second run finds Inductor's caches warm: its graphs still come with their kernels' origins."""
     script(tmp_path, COMPILED, "compiled.py")
     for _ in range(2):
-        done, saved = fxtui_run(tmp_path, "compiled.py", "10", "infer", json_out=True)
+        done, saved = fxtui_run(tmp_path, "compiled.py", "10", "infer", "wrapped", json_out=True)
         assert done.returncode == 0, done.stderr
         assert any(r["module_path"] == "block1.conv" and r["kernel"] for r in saved["rows"])
         (tmp_path / "run.json").unlink()

@@ -193,11 +193,23 @@ def train_lines(report: ReportData) -> list[str]:
     ]
 
 
+def _program_kernels_line(report: ReportData) -> list[str]:
+    """Under ``fxtui run``, a program that compiles its model: how its compiled code is timed."""
+    kernels = sum(1 for row in report.rows if row.kernel)
+    if report.program is None or not kernels:
+        return []
+    return [
+        f"compiled   the program's compiled code: {kernels} kernel calls of Inductor's, each timed as it runs on "
+        "sampled steps and charged to its source operations' module; <compiled> is the rest of a compiled call "
+        "(TorchDynamo's guards, the wrapper's Python, eager code between graphs)"
+    ]
+
+
 def capture_lines(report: ReportData) -> list[str]:
     """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
     mode = capture_mode(report.capture)
     if not mode.splits:
-        return [f"capture    {mode.name}: {mode.how}"]
+        return [f"capture    {mode.name}: {mode.how}", *_program_kernels_line(report)]
     breaks = len(report.breaks)
     graphs = f"{report.graphs} graph{'s' if report.graphs != 1 else ''}"
     lines = [

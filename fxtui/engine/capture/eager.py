@@ -165,7 +165,10 @@ class OpRecorder:
             if self._depth == 0 and self._on_root is not None:
                 self._on_root(module)
             self._depth += 1
-            skip = compiled is not None and isinstance(module, compiled) and _get_current_dispatch_mode() is mode
+            skip = (
+                (compiled is not None and isinstance(module, compiled))
+                or getattr(module, "_compiled_call_impl", None) is not None  # model.compile(): compiled in place
+            ) and _get_current_dispatch_mode() is mode
             calls.append(skip)
             if skip:
                 append((SKIP_ENTER, module, _clock(), _sequence_nr()))

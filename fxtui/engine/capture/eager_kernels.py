@@ -51,6 +51,7 @@ _autograd_node = torch._C._current_autograd_node
 _CODEGEN = "torch._inductor.codegen.cpp"
 _CONFIG = "torch._inductor.config"
 _REPEAT = re.compile(r"_\d+$")
+_TARGET = re.compile(r"<(?:built-in )?(?:function|method) (\w+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class RunKernel:
 def run_kernel(origin: KernelOrigin) -> RunKernel:
     """What is kept of a kernel's origin: its source operations and their modules' ids."""
     seen: dict[str, int] = {}
-    for node in origin.nodes:
+    for node in sorted(origin.nodes, key=_graph_order):  # graph order: the same label in every run
         source = node
         chain = node.meta.get("from_node") or ()
         while chain:  # the TorchDynamo node it comes from, through every pass that copied it
@@ -80,11 +81,31 @@ def run_kernel(origin: KernelOrigin) -> RunKernel:
         if name in seen:
             continue
         stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or {}
-        key = str(next(reversed(stack))) if stack else ""
-        seen[name] = int(key.partition("@")[0]) if key.partition("@")[0].isdigit() else 0
-    labels = [_REPEAT.sub("", name) for name in seen]
+        key = str(next(reversed(stack))).partition("@")[0] if stack else ""
+        seen[name] = (int(key) if key.isdigit() else 0, _operation(source, name))
+    labels = [label for _, label in seen.values()]
     label = ops_label(origin.kernel, origin.extern, labels)
-    return RunKernel(origin.kernel, label, tuple(seen.values()), tuple(labels))
+    return RunKernel(origin.kernel, label, tuple(m for m, _ in seen.values()), tuple(labels))
+
+
+def _graph_order(node: torch.fx.Node) -> tuple[int, ...]:
+    key = getattr(node, "_sort_key", ())
+    return tuple(key) if isinstance(key, tuple) else ()
+
+
+def _operation(source: Any, name: str) -> str:
+    """A source node's operation: its target's name (``<built-in method conv2d …>`` → ``conv2d``, ``mean``), else
+    its node's name less a repeat's number (TorchDynamo names a node after the variable it is assigned to)."""
+    packet = getattr(getattr(source, "target", None), "overloadpacket", None)  # an ATen op of a post-grad node
+    if packet is not None:
+        return str(packet.__name__)
+    target = str(getattr(source, "target", "") or "")
+    found = _TARGET.match(target)
+    if found:
+        return found.group(1)
+    if target and not target.startswith("<"):
+        return target.rpartition(".")[2]
+    return _REPEAT.sub("", name)
 
 
 class _Provenance(ProvenanceRecorder):
