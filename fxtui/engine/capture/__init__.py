@@ -84,8 +84,13 @@ def capture(
     if compile:
         if train or generate:
             raise FxtuiError(
-                f"--compile times the kernels of a compiled forward; it cannot be combined with "
-                f"{'--train' if train else '--generate'}"
+                "--compile times the kernels of a compiled forward; it cannot be combined with "
+                + (
+                    "--train: compile the model in a training script and run it under `fxtui run`, which times a "
+                    "compiled training step kernel by kernel, forward and backward"
+                    if train
+                    else "--generate"
+                )
             )
         if mode not in ("auto", "dynamo"):
             raise FxtuiError(f"--compile captures the model with TorchDynamo and Inductor; --capture {mode} cannot")
