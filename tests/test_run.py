@@ -127,6 +127,31 @@ def test_two_models_are_two_roots_of_the_tree(tmp_path: Path) -> None:
     assert saved["metadata"]["steps"]["kind"] == "train"
 
 
+def test_a_loss_made_afresh_every_step_is_one_root(tmp_path: Path) -> None:
+    """``nn.CrossEntropyLoss()(out, y)`` in the loop: one root of its class, and every sampled step usable."""
+    script(
+        tmp_path,
+        """
+        import torch, torch.nn as nn
+        model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(30):
+            opt.zero_grad()
+            nn.CrossEntropyLoss()(model(torch.randn(8, 16)), torch.randint(0, 4, (8,))).backward()
+            opt.step()
+        """,
+        "inline.py",
+    )
+    done, saved = fxtui_run(tmp_path, "inline.py", json_out=True)
+    assert done.returncode == 0, done.stderr
+    paths = [m["path"] for m in saved["modules"]]
+    assert "CrossEntropyLoss" in paths and not [p for p in paths if p.startswith("CrossEntropyLoss_")]
+    steps = saved["metadata"]["steps"]
+    assert steps["steps"] == 28 and steps["sampled"] >= 12  # one in 2 after the warm-up, none left out as new
+    loss = {m["path"]: m for m in saved["modules"]}["CrossEntropyLoss"]
+    assert loss["forward_s"] > 0 and loss["backward_s"] > 0
+
+
 def test_a_script_that_raises_keeps_its_traceback_its_status_and_the_profile(tmp_path: Path) -> None:
     script(tmp_path, TRAIN, stop="if i == 8: raise ValueError('boom in the loop')")
     done, saved = fxtui_run(tmp_path, "train.py", "20", json_out=True)

@@ -43,6 +43,7 @@ class OpNamer:
 
     def __init__(self) -> None:
         self.roots: list[torch.nn.Module] = []
+        self._by_class: dict[type, int] = {}
         self._path: dict[int, tuple[int, str]] = {}
         self._param: dict[int, tuple[int, str]] = {}
         self._ids: dict[tuple[Any, ...], int] = {}
@@ -52,21 +53,32 @@ class OpNamer:
         self.described: set[int] = set()
 
     def add_root(self, module: torch.nn.Module) -> int:
-        """Know ``module`` as an outermost module (a wrapper's inner module names the paths); its index."""
+        """Know ``module`` as an outermost module (a wrapper's inner module names the paths); its index.
+
+        A module without parameters or buffers (a loss, an activation) is known by its class: a program that makes
+        a fresh ``nn.CrossEntropyLoss()`` every step has one such root, not one per step. Its modules are found
+        by its class, never by their ids (a freed module's id goes to the next object made).
+        """
         for i, root in enumerate(self.roots):
             if root is module:
                 return i
+        stateless = is_stateless(module)
+        if stateless and type(module) in self._by_class:
+            return self._by_class[type(module)]
         index = len(self.roots)
         self.roots.append(module)
         inner = _unwrapped(module)
         classes: dict[str, str] = {}
         for name, sub in inner.named_modules():
-            self._path.setdefault(id(sub), (index, name))
             classes.setdefault(name, type(sub).__name__)
-            for pname, param in sub.named_parameters(recurse=False):
+            if stateless:
+                continue
+            self._path.setdefault(id(sub), (index, name))
+            for param in sub.parameters(recurse=False):
                 self._param.setdefault(id(param), (index, name))
-                del pname
-        if inner is not module:
+        if stateless:
+            self._by_class[type(module)] = index
+        elif inner is not module:
             self._path[id(module)] = (index, "")
         loss = isinstance(module, torch.nn.modules.loss._Loss)
         self.new_roots.append(RootModule(index, type(inner).__name__, classes, loss))
@@ -94,7 +106,8 @@ class OpNamer:
         A module that belongs to no known root but runs inside ``caller``'s forward was made there (transformers'
         models make their loss function in ``forward``, a new one every call): it is a child of the caller named by
         its class, the same path every call, and is not remembered (its ``id`` goes to another object once it is
-        freed). Called outside every module, an unknown module becomes a root of its own.
+        freed). Called outside every module, an unknown module becomes a root of its own (or, without parameters
+        or buffers, the root of its class: :meth:`add_root`).
         """
         found = self._path.get(id(module))
         if found is not None:
@@ -103,8 +116,8 @@ class OpNamer:
             root, path = caller
             name = type(module).__name__
             return root, f"{path}.{name}" if path else name
-        self.add_root(module)
-        return self._path[id(module)]
+        index = self.add_root(module)
+        return self._path.get(id(module), (index, ""))
 
     def resolve(self, records: Iterable[tuple[Any, ...]]) -> list[tuple[int, int, str, int]]:
         """One step's records as ``(node id, ns, output shape, clock at its start)``, in the order the ops ran."""
@@ -253,6 +266,11 @@ class OpNamer:
         paths = [path if root == node.root else "" for root, path in places]
         fused = tuple(f"{p} · {label}" if p else label for p, label in zip(paths, kernel.sources, strict=True))
         return dataclasses.replace(node, kernel=kernel.kernel, fused_nodes=fused, fused_modules=tuple(paths))
+
+
+def is_stateless(module: torch.nn.Module) -> bool:
+    """A module with no parameters and no buffers (a loss function, an activation): one is as good as another."""
+    return next(iter(module.parameters()), None) is None and next(iter(module.buffers()), None) is None
 
 
 def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:

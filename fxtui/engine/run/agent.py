@@ -56,7 +56,7 @@ from fxtui.core.program_run import STEP_PHASES
 from fxtui.engine.capture.dynamo_skip import run_eagerly
 from fxtui.engine.capture.eager import OpRecorder
 from fxtui.engine.capture.eager_kernels import CompiledKernels
-from fxtui.engine.capture.op_namer import OpNamer
+from fxtui.engine.capture.op_namer import OpNamer, is_stateless
 from fxtui.engine.run import wire
 from fxtui.engine.run.agent_options import AgentOptions
 from fxtui.engine.run.agent_wrap import wrap_call
@@ -182,6 +182,8 @@ class Agent:
             return
         if self._depth or any(module is r for r in self.roots):
             return  # inside a root, or a root whose own pre-hook runs next
+        if any(type(r) is type(module) for r in self.roots) and is_stateless(module):
+            return  # a fresh one of a stateless root (a loss made every step): its class's root already
         self._guard(self._root_seen, module)
         # The hooks a call runs were chosen before this one added the root's: run its pre-hook now.
         self._root_pre(module, args)
