@@ -37,6 +37,9 @@ model = Net()
 if sys.argv[3] == "in-place":
     model.compile()  # the module's own calls compiled: no wrapper
     compiled = model
+elif sys.argv[3] == "forward":
+    model.forward = torch.compile(model.forward)  # transformers' models are often compiled this way
+    compiled = model
 else:
     compiled = torch.compile(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -59,7 +62,9 @@ def _clean(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines() if "No CUDA runtime is found" not in line)
 
 
-@pytest.mark.parametrize(("kind", "how"), [("train", "wrapped"), ("infer", "wrapped"), ("train", "in-place")])
+@pytest.mark.parametrize(
+    ("kind", "how"), [("train", "wrapped"), ("infer", "wrapped"), ("train", "in-place"), ("infer", "forward")]
+)
 def test_a_compiled_model_is_timed_kernel_by_kernel_and_charged_to_its_modules(
     tmp_path: Path, kind: str, how: str
 ) -> None:

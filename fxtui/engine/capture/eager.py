@@ -168,6 +168,7 @@ class OpRecorder:
             skip = (
                 (compiled is not None and isinstance(module, compiled))
                 or getattr(module, "_compiled_call_impl", None) is not None  # model.compile(): compiled in place
+                or hasattr(module.__dict__.get("forward"), "_torchdynamo_orig_callable")  # forward = compile(forward)
             ) and _get_current_dispatch_mode() is mode
             calls.append(skip)
             if skip:
