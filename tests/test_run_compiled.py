@@ -106,3 +106,28 @@ def test_the_kernels_are_learnt_in_every_run(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert any(r["module_path"] == "block1.conv" and r["kernel"] for r in saved["rows"])
         (tmp_path / "run.json").unlink()
+
+
+GENERATE = """
+import sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, max_position_embeddings=128)
+model = LlamaForCausalLM(config).eval()
+model.forward = torch.compile(model.forward)
+for _ in range(int(sys.argv[1])):
+    model.generate(torch.randint(0, 256, (1, 12)), max_new_tokens=6, do_sample=False, pad_token_id=0)
+"""
+
+
+def test_a_compiled_generate_splits_its_kernels_into_prefill_and_decode(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    script(tmp_path, GENERATE, "generate.py")
+    done, saved = fxtui_run(tmp_path, "generate.py", "9", json_out=True)
+    assert done.returncode == 0, done.stderr
+    rows = saved["rows"]
+    q_proj = [r for r in rows if r["module_path"] == "model.layers.0.self_attn.q_proj" and r["kernel"]]
+    assert {r["phase"] for r in q_proj} == {"prefill", "decode"}  # the same kernel, in each step of the call
+    assert {r["phase"] for r in rows if r["name"].startswith("<compiled>")} == {"prefill", "decode"}
+    assert not [r for r in rows if r["kernel"] and r["phase"] == "forward"]  # every one in a generate() call

@@ -151,7 +151,7 @@ class OpNamer:
                     inside = kernel_ns - kernels_at.pop()
                     if kind == SKIP_EXIT:  # the compiled module's time outside its timed kernels
                         skipping -= 1
-                        key = ("forward", where, COMPILED)
+                        key = (_compiled_phase(phases), where, COMPILED)
                         node_id = self._id(key, counts, "compiled", "")
                         self.described.add(node_id)
                         out.append((node_id, max(record[2] - start - inside, 0), "", start))
@@ -166,7 +166,7 @@ class OpNamer:
                     running = stack[-1] if stack else outside
                     owner = self._owner(node, marks, owners) if node is not None else running
                     where = self._kernel_where(info, owner)
-                    phase, mark = ("backward", GRADIENT) if node is not None else ("forward", "")
+                    phase, mark = ("backward", GRADIENT) if node is not None else (_compiled_phase(phases), "")
                     node_id = self._id((phase, where, mark + info.label), counts, info.kernel, "", kernel=info)
                     out.append((node_id, t1 - t0, "", t0))
                     kernel_ns += t1 - t0
@@ -177,7 +177,7 @@ class OpNamer:
                         # compiled function): its time outside its kernels (a compiled module's counts as it exits)
                         running = stack[-1] if stack else outside
                         owner = self._owner(node, marks, owners) if node is not None else running
-                        phase, mark = ("backward", GRADIENT) if node is not None else ("forward", "")
+                        phase, mark = ("backward", GRADIENT) if node is not None else (_compiled_phase(phases), "")
                         node_id = self._id((phase, owner, mark + COMPILED), counts, "compiled", "")
                         self.described.add(node_id)
                         out.append((node_id, max(t1 - t0 - (kernel_ns - call_from), 0), "", t0))
@@ -266,6 +266,12 @@ class OpNamer:
         paths = [path if root == node.root else "" for root, path in places]
         fused = tuple(f"{p} · {label}" if p else label for p, label in zip(paths, kernel.sources, strict=True))
         return dataclasses.replace(node, kernel=kernel.kernel, fused_nodes=fused, fused_modules=tuple(paths))
+
+
+def _compiled_phase(phases: list[tuple[str, object]]) -> str:
+    """The phase of compiled forward code: a ``generate()`` call's prefill or decode step, else the forward."""
+    phase = phases[-1][0] if phases else "forward"
+    return phase if phase in ("prefill", "decode") else "forward"
 
 
 def is_stateless(module: torch.nn.Module) -> bool:
