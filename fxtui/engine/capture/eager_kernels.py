@@ -70,7 +70,7 @@ class RunKernel:
 
 def run_kernel(origin: KernelOrigin) -> RunKernel:
     """What is kept of a kernel's origin: its source operations and their modules' ids."""
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, str]] = {}
     for node in sorted(origin.nodes, key=_graph_order):  # graph order: the same label in every run
         source = node
         chain = node.meta.get("from_node") or ()
@@ -142,12 +142,12 @@ class CompiledKernels:
         self.provenance.stop()
         if self._cache is not None:
             config, before = self._cache
-            config.fx_graph_cache = before
+            setattr(config, "fx_graph_cache", before)  # noqa: B010
             self._cache = None
 
     def _cache_off(self, config: types.ModuleType) -> None:
-        self._cache = (config, config.fx_graph_cache)
-        config.fx_graph_cache = False
+        self._cache = (config, getattr(config, "fx_graph_cache", False))
+        setattr(config, "fx_graph_cache", False)  # noqa: B010 (a config module: mypy knows no attribute)
 
     def refresh(self) -> None:
         """Time the graphs Inductor has loaded since the last call (their wrappers carry fxtui's handles)."""

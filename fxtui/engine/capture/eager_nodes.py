@@ -6,6 +6,7 @@ Made in the profiled program (:mod:`fxtui.engine.capture.eager`), sent to the co
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -102,22 +103,21 @@ def eager_graph(
             label += f" ({node.phase})"
         infos.append(
             NodeInfo(
-                **{
-                    "name": f"{path} · {label}" if path else label,
-                    "index": len(infos),
-                    "op": "call_function",
-                    "target": node.target,
-                    "type_name": node.label.lstrip("∇"),
-                    "module_path": path,
-                    "node_text": f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
-                    "shape": node.shape,
-                    "input_shapes": node.inputs,
-                    "phase": node.phase,
-                    "source": node.source,
-                    **(_kernel_fields(node, prefixes) if node.kernel else {}),
-                }
+                name=f"{path} · {label}" if path else label,
+                index=len(infos),
+                op="call_function",
+                target=node.target,
+                type_name=node.label.lstrip("∇"),
+                module_path=path,
+                node_text=f"{node.target}({', '.join(node.inputs)})" if node.inputs else node.target,
+                shape=node.shape,
+                input_shapes=node.inputs,
+                phase=node.phase,
+                source=node.source,
             )
         )
+        if node.kernel:
+            infos[-1] = _kernel_info(infos[-1], node, prefixes)
     classes = {"": model}
     for root in roots:
         prefix = prefixes.get(root.index, "")
@@ -139,16 +139,17 @@ def eager_graph(
     )
 
 
-def _kernel_fields(node: EagerNode, prefixes: dict[int, str]) -> dict[str, object]:
-    """A compiled kernel's own fields of its :class:`NodeInfo`: what it fuses, and where."""
+def _kernel_info(info: NodeInfo, node: EagerNode, prefixes: dict[int, str]) -> NodeInfo:
+    """A compiled kernel's :class:`NodeInfo`: what it fuses, and where."""
     prefix = prefixes.get(node.root, "")
     modules = tuple(".".join(p for p in (prefix, path) if p) for path in node.fused_modules)
     fused = tuple(f"{prefix}.{name}" if prefix and " · " in name else name for name in node.fused_nodes)
     label = node.label.lstrip("∇")
-    return {
-        "kernel": node.kernel,
-        "fused_nodes": fused,
-        "fused_modules": modules,
-        "type_name": "fused" if label.endswith("(fused)") else "kernel" if label.endswith("(kernel)") else label,
-        "node_text": f"{node.kernel}  ← " + ", ".join(fused),
-    }
+    return dataclasses.replace(
+        info,
+        kernel=node.kernel,
+        fused_nodes=fused,
+        fused_modules=modules,
+        type_name="fused" if label.endswith("(fused)") else "kernel" if label.endswith("(kernel)") else label,
+        node_text=f"{node.kernel}  ← " + ", ".join(fused),
+    )
