@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="time one step in N per node (default: as often as costs the program at most 2%% of its time)",
     )
+    s.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="run the program with glibc keeping the memory it frees (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_): "
+        "blocks it allocates afresh every step stop costing page faults; its peak stays resident",
+    )
     add_table_options(p)
     add_export_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -116,7 +122,9 @@ def main(argv: Sequence[str]) -> int:
     from fxtui.engine.run.jobs import prune_ended
 
     prune_ended()  # ended jobs' directories older than a week
-    settings = ProgramSettings(tuple(command), warmup=args.warmup_steps, every=args.sample_every)
+    settings = ProgramSettings(
+        tuple(command), warmup=args.warmup_steps, every=args.sample_every, keep_freed_memory=args.keep_freed_memory
+    )
     output = program_output(args)
     from fxtui.headless import check
 
@@ -167,7 +175,8 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
         with lock:
             collector.receive(message, agent)
 
-    job = ProgramJob(settings.command, receive, options=AgentOptions(settings.warmup, settings.every, settings.budget))
+    options = AgentOptions(settings.warmup, settings.every, settings.budget)
+    job = ProgramJob(settings.command, receive, options=options, env=settings.program_env())
     # Ctrl+C reaches the program (the terminal signals the whole process group): it stops as it would
     # without fxtui, and the profile so far is printed here once it has.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

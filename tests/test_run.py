@@ -152,6 +152,32 @@ def test_a_loss_made_afresh_every_step_is_one_root(tmp_path: Path) -> None:
     assert loss["forward_s"] > 0 and loss["backward_s"] > 0
 
 
+def test_page_faults_are_counted_and_keeping_freed_memory_removes_them(tmp_path: Path) -> None:
+    """A program that makes a large block afresh every step pays a fault per 4 KiB of it; --keep-freed-memory has
+    glibc keep it instead."""
+    script(
+        tmp_path,
+        """
+        import torch
+        model = torch.nn.Linear(64, 64)
+        for _ in range(16):
+            x = torch.empty(16 * 1024 * 1024).fill_(1.0)  # 64 MiB, above glibc's largest mmap threshold: mapped afresh
+            model(torch.randn(4, 64))
+            del x
+        """,
+        "faults.py",
+    )
+    done, saved = fxtui_run(tmp_path, "faults.py", json_out=True)
+    assert done.returncode == 0, done.stderr
+    assert saved["metadata"]["steps"]["faults_median"] >= 64 * 1024 * 1024 // 4096  # every page of it
+    assert "faults     " in done.stdout and "--keep-freed-memory" in done.stdout
+    (tmp_path / "run.json").unlink()
+    kept, saved = fxtui_run(tmp_path, "--keep-freed-memory", "faults.py", json_out=True)
+    assert kept.returncode == 0, kept.stderr
+    assert saved["metadata"]["steps"]["faults_median"] < 100
+    assert "faults     " not in kept.stdout
+
+
 def test_a_script_that_raises_keeps_its_traceback_its_status_and_the_profile(tmp_path: Path) -> None:
     script(tmp_path, TRAIN, stop="if i == 8: raise ValueError('boom in the loop')")
     done, saved = fxtui_run(tmp_path, "train.py", "20", json_out=True)

@@ -104,6 +104,8 @@ class StepSummary:
     history: array[float] = field(default_factory=lambda: array("d"))
     """Step wall time over the whole run, coarse: the median of each stretch of :attr:`history_every` steps."""
     history_every: int = 1
+    faults_median: float | None = None
+    """Median minor page faults of the sampled steps (the program's process, every thread); None uncounted."""
 
     @property
     def sampling_share(self) -> float | None:

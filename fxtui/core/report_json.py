@@ -106,6 +106,7 @@ def _steps_encode(steps: StepSummary | None) -> dict[str, Any] | None:
         "recent": recent,
         "history_s": list(steps.history),
         "history_every": steps.history_every,
+        "faults_median": steps.faults_median,
     }
 
 
@@ -124,6 +125,7 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
         recent_sampled=bytes(int(bool(r.get("sampled"))) for r in recent),
         history=array("d", (float(v) for v in data.get("history_s", []))),
         history_every=int(data.get("history_every", 1)),
+        faults_median=data.get("faults_median"),
     )
 
 

@@ -125,3 +125,12 @@ class ProgramSettings:
     """Time one step in ``every`` per node (0: as often as the budget allows)."""
     budget: float = 0.02
     """The share of the program's time the sampled steps may cost it."""
+    keep_freed_memory: bool = False
+    """Run the program with glibc keeping the memory it frees (no page faults for blocks allocated afresh each
+    step; its peak stays resident)."""
+
+    def program_env(self) -> dict[str, str]:
+        """What the program's environment gets besides the caller's (glibc reads these as it starts)."""
+        if not self.keep_freed_memory:
+            return {}
+        return {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**31 - 1)}

@@ -10,6 +10,9 @@ from fxtui.core.program_run import STEP_PHASES
 from fxtui.core.report import ReportData
 from fxtui.core.units import format_range, format_ratio, format_seconds
 
+#: Page faults a step from which the header names them (4 MiB mapped afresh every step).
+FAULTS_HINT = 1000
+
 
 def program_lines(report: ReportData) -> list[str]:
     """The lines that say what ran and how its steps went, in place of a model's."""
@@ -44,6 +47,12 @@ def program_lines(report: ReportData) -> list[str]:
         lines.append(
             f"cost       sampling took about {100 * share:.1f}% of the steps' time "
             "(the sampled steps' extra over an unsampled step)"
+        )
+    if steps.faults_median is not None and steps.faults_median >= FAULTS_HINT:
+        lines.append(
+            f"faults     {steps.faults_median:,.0f} minor page faults a sampled step (median): memory the program "
+            "frees and maps afresh is faulted in 4 KiB at a time, inside the ops that fill it (their time includes "
+            "it); fxtui run --keep-freed-memory runs it with glibc keeping freed memory"
         )
     ranks = report.rank_summary
     if ranks is not None:

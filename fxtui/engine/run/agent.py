@@ -75,6 +75,16 @@ _HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
 _DATA, _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = (STEP_PHASES.index(p) for p in STEP_PHASES)
 _clock = time.perf_counter_ns
 
+try:
+    import resource
+except ImportError:  # not on every platform: faults go uncounted
+    resource = None  # type: ignore[assignment]
+
+
+def _faults() -> int:
+    """The process's minor page faults so far (read on sampled steps only: a system call)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
+
 
 class Agent:
     """Watches the program's steps; ``send(message)`` gets each step's figures (never blocks)."""
@@ -106,6 +116,7 @@ class Agent:
         self.describing = False
         self._every = options.every or MIN_EVERY
         self._next_sample = options.warmup
+        self._faults0 = 0
         self._plain: deque[int] = deque(maxlen=64)
         self._ratios: deque[float] = deque(maxlen=16)
         self.failed = ""
@@ -255,6 +266,7 @@ class Agent:
     def _boundary(self) -> None:
         """A step ends (and the next begins): send its figures, decide whether the next is sampled."""
         now = _clock()
+        faults = _faults() - self._faults0 if self.sampling and resource else -1
         self._acc[self._stack[-1]] += now - self._last
         if self._started:
             sampled = self.sampling
@@ -269,7 +281,7 @@ class Agent:
             nodes, roots = self.namer.take_new()
             generation = tuple(c.summary() for c in calls)
             step = wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots,
-                             start_ns=self._start)  # fmt: skip
+                             start_ns=self._start, faults=faults)  # fmt: skip
             self.send(dataclasses.replace(step, generation=generation) if generation else step)
             self._learn(wall, sampled, self.describing)
             self.index += 1
@@ -288,6 +300,8 @@ class Agent:
                 self._discover.remove()
                 self._discover = None
         # Everything above is the profiler's own cost: it belongs to no step.
+        if self.sampling:
+            self._faults0 = _faults()
         self._acc = [0] * len(STEP_PHASES)
         self._last = self._start = _clock()
 

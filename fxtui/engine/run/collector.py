@@ -57,6 +57,7 @@ class Collector:
         self._plain: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._sampled: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._sampled_ops: deque[int] = deque(maxlen=FIGURES_WINDOW)
+        self._faults: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._history: list[float] = []
         self._history_every = 1
         self._stretch: list[int] = []
@@ -149,6 +150,8 @@ class Collector:
             return
         self.sampled += 1
         self._sampled.append(step.wall_ns)
+        if step.faults >= 0:
+            self._faults.append(step.faults)
         self._add_ops(step.ops)
         self._trace = (step.start_ns, step.ops)
 
@@ -159,6 +162,7 @@ class Collector:
         self._plain.clear()
         self._sampled.clear()
         self._sampled_ops.clear()
+        self._faults.clear()
         self._history.clear()
         self._stretch.clear()
         self._history_every = 1
@@ -324,6 +328,7 @@ class Collector:
             recent_sampled=bytes(int(s.sampled) for s in recent),
             history=array("d", [*self._history, *([statistics.median(self._stretch) / 1e9] if self._stretch else [])]),
             history_every=self._history_every,
+            faults_median=statistics.median(self._faults) if self._faults else None,
         )
 
 

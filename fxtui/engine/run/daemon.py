@@ -65,6 +65,7 @@ def run(directory: Path) -> int:
         directory=directory,
         key=key,
         agents_on=agents_on,
+        env=settings.program_env(),
     )
     stop = threading.Event()
     server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=lambda: _reset(collector, lock))

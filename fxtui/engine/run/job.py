@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import IO
@@ -118,8 +118,11 @@ class ProgramJob:
         directory: Path | None = None,
         key: bytes | None = None,
         agents_on: str = "",
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.command = tuple(command)
+        self.env = dict(env or {})
+        """Set in the program's environment besides the caller's (``--keep-freed-memory``)."""
         self.on_message = on_message
         self.options = options or AgentOptions()
         self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
@@ -148,6 +151,7 @@ class ProgramJob:
         site = str(Path(__file__).resolve().parent / "site")
         env = {
             **os.environ,
+            **self.env,
             AGENT_ADDRESS: str(self._listener.address),
             AGENT_KEY: self._key.hex(),
             AGENT_OPTIONS: self.options.encode(),

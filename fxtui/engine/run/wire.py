@@ -82,6 +82,8 @@ class Step:
     """The clock (``perf_counter_ns``: one clock for every process of a machine) when the step began."""
     generation: tuple[GenerationCall, ...] = ()
     """The step's ``generate()`` calls (a step is one call in a program without an optimizer)."""
+    faults: int = -1
+    """A sampled step's minor page faults (the program's process, every thread); -1 where not counted."""
 
 
 @dataclass(frozen=True)
