@@ -131,3 +131,47 @@ def test_a_compiled_generate_splits_its_kernels_into_prefill_and_decode(tmp_path
     assert {r["phase"] for r in q_proj} == {"prefill", "decode"}  # the same kernel, in each step of the call
     assert {r["phase"] for r in rows if r["name"].startswith("<compiled>")} == {"prefill", "decode"}
     assert not [r for r in rows if r["kernel"] and r["phase"] == "forward"]  # every one in a generate() call
+
+
+def test_a_hook_run_eagerly_runs_at_every_call_of_a_compiled_module_and_stays_out_of_its_graph() -> None:
+    import warnings
+
+    import torch
+    from torch._dynamo.utils import counters
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    from fxtui.engine.capture.dynamo_skip import run_eagerly
+
+    class Net(torch.nn.Module):  # a user's module (torch.nn's own are traced call and hooks alike)
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x).relu()
+
+    seen: list[str] = []
+
+    def hook(module: torch.nn.Module, args: object) -> None:
+        if torch.compiler.is_compiling():
+            return
+        seen.append(type(module).__name__)
+
+    torch._dynamo.reset()
+    counters.clear()
+    run_eagerly(hook)
+    handle = register_module_forward_pre_hook(hook)
+    try:
+        model = torch.compile(Net())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note that global hooks also fire for the wrapper
+            for _ in range(3):
+                model(torch.randn(2, 4))
+    finally:
+        handle.remove()
+        graphs = counters["stats"]["unique_graphs"]
+        torch._dynamo.reset()
+    # The module's own call, every time, as plain Python (unmarked, TorchDynamo compiles the hook's frame to nothing).
+    assert seen.count("Net") == 3
+    assert "Linear" not in seen  # inside the compiled forward: traced, and left out of the graph
+    assert graphs == 1

@@ -23,7 +23,7 @@ from typing import Any
 from fxtui.engine.after_import import after_import
 
 _EVAL_FRAME = "torch._dynamo.eval_frame"
-_pending: list[types.CodeType] = []
+_pending: set[types.CodeType] = set()
 _marked: set[types.CodeType] = set()
 _waiting = False
 
@@ -32,7 +32,7 @@ def run_eagerly(*functions: Callable[..., Any]) -> None:
     """Never let TorchDynamo compile these functions' frames, or the frames they call (now, or once it is imported)."""
     global _waiting
     codes = [_code(f) for f in functions]
-    _pending.extend(c for c in codes if c is not None and c not in _marked)
+    _pending.update(c for c in codes if c is not None and c not in _marked)  # a set: the recorder asks every step
     if _EVAL_FRAME in sys.modules:
         _mark(sys.modules[_EVAL_FRAME])
     elif not _waiting:
