@@ -84,6 +84,7 @@ async def test_tree_shows_eager_then_compiled_and_status_the_compile() -> None:
         # g: siblings by saving, the smallest first: layer1 (it lost 0.5 ms) before layer3 (it saved 2.2 ms).
         await pilot.press("g")
         await pilot.pause()
+        assert any(n.message == "tree: smallest saving first" for n in app._notifications)
         graph = snapshot.graph
         assert graph is not None
         # layer1 holds one kernel: its line is the kernel's, read as the module's.
