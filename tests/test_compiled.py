@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import fxtui
-from fxtui.core.compiled import CompiledSummary, common_ancestor, even_split, module_comparison
+from fxtui.core.compiled import CompiledSummary, common_ancestor, even_split, fused_text, module_comparison
 from fxtui.core.errors import FxtuiError
 from fxtui.core.report import ReportData
 from fxtui.engine.render import header, module_table
@@ -243,6 +243,8 @@ def test_the_comparison_and_the_split_read_as_the_readme_says() -> None:
     assert module_comparison("layer3", 4.1e-3, 1.9e-3) == "layer3: 4.10 ms eager → 1.90 ms compiled (×0.46)"
     assert module_comparison("maxpool", 11.1e-3, 0.0, ("",)) == "maxpool: 11.1 ms eager → fused into (root)"
     assert module_comparison("flat", 1e-6, 0.0) == "flat: 1.00 µs eager → no kernel"
+    assert fused_text(("", "layer1.0")) == "fused into (root), layer1.0"
+    assert fused_text(("", "layer1.0"), most=1) == "fused into (root) +1"
     assert common_ancestor(["layer1.0.bn1", "layer1.0.relu", "layer1.1.conv1"]) == "layer1"
     assert common_ancestor(["layer1.0", "layer2.0"]) == ""
     split = even_split(("a.bn", "a.relu", "a.bn"), 3.0)

@@ -102,13 +102,15 @@ def fused_into(module: ModuleInfo, nodes: Mapping[str, NodeInfo]) -> tuple[str, 
     return tuple(dict.fromkeys(nodes[name].module_path for name in module.fused if name in nodes))
 
 
-def fused_text(fused: tuple[str, ...]) -> str:
-    """Where a module with no kernel of its own has its work: ``fused into (root)``, ``fused into layer1 +1``;
-    ``no kernel`` when no kernel computes any of it (its ops were views, or compiling removed them)."""
+def fused_text(fused: tuple[str, ...], most: int | None = None) -> str:
+    """Where a module with no kernel of its own has its work: ``fused into (root)``, ``fused into layer1, layer1.0``
+    (``most`` names at most that many, then ``+1``); ``no kernel`` when no kernel computes any of it (its ops were
+    views, or compiling removed them)."""
     if not fused:
         return "no kernel"
-    more = f" +{len(fused) - 1}" if len(fused) > 1 else ""
-    return f"fused into {fused[0] or '(root)'}{more}"
+    named = ", ".join(path or "(root)" for path in fused[:most])
+    more = f" +{len(fused) - most}" if most is not None and len(fused) > most else ""
+    return f"fused into {named}{more}"
 
 
 def common_ancestor(paths: list[str] | tuple[str, ...]) -> str:

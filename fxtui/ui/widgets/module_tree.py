@@ -352,7 +352,7 @@ class ModuleTree(OutlineView):
         if self.eager is not None and (entry.kind == "module" or folded):  # a one-kernel module reads as a module
             fused = None
             if entry.kind == "module" and self._fused_whole(module):
-                fused = fused_text(fused_into(graph.modules[module], graph.by_name))
+                fused = fused_text(fused_into(graph.modules[module], graph.by_name), most=1)
             return fit_compiled_label(name, kind, flag, self.eager.get(module), seconds, share, width, indent, fused)
         if entry.kind == "node" and graph.generating and stats is not None:
             share = stats.pct  # of its own phase
