@@ -171,9 +171,9 @@ def build_module_tree(
             chain = module_ancestors(path)
             if chain[below - 1 : below] != [node.module_path]:
                 continue  # not under the module it is charged to (a kernel always is: their common ancestor)
-            for inner in chain[below:]:
+            for inner in (p for p in chain[below:] if p in direct):
                 held = fused.setdefault(inner, [])
-                if inner in direct and node.name not in held:
+                if node.name not in held:
                     held.append(node.name)
     leaves = set(leaf_modules)
     return {

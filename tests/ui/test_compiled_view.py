@@ -115,6 +115,13 @@ async def test_a_module_fused_whole_into_the_roots_kernel_has_a_line_saying_so()
         # Listed where its work runs: right after the root's kernel that computes it.
         entries = tree_entries(tree)
         assert entries.index("pool") == entries.index("relu+max_pool2d (fused)") + 1, entries
+        # Enter on it selects the kernel that holds its work (it has nothing of its own to list).
+        tree.focus()
+        tree.reveal(Entry("module", "pool"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.main.selected == "relu+max_pool2d (fused)" and app.main.scope == ""
+        assert app.main.table.cursor_name == "relu+max_pool2d (fused)"
         # g: its saving is not its own (it is in the root's kernel), so it comes last, not first as a 100% saving.
         await pilot.press("g")
         await pilot.pause()

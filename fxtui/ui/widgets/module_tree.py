@@ -215,7 +215,14 @@ class ModuleTree(OutlineView):
 
     def entry_selected(self, entry: Entry) -> None:
         """Enter: a module's branch opens and the table shows it; a group of small ops opens or closes; a node
-        is selected."""
+        is selected. A compiled model's module fused whole into an ancestor's kernel has nothing to list: the
+        first kernel holding its work is selected."""
+        graph = self.outline.graph
+        if entry.kind == "module" and graph is not None and self._fused_whole(entry.key):
+            fused = [n for n in graph.modules[entry.key].fused if n in self.outline.nodes]
+            if fused:
+                self._choose(fused[0])
+                return
         if entry.kind == "module":
             self.open(entry.key)
             self.on_module(entry.key)
