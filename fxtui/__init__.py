@@ -79,8 +79,10 @@ def profile(
     With ``compile=True`` the model is compiled by Inductor (``compile_mode``: ``"default"`` or
     ``"max-autotune-no-cudagraphs"``) and the rows are its kernel calls: ``row.kernel``, the source nodes it
     fuses (``row.fused_nodes``) and their modules (``row.fused_modules``), charged to their common ancestor
-    (``row.module_path``). The eager model runs beside it, interleaved: each module row carries ``eager_s`` and
-    ``compiled_s``, and ``report.compiled`` the compile time, graphs, kernels and the eager median.
+    (``row.module_path``). The eager model runs beside it, interleaved: each module row carries ``eager_s``,
+    ``compiled_s`` and ``fused_into`` (every module with eager time has one; one Inductor fused whole into an
+    ancestor's kernel has ``compiled_s`` 0), and ``report.compiled`` the compile time, graphs, kernels and the
+    eager median.
 
     Steps in which other processes (or the hypervisor) took the CPU from a run are left
     out of the statistics, never more than about half of them; ``report.disturbance`` says

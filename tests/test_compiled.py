@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import fxtui
-from fxtui.core.compiled import CompiledSummary, common_ancestor, even_split, module_comparison
+from fxtui.core.compiled import CompiledSummary, common_ancestor, even_split, fused_text, module_comparison
 from fxtui.core.errors import FxtuiError
 from fxtui.core.report import ReportData
 from fxtui.engine.render import header, module_table
@@ -172,6 +172,33 @@ def test_each_module_has_its_eager_time_beside_its_compiled_time(report: fxtui.R
     assert "compiled ÷ eager" in module_table(report)
 
 
+def test_a_module_fused_whole_into_an_ancestors_kernel_keeps_its_row_saying_where(tmp_path: Path) -> None:
+    report = _profiled("cnn")
+    summary = report.compiled
+    assert summary is not None
+    modules = {m.path: m for m in report.modules}
+    assert set(summary.eager_modules) <= set(modules)  # every module with eager time has a row
+    # Inductor fuses each block's batch norm and ReLU with the block's add: neither module has a kernel of its own.
+    whole = {p: m for p, m in modules.items() if m.nodes == 0}
+    assert {"block1.bn", "block1.relu", "block2.bn", "block2.relu"} <= set(whole), sorted(whole)
+    for path, m in whole.items():
+        assert m.eager_s == summary.eager_modules[path] and m.compiled_s == 0.0
+        # Where its work went: a kernel charged to each named module computes one of its nodes.
+        assert m.fused_into, path
+        for home in m.fused_into:
+            assert any(r.module_path == home and path in r.fused_modules for r in report.rows), (path, home)
+    line = next(line for line in module_table(report, top=0).splitlines() if line.startswith("block1.bn "))
+    assert f"fused into {modules['block1.bn'].fused_into[0] or '(root)'}" in line, line
+    # The JSON: compiled_s 0 and fused_into, read back as written.
+    path = tmp_path / "compiled.json"
+    path.write_text(report.to_json())
+    row = next(m for m in json.loads(path.read_text())["modules"] if m["path"] == "block1.bn")
+    assert row["compiled_s"] == 0.0 and row["eager_s"] > 0
+    assert row["fused_into"] == list(modules["block1.bn"].fused_into)
+    again = {m.path: m for m in ReportData.load(path).modules}
+    assert again["block1.bn"] == modules["block1.bn"]
+
+
 def test_the_json_carries_kernels_fused_nodes_and_module_times(report: fxtui.Report, tmp_path: Path) -> None:
     path = tmp_path / "compiled.json"
     path.write_text(report.to_json())
@@ -214,11 +241,35 @@ def test_compile_cannot_be_combined_with_train() -> None:
 
 def test_the_comparison_and_the_split_read_as_the_readme_says() -> None:
     assert module_comparison("layer3", 4.1e-3, 1.9e-3) == "layer3: 4.10 ms eager → 1.90 ms compiled (×0.46)"
+    assert module_comparison("maxpool", 11.1e-3, 0.0, ("",)) == "maxpool: 11.1 ms eager → fused into (root)"
+    assert module_comparison("flat", 1e-6, 0.0) == "flat: 1.00 µs eager → no kernel"
+    assert fused_text(("", "layer1.0")) == "fused into (root), layer1.0"
+    assert fused_text(("", "layer1.0"), most=1) == "fused into (root) +1"
     assert common_ancestor(["layer1.0.bn1", "layer1.0.relu", "layer1.1.conv1"]) == "layer1"
     assert common_ancestor(["layer1.0", "layer2.0"]) == ""
     split = even_split(("a.bn", "a.relu", "a.bn"), 3.0)
     assert split == {"a.bn": 2.0, "a.relu": 1.0} and math.isclose(sum(split.values()), 3.0)
     assert CompiledSummary.from_dict(CompiledSummary(kernels=3, eager_modules={"a": 1.0}).to_dict()).kernels == 3
+
+
+def test_the_module_tree_holds_modules_without_nodes_and_the_kernels_that_fuse_them() -> None:
+    from fxtui.core.nodes import NodeInfo, build_module_tree
+
+    def kernel(name: str, index: int, path: str, fused: tuple[str, ...]) -> NodeInfo:
+        return NodeInfo(name, index, "call_function", name, "fused", path, name, fused_modules=fused)
+
+    nodes = [
+        kernel("conv", 0, "conv1", ("conv1",)),
+        kernel("bn+relu+pool", 1, "", ("bn1", "relu", "maxpool", "layer1.0.conv1")),
+        kernel("layer1.0 · bn+add", 2, "layer1.0", ("layer1.0.bn1", "layer1.0")),
+    ]
+    tree = build_module_tree(nodes, {}, extra=["bn1", "relu", "maxpool", "layer1.0.bn1", "flatten"])
+    assert tree["maxpool"].nodes == () and tree["maxpool"].fused == ("bn+relu+pool",)
+    assert tree[""].children == ("conv1", "layer1", "bn1", "relu", "maxpool", "flatten")
+    # A kernel charged to the root that computes a node deep in layer1 holds some of layer1's and layer1.0's work.
+    assert tree["layer1"].fused == tree["layer1.0"].fused == ("bn+relu+pool",)
+    assert tree["layer1.0.bn1"].fused == ("layer1.0 · bn+add",)
+    assert tree["flatten"].fused == () and tree["conv1"].fused == ()  # a kernel of its own is not "fused into"
 
 
 def test_the_chrome_trace_nests_each_kernel_in_its_module_spans() -> None:

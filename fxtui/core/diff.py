@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fxtui.core.report import ReportData
-from fxtui.core.rows import NodeRow
+from fxtui.core.rows import ModuleRow, NodeRow
 from fxtui.core.units import format_bytes
 
 SPREAD_MARK = "~"
@@ -141,6 +141,9 @@ def diff_reports(before: ReportData, after: ReportData) -> RunDiff:
     ]
     b_mods = {m.path: m for m in before.modules}
     a_mods = {m.path: m for m in after.modules}
+    # A compiled model's module fused whole into an ancestor's kernel has no time of its own to compare: it is there.
+    a_mods = {p: m for p, m in a_mods.items() if not _fused_whole(m)}
+    b_mods = {p: m for p, m in b_mods.items() if not _fused_whole(m)}
     modules = [Change(p, p, b_mods[p].inclusive_s, a_mods[p].inclusive_s) for p in b_mods if p in a_mods]
     pair = ("forward", "backward") if before.training and after.training else ()
     if before.generation is not None and after.generation is not None:
@@ -161,6 +164,11 @@ def diff_reports(before: ReportData, after: ReportData) -> RunDiff:
         only_before=[n for n in b_rows if n not in a_rows],
         only_after=[n for n in a_rows if n not in b_rows],
     )
+
+
+def _fused_whole(module: ModuleRow) -> bool:
+    """A compiled model's module with no kernel of its own (its eager time shown beside where its work went)."""
+    return module.compiled_s is not None and module.nodes == 0
 
 
 def _within_spread(before: NodeRow, after: NodeRow) -> bool:

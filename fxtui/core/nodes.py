@@ -131,23 +131,50 @@ class ModuleInfo:
     """Names of the FX nodes directly in this module (not in its children), graph order."""
     leaf_fallback: bool = False
     """True when tracing kept this module whole because its code could not be traced."""
+    fused: tuple[str, ...] = ()
+    """With ``--compile``: kernels charged to a module above this one that compute some of its (subtree's) source
+    nodes, graph order. A module Inductor fused whole into such kernels holds no node and has only these."""
 
 
 def build_module_tree(
-    nodes: Sequence[NodeInfo], module_classes: Mapping[str, str], leaf_modules: Sequence[str] = ()
+    nodes: Sequence[NodeInfo],
+    module_classes: Mapping[str, str],
+    leaf_modules: Sequence[str] = (),
+    extra: Iterable[str] = (),
 ) -> dict[str, ModuleInfo]:
-    """The module tree (root ``""`` → ``layer1`` → ``layer1.0``) holding every node's path."""
+    """The module tree (root ``""`` → ``layer1`` → ``layer1.0``) holding every node's path.
+
+    ``extra`` are module paths the tree holds even with no node of their own (a compiled model's modules
+    whose work Inductor fused into a kernel charged to an ancestor); each module records such kernels
+    (:attr:`ModuleInfo.fused`).
+    """
     direct: dict[str, list[str]] = {"": []}
     children: dict[str, list[str]] = {"": []}
 
+    def add(path: str) -> None:
+        for parent, child in itertools.pairwise(module_ancestors(path)):
+            if child not in direct:
+                direct[child] = []
+                children[child] = []
+                children[parent].append(child)
+
     for node in nodes:
-        chain = module_ancestors(node.module_path)
-        for parent, path in itertools.pairwise(chain):
-            if path not in direct:
-                direct[path] = []
-                children[path] = []
-                children[parent].append(path)
+        add(node.module_path)
         direct[node.module_path].append(node.name)
+    for path in extra:
+        add(path)
+    fused: dict[str, list[str]] = {}
+    for node in nodes:
+        # The modules between the one a kernel is charged to and each module it fuses nodes of.
+        below = len(module_ancestors(node.module_path))
+        for path in dict.fromkeys(node.fused_modules):
+            chain = module_ancestors(path)
+            if chain[below - 1 : below] != [node.module_path]:
+                continue  # not under the module it is charged to (a kernel always is: their common ancestor)
+            for inner in (p for p in chain[below:] if p in direct):
+                held = fused.setdefault(inner, [])
+                if node.name not in held:
+                    held.append(node.name)
     leaves = set(leaf_modules)
     return {
         path: ModuleInfo(
@@ -157,6 +184,7 @@ def build_module_tree(
             children=tuple(children[path]),
             nodes=tuple(direct[path]),
             leaf_fallback=path in leaves,
+            fused=tuple(fused.get(path, ())),
         )
         for path in direct
     }

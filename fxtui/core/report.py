@@ -19,7 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
 from fxtui.core.columns import sort_column
-from fxtui.core.compiled import CompiledSummary
+from fxtui.core.compiled import CompiledSummary, fused_into
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
@@ -102,7 +102,9 @@ class ReportData(RunFiguresMixin):
     """``generate()`` calls (``--generate``): time to first token, per token, the KV cache; rows carry their phase."""
     compiled: CompiledSummary | None = None
     """A compiled model (``--compile``): compile time, graphs, kernels, the eager median and each module's eager
-    time; rows are kernel calls (``kernel``, ``fused_nodes``), modules carry ``eager_s`` and ``compiled_s``."""
+    time; rows are kernel calls (``kernel``, ``fused_nodes``), modules carry ``eager_s``, ``compiled_s`` and
+    ``fused_into`` (every module with eager time has a row: one Inductor fused whole into an ancestor's kernel has
+    ``compiled_s`` 0)."""
 
     # -- derived figures -----------------------------------------------------------
 
@@ -263,15 +265,16 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
         i = plan.index.get(path)
         work = flops[i] if i is not None and counted[i] else None
         mem = memory.get(path)
+        info = graph.modules[path]
         out.append(
             ModuleRow(
                 path=path,
-                class_name=graph.modules[path].class_name,
+                class_name=info.class_name,
                 inclusive_s=m.inclusive_s,
                 self_s=m.self_s,
                 pct=m.pct,
                 nodes=m.nodes,
-                leaf_fallback=graph.modules[path].leaf_fallback,
+                leaf_fallback=info.leaf_fallback,
                 flops=work,
                 gflops_s=work / m.inclusive_s / 1e9 if work and m.inclusive_s > 0 else None,
                 forward_s=m.forward_s,
@@ -284,6 +287,7 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
                 saved_bytes=mem.saved_bytes if mem and graph.training else None,
                 eager_s=compiled.eager_of(path) if compiled else None,
                 compiled_s=m.inclusive_s if compiled else None,
+                fused_into=fused_into(info, graph.by_name) if compiled else (),
             )
         )
     return out

@@ -129,7 +129,10 @@ class ModuleRow:
     eager_s: float | None = None
     """With ``--compile``: the module's eager time (Σ of its eager ATen op medians), measured in the same session."""
     compiled_s: float | None = None
-    """With ``--compile``: the module's compiled time (Σ of the medians of the kernels charged to its subtree)."""
+    """With ``--compile``: the module's compiled time (Σ of the medians of the kernels charged to its subtree);
+    0 for a module with no kernel of its own (:attr:`fused_into` says where its work went)."""
+    fused_into: tuple[str, ...] = ()
+    """With ``--compile``: the modules above it whose kernels compute some of its source nodes (``""``: the root)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
@@ -138,7 +141,8 @@ class ModuleRow:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModuleRow:
         """The row :meth:`to_dict` wrote."""
-        return _build(cls, data, class_name="", self_s=0.0, pct=0.0, nodes=0, leaf_fallback=False)
+        row: ModuleRow = _build(cls, data, class_name="", self_s=0.0, pct=0.0, nodes=0, leaf_fallback=False)
+        return replace(row, fused_into=tuple(row.fused_into))  # a JSON list
 
 
 #: The fields a :class:`NodeRow` reads through from its parts.

@@ -13,6 +13,7 @@ import tabulate
 from fxtui.core import memory_policy
 from fxtui.core.captures import capture_mode
 from fxtui.core.columns import check_extra, headless_columns
+from fxtui.core.compiled import fused_text
 from fxtui.core.filters import FilterSpec, path_matches
 from fxtui.core.generation import phase_share
 from fxtui.core.nodes import Spread
@@ -109,11 +110,15 @@ def table(
 
 
 def module_table(report: ReportData, top: int | None = 20, path: str = "") -> str:
-    """Module paths by inclusive time: class, inclusive, self, % of run, nodes, GFLOP/s."""
+    """Module paths by inclusive time (a compiled model's by the larger of its eager and compiled time): class,
+    inclusive, self, % of run, nodes, GFLOP/s."""
     mods = [m for m in report.modules if path_matches(m.path, path)] if path else list(report.modules)
     if report.generation is not None:
         return generate_module_table(report, mods, top)
-    mods.sort(key=lambda m: (-m.inclusive_s, m.path))
+    if report.compiled is not None:  # by the larger time: a module fused whole into its parent's kernel has 0 compiled
+        mods.sort(key=lambda m: (-max(m.inclusive_s, m.eager_s or 0.0), m.path))
+    else:
+        mods.sort(key=lambda m: (-m.inclusive_s, m.path))
     shown = mods[:top] if top else mods
     body = [
         [
@@ -147,6 +152,8 @@ def _eager_cells(m: ModuleRow) -> list[str]:
     """A compiled model's module: its eager time, and its compiled time as a multiple of it."""
     if not m.eager_s:
         return ["–", "–"]
+    if not m.nodes:  # no kernel of its own: where its work went
+        return [format_seconds(m.eager_s), fused_text(m.fused_into)]
     return [format_seconds(m.eager_s), f"×{m.inclusive_s / m.eager_s:.2f}"]
 
 

@@ -178,10 +178,14 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         # The app's: a preference kept for the session, whatever screen is shown.
-        "app.tree_order", "g", "Tree order", MAIN,
-        "tree: siblings in graph order, or slowest first; kept for the session (a module's direct ops that "
-        "take little time are folded into one line, `34 small ops`, which → or Enter opens)", show=False,
-        palette="Tree order", palette_help="Siblings in graph order or slowest first", needs_graph=True,
+        "app.tree_order", "g", "Tree order: graph, slowest first (compiled: least saved)", MAIN,
+        "tree: siblings in graph order, or slowest first — with `--compile`, the smallest saving (eager − compiled) "
+        "first, where compiling helped least, and modules fused whole into an ancestor's kernel last; kept for the "
+        "session (a module's direct ops that take little time are folded into one line, `34 small ops`, which → or "
+        "Enter opens)", show=False,
+        palette="Tree order",
+        palette_help="Siblings in graph order or slowest first (compiled: the smallest saving first)",
+        needs_graph=True,
     ),
     Action(
         "explain", "x", "Explain node", MAIN, "which aten operators the selected node runs, and their share of it",

@@ -168,10 +168,12 @@ class FxtuiApp(App[None]):
         self.push_screen(HelpScreen(help_rows(PROFILER_GROUPS)))
 
     def action_tree_order(self) -> None:
-        """The module tree's siblings in graph order, or slowest first: kept until the app ends."""
+        """The module tree's siblings in graph order, or slowest first (a compiled model's: the smallest saving
+        first): kept until the app ends."""
         tree = self.main.module_tree
         tree.by_time = not tree.by_time
-        self.notify("tree: slowest first" if tree.by_time else "tree: graph order", timeout=2)
+        first = "smallest saving first" if tree.eager is not None else "slowest first"
+        self.notify(f"tree: {first}" if tree.by_time else "tree: graph order", timeout=2)
 
     def on_unmount(self) -> None:
         # However the app ends (an exception included), the session must not keep running.

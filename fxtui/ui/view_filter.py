@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from fxtui.core.column_table import column_map
 from fxtui.core.filters import FilterSpec, NodeColumns, matches
-from fxtui.core.nodes import PHASES, NodeInfo
+from fxtui.core.nodes import PHASES, NodeInfo, module_ancestors
 from fxtui.core.rollup import ModulePlan
 from fxtui.core.snapshot import OPCODES, GraphInfo, Snapshot
 from fxtui.ui.selection import Selection
@@ -91,7 +92,8 @@ class Shown:
     """The nodes, graph order (a :class:`Selection` of the graph's, but for the empty view before one)."""
     names: frozenset[str]
     modules: frozenset[str]
-    """Module paths holding at least one of the nodes in their subtree (the branches the tree keeps)."""
+    """Module paths holding at least one of the nodes in their subtree (the branches the tree keeps), and a
+    compiled model's modules that hold none but whose work a kernel among the nodes computes."""
     spec: FilterSpec = DEFAULT_FILTER
     mask: bytes = b""
     """For each node of the graph (graph order), 1 when ``spec`` lets it through."""
@@ -114,9 +116,12 @@ class Shown:
         if shown is None:
             selected = NodeColumns.of(graph.nodes).mask(spec)
             nodes = Selection.of_mask(graph, selected)
+            names = frozenset(nodes.names)
             plan = graph.module_plan
             modules = frozenset(itertools.compress(plan.paths, plan.holding(selected).tobytes())) | {""}
-            shown = cls(nodes, frozenset(nodes.names), modules, spec, selected.tobytes())
+            if 0 in plan.counts:  # a compiled model's modules fused whole into an ancestor's kernels
+                modules |= _fused_whole(graph, spec, names)
+            shown = cls(nodes, names, modules, spec, selected.tobytes())
             if len(kept) >= 4:
                 del kept[next(iter(kept))]
         kept[spec] = kept.pop(spec, shown)  # the most recent last
@@ -132,6 +137,19 @@ class Shown:
         # The module's nodes and those below it (the module plan's, graph order) that the filter keeps.
         subtree = nodes.graph.module_plan.subtree(scope)
         return Selection(nodes.graph, subtree[np.frombuffer(self.mask, dtype=bool)[subtree]])
+
+
+def _fused_whole(graph: GraphInfo, spec: FilterSpec, shown: AbstractSet[str]) -> set[str]:
+    """Modules holding no node (a compiled model's, fused whole into kernels charged to an ancestor) to list,
+    with their ancestors: each where a kernel holding its work is shown; one no kernel computes, unfiltered."""
+    plan, modules = graph.module_plan, graph.modules
+    narrowed = bool(spec.path or spec.types or spec.phases)
+    out: set[str] = set()
+    for path, count in zip(plan.paths, plan.counts, strict=True):
+        fused = modules[path].fused
+        if count == 0 and (any(n in shown for n in fused) if fused else not narrowed):
+            out.update(module_ancestors(path))
+    return out
 
 
 def prepare(graph: GraphInfo) -> None:

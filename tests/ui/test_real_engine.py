@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import signal
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakes import tree_entries
 from textual.pilot import Pilot
 
 from fxtui.core.errors import FxtuiError
@@ -23,6 +25,8 @@ from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.live_command import finish, make_app
 from fxtui.ui.app import FxtuiApp
+from fxtui.ui.widgets.module_tree import Entry
+from fxtui.ui.widgets.status_bar import StatusBar
 
 MODEL = textwrap.dedent(
     """
@@ -34,6 +38,29 @@ MODEL = textwrap.dedent(
     """
 )
 SIZE = (120, 36)
+#: A tiny CNN for --compile: Inductor fuses the batch norm, the ReLU and the pool (three top-level modules) into
+#: one kernel of the root, and calls extern kernels for the convolution and the linear layer.
+CNN = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.relu = nn.ReLU()
+            self.pool = nn.MaxPool2d(2)
+            self.fc = nn.Linear(8 * 8 * 8, 4)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.pool(self.relu(self.bn(self.conv(x)))), 1))
+
+    def make():
+        return Tiny().eval(), (torch.randn(2, 3, 16, 16),)
+    """
+)
 
 
 @pytest.fixture
@@ -130,3 +157,34 @@ def test_sigterm_in_a_real_terminal_leaves_the_alternate_screen_and_shows_the_cu
     assert b"\x1b[?1049l" in rest and b"\x1b[?25h" in rest  # alternate screen left, cursor shown
     assert b"\x1b[?1000l" in rest or b"\x1b[?1003l" in rest  # mouse reporting off
     assert b"the figures shown were saved to" in tail
+
+
+async def test_a_compiled_model_shows_kernels_eager_beside_compiled_and_its_compile(tmp_path: Path) -> None:
+    (tmp_path / "cnn.py").write_text(CNN)
+    app = make_app(RunSettings(Target(f"{tmp_path / 'cnn.py'}:make", compile=True), threads=(1,), warmup=1))
+    async with app.run_test(size=SIZE) as pilot:
+        shown = await wait_for(pilot, app, lambda s: s.runs >= 2 and s.compiled is not None and s.nodes)
+        await pilot.pause()
+        graph, main = shown.graph, app.main
+        assert graph is not None and graph.capture == "compiled"
+        # The table's rows are kernel calls: extern calls and kernels Inductor generated.
+        kernels = {n.name: n.kernel for n in graph.nodes}
+        assert main.table.row_names and set(main.table.row_names) <= set(kernels)
+        assert any(k.startswith("extern_kernels.") for k in kernels.values()), kernels
+        assert any(k.startswith("cpp_fused") for k in kernels.values()), kernels
+        # The header: the compile, the kernels, eager against compiled.
+        status = str(main.query_one(StatusBar).render())
+        assert re.search(r"\(default\) compiled in [\d.]+ m?s · \d+ kernels", status), status
+        assert re.search(r"eager [\d.]+ [mµ]s → compiled [\d.]+ [mµ]s", status), status
+        # The tree: the convolution's module line reads eager → compiled ×ratio.
+        tree = main.module_tree
+        folded = tree.folded_node("conv")
+        conv = Entry("node", folded) if folded is not None else Entry("module", "conv")
+        assert tree.line_of(conv) is not None, tree_entries(tree)
+        assert re.search(r"[\d.]+ [mµ]s → +[\d.]+ [mµ]s +×\d+\.\d\d", tree.label_text(conv)), tree.label_text(conv)
+        # The pool has no kernel of its own: its line gives its eager time and where its work went.
+        assert graph.modules["pool"].nodes == (), graph.modules["pool"]
+        assert tree.line_of(Entry("module", "pool")) is not None, tree_entries(tree)
+        assert re.search(r"[\d.]+ [mµ]s → fused into \(root\)", tree.label_text(Entry("module", "pool")))
+        await pilot.press("q")
+    assert finish(app) == 0

@@ -116,7 +116,7 @@ def describe_kernels(
     dtype: str,
     threads: int,
 ) -> GraphInfo:
-    """The kernel calls as nodes, each under its source nodes' common module."""
+    """The kernel calls as nodes, each under its source nodes' common module; every module with eager ops a line."""
     infos = []
     rooted = 0
     for i, (kernel, name) in enumerate(zip(timer.kernels, timer.names, strict=True)):
@@ -146,7 +146,12 @@ def describe_kernels(
             f"{rooted} of {len(infos)} kernel calls are charged to the root: they fuse nodes of several top-level "
             "modules, or of the model's own forward"
         )
+    # Every module the eager run has ops in gets a line, those Inductor fused whole into an ancestor's kernel too:
+    # their eager time has to show somewhere, beside where their work went.
+    eager_paths = list(dict.fromkeys(runs.eager_paths))
     all_classes = {"": model, **{p: c for p, c in classes.items() if p}}
+    for path, sub in runs.module.named_modules():
+        all_classes.setdefault(path, type(sub).__name__)
     for info in infos:
         for ancestor in module_ancestors(info.module_path):
             all_classes.setdefault(ancestor, "")
@@ -156,7 +161,7 @@ def describe_kernels(
         dtype=dtype,
         threads=threads,
         nodes=tuple(infos),
-        modules=build_module_tree(infos, all_classes),
+        modules=build_module_tree(infos, all_classes, extra=eager_paths),
         capture="compiled",
         graphs=runs.graphs,
         breaks=program.breaks,

@@ -14,6 +14,7 @@ modules and heavy ops stay in view. Siblings are in graph order, or slowest firs
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, ClassVar
@@ -22,6 +23,7 @@ from rich.cells import cell_len
 from textual.reactive import var
 
 from fxtui.core.column_table import column_map
+from fxtui.core.compiled import fused_into, fused_text
 from fxtui.core.nodes import NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.outline_view import OutlineView
@@ -134,11 +136,18 @@ class ModuleTree(OutlineView):
         """Slowest first: a module by its inclusive time, a node by its median, a group by its ops' sum."""
         if entry.kind == "module":
             if self.eager is not None:  # a compiled model: the smallest saving first, where compiling helped least
+                if self._fused_whole(entry.key):
+                    return math.inf  # last: its work is in an ancestor's kernel, its saving not its own to show
                 return self.eager.get(entry.key, 0.0) - self.totals.get(entry.key, 0.0)
             return -self.totals.get(entry.key, 0.0)
         if entry.kind == "group":
             return -self._group_seconds(entry.key)
         return -self._medians.get(entry.key, 0.0)
+
+    def _fused_whole(self, path: str) -> bool:
+        """A compiled model's module that holds no kernel: Inductor fused its work into an ancestor's kernels."""
+        graph = self.outline.graph
+        return graph is not None and graph.module_plan.counts[graph.module_plan.index[path]] == 0
 
     def _group_seconds(self, key: str) -> float:
         medians = self._medians
@@ -206,7 +215,14 @@ class ModuleTree(OutlineView):
 
     def entry_selected(self, entry: Entry) -> None:
         """Enter: a module's branch opens and the table shows it; a group of small ops opens or closes; a node
-        is selected."""
+        is selected. A compiled model's module fused whole into an ancestor's kernel has nothing to list: the
+        first kernel holding its work is selected."""
+        graph = self.outline.graph
+        if entry.kind == "module" and graph is not None and self._fused_whole(entry.key):
+            fused = [n for n in graph.modules[entry.key].fused if n in self.outline.nodes]
+            if fused:
+                self._choose(fused[0])
+                return
         if entry.kind == "module":
             self.open(entry.key)
             self.on_module(entry.key)
@@ -341,7 +357,10 @@ class ModuleTree(OutlineView):
             return fit_phase_label(name, kind, flag, *self.phases.shares(entry.key), width, indent)
         share = 100.0 * seconds / self.run_s if seconds is not None and self.run_s else None
         if self.eager is not None and (entry.kind == "module" or folded):  # a one-kernel module reads as a module
-            return fit_compiled_label(name, kind, flag, self.eager.get(module), seconds, share, width, indent)
+            fused = None
+            if entry.kind == "module" and self._fused_whole(module):
+                fused = fused_text(fused_into(graph.modules[module], graph.by_name), most=1)
+            return fit_compiled_label(name, kind, flag, self.eager.get(module), seconds, share, width, indent, fused)
         if entry.kind == "node" and graph.generating and stats is not None:
             share = stats.pct  # of its own phase
         backward_share = 100.0 * backward / self.run_s if self.run_s else 0.0

@@ -18,6 +18,8 @@ BAR_FROM = 56
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 #: Each phase's bar in a generation's module line (two of them: the prefill's and the decode step's).
 PHASE_BAR_WIDTH = 4
+#: Cells of a compiled model's module times: `` 4.10 ms →   1.90 ms  ×0.46``.
+_COMPILED_TIMES = 29
 #: The backward part of a training step's bar: a lighter shade, told apart without colour too.
 BACKWARD_BLOCK = "▒"
 
@@ -157,14 +159,25 @@ def fit_compiled_label(
     share: float | None,
     width: int,
     indent: int,
+    fused: str | None = None,
 ) -> list[Part]:
     """A compiled model's module: its eager time → its compiled time, the ratio, and its share of the run.
 
     ``4.10 ms → 1.90 ms ×0.46`` (then the bar, from :data:`BAR_FROM` cells); a narrow tree keeps the ratio.
     A module whose eager run has no op of its own (its work fused into a kernel of its ancestor) reads ``–``.
+    ``fused`` (a module with no kernel of its own: :func:`fxtui.core.compiled.fused_text`) takes the place of the
+    compiled time, ratio and bar: ``11.1 ms → fused into (root)``.
     """
     ratio = f"×{compiled / eager:4.2f}" if eager and compiled is not None else "    –"
     numbers: list[Part]
+    if fused is not None:
+        if width < TIME_FROM:
+            text = f" {'fused' if fused.startswith('fused') else '–':>6}"
+        else:
+            # As wide as a line with times (and bar), so the eager times line up; a longer text takes the name's room.
+            room = _COMPILED_TIMES + (1 + BAR_WIDTH if width >= BAR_FROM else 0)
+            text = f" {format_seconds(eager):>9} → {fused}".ljust(room)
+        return _fit_head(name, kind, flag, [(text, "module-tree--time")], width, indent)
     if width >= TIME_FROM:
         numbers = [(f" {format_seconds(eager):>9} → {format_seconds(compiled):>9} {ratio:>6}", "module-tree--time")]
     else:

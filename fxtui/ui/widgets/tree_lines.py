@@ -44,6 +44,13 @@ def group_module(key: str) -> str | None:
     return key[: -len(SMALL) - 1] if key.endswith("." + SMALL) else None
 
 
+def fused_index(graph: GraphInfo, path: str) -> int:
+    """Where a module holding no node is listed among its siblings: at the first kernel holding its work (a
+    compiled model's module fused whole into an ancestor's kernel; resnet18's ``maxpool`` after ``conv1``)."""
+    by_name = graph.by_name
+    return min((by_name[n].index for n in graph.modules[path].fused if n in by_name), default=0)
+
+
 class Outline:
     """The modules and nodes of ``graph`` that a filter lets through, and the lines of the open branches.
 
@@ -114,7 +121,8 @@ class Outline:
             # A module's own nodes are in graph order: the first visible one is the earliest of them.
             own = next((by_name[n].index for n in info.nodes if n in nodes), None)
             firsts = [self.first_index(c) for c in info.children if c in self.modules]
-            first = self._first_index[path] = min(firsts if own is None else [own, *firsts], default=0)
+            firsts = firsts if own is None else [own, *firsts]
+            first = self._first_index[path] = min(firsts) if firsts else fused_index(self.graph, path)
         return first
 
     def display_parent(self, name: str) -> str:
@@ -370,5 +378,6 @@ class _Listing:
         if first is None:
             info = self.graph.modules[path]
             own = [self.graph.by_name[info.nodes[0]].index] if info.nodes else []
-            first = self._first[path] = min([*own, *(self._first_index(c) for c in info.children)], default=0)
+            firsts = [*own, *(self._first_index(c) for c in info.children)]
+            first = self._first[path] = min(firsts) if firsts else fused_index(self.graph, path)
         return first
