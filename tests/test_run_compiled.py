@@ -175,3 +175,17 @@ def test_a_hook_run_eagerly_runs_at_every_call_of_a_compiled_module_and_stays_ou
     assert seen.count("Net") == 3
     assert "Linear" not in seen  # inside the compiled forward: traced, and left out of the graph
     assert graphs == 1
+
+
+def test_the_agent_leaves_the_programs_warning_filters_as_they_were() -> None:
+    """fxtui.watch() ends inside the caller's process: torch's warning about global hooks is the caller's again."""
+    import warnings
+
+    from fxtui.engine.run.agent import Agent
+
+    before = list(warnings.filters)
+    agent = Agent(lambda message: None)
+    agent.install()
+    assert len(warnings.filters) == len(before) + 1 and "global hooks" in str(warnings.filters[0][1].pattern)
+    agent.uninstall()
+    assert warnings.filters == before

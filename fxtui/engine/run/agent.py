@@ -42,7 +42,6 @@ import statistics
 import sys
 import time
 import traceback
-import warnings
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -59,7 +58,7 @@ from fxtui.engine.capture.eager_kernels import CompiledKernels
 from fxtui.engine.capture.op_namer import OpNamer, is_stateless
 from fxtui.engine.run import wire
 from fxtui.engine.run.agent_options import AgentOptions
-from fxtui.engine.run.agent_wrap import wrap_call
+from fxtui.engine.run.agent_wrap import quiet_hooks_warning, wrap_call
 from fxtui.engine.run.generate_watch import GenerateWatch, resolve_step
 
 #: Sample at most one step in this many.
@@ -69,8 +68,6 @@ MAX_EVERY = 200
 #: Sampled steps taken one in :data:`MIN_EVERY` before the budget sets the pace: figures soon, in every run.
 FIRST_SAMPLES = 8
 
-#: The start of torch's warning about global module hooks and ``torch.compile(module)``.
-_HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
 
 _DATA, _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = (STEP_PHASES.index(p) for p in STEP_PHASES)
 _clock = time.perf_counter_ns
@@ -144,8 +141,7 @@ class Agent:
         self.generate.install(self._generate_enter, lambda: None)
         self.kernels.install()
         run_eagerly(self._global_pre, self._root_pre, self._root_post, self._optimizer_pre, self._optimizer_post)
-        # torch warns that global module hooks fire twice around a compiled module: fxtui's know (they step aside).
-        warnings.filterwarnings("ignore", message=_HOOKS_WARNING, category=UserWarning)
+        self._undo.append(quiet_hooks_warning())
 
     def uninstall(self) -> None:
         """Remove every hook and wrapper (the program goes on as if never watched)."""

@@ -1,8 +1,9 @@
 """The agent's wrappers of torch's functions and methods that mark a phase (backward, a DataLoader's next batch,
-``zero_grad``, gradient clipping)."""
+``zero_grad``, gradient clipping), and the one warning of torch's its hooks would cause."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -42,3 +43,21 @@ class Named:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+
+#: The start of torch's warning about global module hooks and ``torch.compile(module)``.
+_HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
+
+
+def quiet_hooks_warning() -> Callable[[], None]:
+    """Silence torch's warning that global module hooks fire twice around a compiled module (fxtui's know: they
+    step aside); the undo, which leaves the program's warning filters as they were."""
+    warnings.filterwarnings("ignore", message=_HOOKS_WARNING, category=UserWarning)
+    added = warnings.filters[0]
+
+    def undo() -> None:
+        if added in warnings.filters:
+            warnings.filters.remove(added)
+            getattr(warnings, "_filters_mutated", lambda: None)()  # the per-module caches of warnings seen
+
+    return undo
