@@ -189,3 +189,23 @@ def test_the_agent_leaves_the_programs_warning_filters_as_they_were() -> None:
     assert len(warnings.filters) == len(before) + 1 and "global hooks" in str(warnings.filters[0][1].pattern)
     agent.uninstall()
     assert warnings.filters == before
+
+
+def test_a_compiled_graph_fxtui_cannot_time_is_said_once_as_the_programs_warning() -> None:
+    """A torch whose generated wrapper fxtui cannot read: its kernels stay in <compiled>, and the header says why."""
+    from fxtui.core.snapshot import State
+    from fxtui.engine.capture.eager_kernels import CompiledKernels
+    from fxtui.engine.run import wire
+    from fxtui.engine.run.collector import Collector
+
+    kernels = CompiledKernels()
+    assert kernels.unsaid() == ""
+    kernels.failed = "a compiled graph's kernels are not timed: no call function in Inductor's wrapper"
+    note = kernels.unsaid()
+    assert note == kernels.failed and kernels.unsaid() == ""  # said once
+    collector = Collector(("train.py",), warmup=0)
+    collector.receive(wire.Hello(1, ("train.py",), "2", 2))
+    collector.receive(wire.Step(0, "train", 1000, (0, 500, 500, 0, 0, 0), False, False, note=note))
+    collector.receive(wire.Bye(1))
+    program = collector.snapshot(State.DONE).program
+    assert program is not None and program.note == note

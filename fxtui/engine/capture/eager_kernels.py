@@ -121,6 +121,7 @@ class CompiledKernels:
         self.wrappers: list[TimedWrapper] = []
         self.failed = ""
         """Why a graph's kernels could not be timed (its wrapper has a form fxtui does not know)."""
+        self._said = ""
         self._seen = 0
         self._finders: list[AfterImport | None] = []
         self._cache: tuple[Any, bool] | None = None
@@ -165,6 +166,13 @@ class CompiledKernels:
             except (ValueError, SyntaxError, OSError) as e:
                 self.failed = f"a compiled graph's kernels are not timed: {e}"
         self._seen = len(cache)
+
+    def unsaid(self) -> str:
+        """:attr:`failed`, the first time it is asked after it changed (``""`` otherwise)."""
+        if self.failed == self._said:
+            return ""
+        self._said = self.failed
+        return self.failed
 
     # -- a sampled step -------------------------------------------------------------------------
 

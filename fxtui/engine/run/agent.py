@@ -277,7 +277,7 @@ class Agent:
             nodes, roots = self.namer.take_new()
             generation = tuple(c.summary() for c in calls)
             step = wire.Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots,
-                             start_ns=self._start, faults=faults)  # fmt: skip
+                             start_ns=self._start, faults=faults, note=self.kernels.unsaid())  # fmt: skip
             self.send(dataclasses.replace(step, generation=generation) if generation else step)
             self._learn(wall, sampled, self.describing)
             self.index += 1

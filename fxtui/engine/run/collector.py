@@ -79,11 +79,13 @@ class Collector:
         """Take one message from the agent (``agent``: which of the program's processes sent it)."""
         if isinstance(message, wire.Step):
             self._step(message)
+            if message.note:  # shown as the program's warning, as the agent's own failure is
+                self.failed = message.note
         elif isinstance(message, wire.Hello):
             self.hello = message
             self._replace(pid=message.pid)
         elif isinstance(message, wire.Bye):
-            self.failed = message.failed
+            self.failed = message.failed or self.failed
 
     def trace(self) -> list[tuple[str, float, float]]:
         """The latest sampled step as ``(node name, start s, duration s)``, the clock's own seconds (one clock for

@@ -84,6 +84,8 @@ class Step:
     """The step's ``generate()`` calls (a step is one call in a program without an optimizer)."""
     faults: int = -1
     """A sampled step's minor page faults (the program's process, every thread); -1 where not counted."""
+    note: str = ""
+    """Something the agent could not do, said once (a compiled graph whose kernels it cannot time)."""
 
 
 @dataclass(frozen=True)
