@@ -113,6 +113,17 @@ def fused_text(fused: tuple[str, ...], most: int | None = None) -> str:
     return f"fused into {named}{more}"
 
 
+def kernel_type(label: str) -> str:
+    """A kernel row's type: ``fused`` (``bn+relu (fused)``), ``kernel`` (``conv (kernel)``), else the label itself
+    (an extern call's operation, ``convolution``)."""
+    return "fused" if label.endswith(" (fused)") else "kernel" if label.endswith(" (kernel)") else label
+
+
+def kernel_text(kernel: str, fused_nodes: tuple[str, ...]) -> str:
+    """A kernel row's node text: ``cpp_fused_relu_3  ← layer1.0.bn1 · batch_norm, layer1.0 · relu``."""
+    return f"{kernel}  ← " + ", ".join(fused_nodes)
+
+
 def common_ancestor(paths: list[str] | tuple[str, ...]) -> str:
     """The deepest module path that holds every one of ``paths`` (``""``: the root)."""
     if not paths:

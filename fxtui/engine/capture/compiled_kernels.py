@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fxtui.core.compiled import common_ancestor
+from fxtui.core.compiled import common_ancestor, kernel_text, kernel_type
 from fxtui.core.nodes import NodeInfo, build_module_tree, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 from fxtui.engine.capture.kernel_code import KernelOrigin, extern_op
@@ -121,22 +121,22 @@ def describe_kernels(
     rooted = 0
     for i, (kernel, name) in enumerate(zip(timer.kernels, timer.names, strict=True)):
         paths = tuple(p for _, p in kernel.sources)
+        fused = tuple(d for d, _ in kernel.sources)
         path = common_ancestor(list(paths))
         rooted += path == ""
-        label = kernel_label(kernel)
         infos.append(
             NodeInfo(
                 name=name,
                 index=i,
                 op="call_function",
                 target=kernel.origin.kernel,
-                type_name=label.split(" (")[0] if kernel.origin.extern else ("fused" if len(paths) > 1 else "kernel"),
+                type_name=kernel_type(kernel_label(kernel)),
                 module_path=path,
-                node_text=f"{kernel.origin.kernel}  ← " + ", ".join(d for d, _ in kernel.sources),
+                node_text=kernel_text(kernel.origin.kernel, fused),
                 source=kernel.source_line,
                 graph=kernel.graph,
                 kernel=kernel.origin.kernel,
-                fused_nodes=tuple(d for d, _ in kernel.sources),
+                fused_nodes=fused,
                 fused_modules=paths,
             )
         )

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fxtui.core.compiled import kernel_text, kernel_type
 from fxtui.core.generation import GENERATE_PHASES
 from fxtui.core.nodes import NodeInfo, build_module_tree, module_ancestors
 from fxtui.core.snapshot import GraphInfo
@@ -144,12 +145,11 @@ def _kernel_info(info: NodeInfo, node: EagerNode, prefixes: dict[int, str]) -> N
     prefix = prefixes.get(node.root, "")
     modules = tuple(".".join(p for p in (prefix, path) if p) for path in node.fused_modules)
     fused = tuple(f"{prefix}.{name}" if prefix and " · " in name else name for name in node.fused_nodes)
-    label = node.label.lstrip("∇")
     return dataclasses.replace(
         info,
         kernel=node.kernel,
         fused_nodes=fused,
         fused_modules=modules,
-        type_name="fused" if label.endswith("(fused)") else "kernel" if label.endswith("(kernel)") else label,
-        node_text=f"{node.kernel}  ← " + ", ".join(fused),
+        type_name=kernel_type(node.label.lstrip("∇")),
+        node_text=kernel_text(node.kernel, fused),
     )

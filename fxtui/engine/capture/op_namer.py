@@ -64,7 +64,7 @@ class OpNamer:
                 return i
         stateless = is_stateless(module)
         if stateless and type(module) in self._by_class:
-            return self._by_class[type(module)]
+            return self._by_class[type(module)]  # another of a class known by its class (a loss made every step)
         index = len(self.roots)
         self.roots.append(module)
         inner = _unwrapped(module)
@@ -83,6 +83,11 @@ class OpNamer:
         loss = isinstance(module, torch.nn.modules.loss._Loss)
         self.new_roots.append(RootModule(index, type(inner).__name__, classes, loss))
         return index
+
+    def by_class(self, module: torch.nn.Module) -> bool:
+        """``module`` is known by its class: one without parameters or buffers, of a root's class (see
+        :meth:`add_root`)."""
+        return type(module) in self._by_class and is_stateless(module)
 
     @property
     def known(self) -> int:

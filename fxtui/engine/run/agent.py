@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import socket
@@ -55,7 +56,7 @@ from fxtui.core.program_run import STEP_PHASES
 from fxtui.engine.capture.dynamo_skip import run_eagerly
 from fxtui.engine.capture.eager import OpRecorder
 from fxtui.engine.capture.eager_kernels import CompiledKernels
-from fxtui.engine.capture.op_namer import OpNamer, is_stateless
+from fxtui.engine.capture.op_namer import OpNamer
 from fxtui.engine.run import wire
 from fxtui.engine.run.agent_options import AgentOptions
 from fxtui.engine.run.agent_wrap import quiet_hooks_warning, wrap_call
@@ -161,7 +162,8 @@ class Agent:
     def _wrap(self, owner: Any, name: str, phase: int, mark: str) -> None:
         """Time calls of ``owner.name`` as ``phase``; an optimizer's method is owned by the optimizer, a function by
         its name (``clip_grad_norm_``)."""
-        self._undo.append(wrap_call(owner, name, lambda who: self._enter(phase, mark, who), lambda: self._exit(mark)))
+        enter, leave = functools.partial(self._enter, phase, mark), functools.partial(self._exit, mark)  # no frame each
+        self._undo.append(wrap_call(owner, name, enter, leave))
 
     # -- phases -------------------------------------------------------------------------------
 
@@ -189,7 +191,7 @@ class Agent:
             return
         if self._depth or any(module is r for r in self.roots):
             return  # inside a root, or a root whose own pre-hook runs next
-        if any(type(r) is type(module) for r in self.roots) and is_stateless(module):
+        if self.namer.by_class(module):
             return  # a fresh one of a stateless root (a loss made every step): its class's root already
         self._guard(self._root_seen, module)
         # The hooks a call runs were chosen before this one added the root's: run its pre-hook now.

@@ -56,8 +56,9 @@ def quiet_hooks_warning() -> Callable[[], None]:
     added = warnings.filters[0]
 
     def undo() -> None:
-        if added in warnings.filters:
-            warnings.filters.remove(added)
+        filters: list[Any] = warnings.filters  # type: ignore[assignment]  # a list, typed as a Sequence
+        if added in filters:
+            filters.remove(added)
             getattr(warnings, "_filters_mutated", lambda: None)()  # the per-module caches of warnings seen
 
     return undo
