@@ -13,18 +13,19 @@ parts of the program that never touch torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["FxtuiError", "Report", "__version__", "keep_freed_memory", "profile", "watch"]
+__all__ = ["FxtuiError", "Report", "Watch", "__version__", "keep_freed_memory", "profile", "watch"]
 
 if TYPE_CHECKING:
     import torch
 
     from fxtui.core.errors import FxtuiError
-    from fxtui.engine.allocator import keep_freed_memory
-    from fxtui.engine.report import Report
-    from fxtui.engine.run.watch import Watch
+    from fxtui.jobs.collector import Collector
+    from fxtui.measure.allocator import keep_freed_memory
+    from fxtui.report.api import Report
 
 
 def profile(
@@ -94,8 +95,8 @@ def profile(
     the nodes that refill them pay page faults (``report.faults_per_run``).
     """
     from fxtui.core.what_ifs import parse_what_ifs
-    from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
-    from fxtui.engine.thread_count import thread_limit
+    from fxtui.measure.pipeline import loaded_from_module, make_report, run_profile, session_for_module
+    from fxtui.measure.thread_count import thread_limit
 
     names = parse_what_ifs(what_ifs if isinstance(what_ifs, str) else ",".join(what_ifs)) if what_ifs else ()
     with thread_limit(threads):
@@ -112,7 +113,7 @@ def profile(
         )
         run_profile(session, runs, warmup)
         if names:
-            from fxtui.engine.whatif.run import run_what_ifs
+            from fxtui.measure.whatif.runner import run_what_ifs
 
             run_what_ifs(session, names)
         return make_report(session)
@@ -131,18 +132,81 @@ def watch(warmup: int = 5, every: int = 0) -> Watch:
     most 2% of its time) is timed per ATen op, charged to the module it runs in, forward and
     backward (``report.rows``, ``report.modules``). The hooks are removed when the block ends.
     """
-    from fxtui.engine.run.watch import Watch
-
     return Watch(warmup=warmup, every=every)
+
+
+class Watch:
+    """The agent of ``fxtui run`` inside the caller's own process (:func:`watch`); :meth:`report` gives what it
+    measured.
+
+    The steps, their phases and the sampled steps' nodes are found exactly as under ``fxtui run``
+    (:mod:`fxtui.agent`). The difference is where they are aggregated: here, in the caller's
+    thread at the end of each step (a few microseconds for an unsampled step, a millisecond or so
+    for a sampled one at a few hundred ops), since there is no other process to hand them to.
+    """
+
+    def __init__(self, warmup: int = 5, every: int = 0, name: str = "") -> None:
+        import threading
+
+        from fxtui.agent.agent import Agent
+        from fxtui.core.agent_contract import AgentOptions
+        from fxtui.jobs.collector import Collector
+
+        self.collector: Collector = Collector((name or _caller(),), warmup=warmup)
+        self._lock = threading.Lock()
+        self.agent = Agent(self._receive, AgentOptions(warmup, every))
+        self.active = False
+
+    def _receive(self, message: object) -> None:
+        with self._lock:
+            self.collector.receive(message)
+
+    def __enter__(self) -> Watch:
+        import os
+        import sys
+
+        import torch
+
+        from fxtui.core.agent_messages import Hello
+
+        self._receive(Hello(os.getpid(), tuple(sys.argv), torch.__version__, torch.get_num_threads()))
+        self.agent.install()
+        self.active = True
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.agent.finish()
+        self.agent.uninstall()
+        self.active = False
+        with self._lock:
+            self.collector.ended(1 if error is not None else 0)
+
+    def report(self) -> Report:
+        """What was measured so far (inside the block too): steps, phases, nodes and modules."""
+        from fxtui.core.snapshot import State
+        from fxtui.report.api import Report
+
+        with self._lock:
+            return Report.from_snapshot(self.collector.snapshot(State.RUNNING if self.active else State.DONE))
+
+
+def _caller() -> str:
+    """The name the report gives the watched code: the caller's file (a notebook says ``<ipython-input…>``)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "fxtui":
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame.f_code.co_filename.rsplit("/", 1)[-1] if frame is not None else "watch"
 
 
 def __getattr__(name: str) -> Any:
     if name == "Report":
-        from fxtui.engine.report import Report
+        from fxtui.report.api import Report
 
         return Report
     if name == "keep_freed_memory":
-        from fxtui.engine.allocator import keep_freed_memory
+        from fxtui.measure.allocator import keep_freed_memory
 
         return keep_freed_memory
     if name == "FxtuiError":

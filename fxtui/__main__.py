@@ -1,6 +1,6 @@
 """``python -m fxtui`` is the ``fxtui`` command."""
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 
 # The guard matters: the engine's child process is started with "spawn", which
 # imports the parent's main module again under another name.

@@ -38,7 +38,7 @@ def results() -> dict[str, str]:
 
 
 def module_of(mutant: str) -> str:
-    """``fxtui.core.diff.x_diff_reports__mutmut_3`` → ``fxtui.core.diff``."""
+    """``fxtui.report.diff.x_diff_reports__mutmut_3`` → ``fxtui.report.diff``."""
     parts = mutant.split(".")
     return ".".join(p for p in parts[:-1] if "ǁ" not in p and not p.startswith("x"))
 

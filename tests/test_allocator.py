@@ -13,7 +13,7 @@ import pytest
 
 from fxtui.core import memory_policy
 from fxtui.core.snapshot import page_fault_warning
-from fxtui.engine import allocator
+from fxtui.measure import allocator
 
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
@@ -24,7 +24,7 @@ _FAULTS_PER_RUN = textwrap.dedent(
     """
     import sys, torch, torch.fx
     from torch import nn
-    from fxtui.engine.session import Session
+    from fxtui.measure.session import Session
     if sys.argv[1] == "keep":
         import fxtui
         fxtui.keep_freed_memory()

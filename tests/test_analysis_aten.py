@@ -8,7 +8,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.analysis.aten import aten_breakdown, main_kernel
+from fxtui.measure.analysis.aten import aten_breakdown, main_kernel
 
 
 def _model() -> tuple[torch.fx.GraphModule, tuple[torch.Tensor]]:

@@ -6,7 +6,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.whatif.fold_bn import find_conv_bn, fuse_conv_bn
+from fxtui.measure.whatif.fold_bn import find_conv_bn, fuse_conv_bn
 
 
 class ConvBnNet(nn.Module):

@@ -13,9 +13,9 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.analysis.hints import Hint, suggest
-from fxtui.engine.analysis.threads import thread_info
-from fxtui.engine.analysis.work import measure_work
+from fxtui.measure.analysis.cpu_setup import thread_info
+from fxtui.measure.analysis.hint_rules import Hint, suggest
+from fxtui.measure.analysis.work import measure_work
 
 
 def _rules(hints: tuple[Hint, ...]) -> list[str]:

@@ -9,7 +9,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.analysis.source import SourceLocation, short_path, source_of, sources_of
+from fxtui.measure.analysis.source import SourceLocation, short_path, source_of, sources_of
 
 
 class Tiny(nn.Module):

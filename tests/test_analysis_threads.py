@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from fxtui.engine.analysis.threads import thread_info
+from fxtui.measure.analysis.cpu_setup import thread_info
 
 
 def test_reports_the_current_settings(monkeypatch: pytest.MonkeyPatch) -> None:

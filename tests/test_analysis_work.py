@@ -7,8 +7,8 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.engine.analysis.roofline import MachinePeaks, classify
-from fxtui.engine.analysis.work import NodeWork, measure_work, rollup
+from fxtui.measure.analysis.roofline import MachinePeaks, classify
+from fxtui.measure.analysis.work import NodeWork, measure_work, rollup
 
 
 class Block(nn.Module):
@@ -127,7 +127,7 @@ def test_classify_by_ridge_point() -> None:
 
 
 def test_measure_peaks_restores_the_thread_setting() -> None:
-    from fxtui.engine.analysis.roofline import measure_peaks
+    from fxtui.measure.analysis.roofline import measure_peaks
 
     before = torch.get_num_threads()
     peaks = measure_peaks(1, matmul_n=64, copy_mb=1, reps=1)

@@ -19,8 +19,8 @@ import pytest
 from fxtui.core.commands import Stop, StopProgram
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
-from fxtui.engine.run.attach import AttachSource
-from fxtui.engine.run.jobs import KEY, VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
+from fxtui.jobs.attach_source import AttachSource
+from fxtui.jobs.directory import KEY, VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
 
 #: Trains until the file ``stop`` appears next to it, then exits with the status written in it.
 LOOP = """
@@ -139,8 +139,8 @@ def test_a_killed_collector_leaves_the_viewer_its_last_figures(job: JobInfo) -> 
 def test_a_killed_viewer_costs_the_job_nothing_and_two_viewers_both_work(shared: JobInfo) -> None:
     figures(shared, at_least=3)
     viewer = subprocess.Popen(
-        [sys.executable, "-c", f"import time; from fxtui.engine.run.attach import AttachSource; "
-         f"from fxtui.engine.run.jobs import find_job; s = AttachSource(find_job({shared.id!r})); time.sleep(60)"],
+        [sys.executable, "-c", f"import time; from fxtui.jobs.attach_source import AttachSource; "
+         f"from fxtui.jobs.directory import find_job; s = AttachSource(find_job({shared.id!r})); time.sleep(60)"],
     )  # fmt: skip
     time.sleep(3)
     viewer.kill()
@@ -199,8 +199,8 @@ def _free_port() -> int:
 def test_a_rank_on_another_server_reports_over_tcp_and_a_viewer_watches_over_tcp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fxtui.engine.run.attach import remote_job
-    from fxtui.run_command import site_dir
+    from fxtui.jobs.attach_source import remote_job
+    from fxtui.jobs.launch import SITE_DIR
 
     script = tmp_path / "loop.py"
     script.write_text(textwrap.dedent(LOOP))
@@ -211,7 +211,7 @@ def test_a_rank_on_another_server_reports_over_tcp_and_a_viewer_watches_over_tcp
         assert info.listen == f"127.0.0.1:{port}" and info.agents == f"127.0.0.1:{port + 1}"
         token = read_key(info)
         env = {**os.environ, "RANK": "1", "FXTUI_AGENT": info.agents, "FXTUI_AGENT_KEY": token.hex(),
-               "PYTHONPATH": site_dir()}  # fmt: skip
+               "PYTHONPATH": SITE_DIR}  # fmt: skip
         (tmp_path / "elsewhere").mkdir()
         remote = tmp_path / "elsewhere" / "loop.py"
         remote.write_text(textwrap.dedent(LOOP))

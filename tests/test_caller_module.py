@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fxtui.engine.capture import capture
-from fxtui.engine.inputs import Inputs
+from fxtui.measure.capture import capture
+from fxtui.measure.inputs import Inputs
 
 
 def decode(x: torch.Tensor) -> torch.Tensor:

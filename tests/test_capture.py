@@ -14,14 +14,14 @@ import pytest
 import torch
 from torch import nn
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 from fxtui.core.errors import FxtuiError
-from fxtui.engine.capture import capture, graph_program
-from fxtui.engine.capture.names import module_path
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.pipeline import make_report, run_profile, session_for_module
-from fxtui.engine.session import Session
-from fxtui.engine.targets import LoadedModel
+from fxtui.measure.capture import capture, graph_program
+from fxtui.measure.capture.names import module_path
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.pipeline import make_report, run_profile, session_for_module
+from fxtui.measure.session import Session
+from fxtui.measure.targets import LoadedModel
 
 transformers = pytest.importorskip("transformers")
 
@@ -211,8 +211,8 @@ def test_hf_target_builds_from_the_default_configuration_and_overrides(
 
 def test_hf_weights_are_those_from_config_gives_without_initializing_twice() -> None:
     transformers = pytest.importorskip("transformers")
-    from fxtui.engine.targets.default_inputs import SEED
-    from fxtui.engine.targets.hf import load_hf
+    from fxtui.measure.targets.default_inputs import SEED
+    from fxtui.measure.targets.hf import load_hf
 
     overrides = [tuple(kv.split("=")) for kv in TINY_BERT.split(",")]
     fast, _ = load_hf("bert", overrides)

@@ -62,8 +62,8 @@ class MakesItsLoss(nn.Module):
 
 
 def test_a_module_made_inside_a_forward_is_its_callers_child_the_same_every_call() -> None:
-    from fxtui.engine.capture.eager import OpRecorder
-    from fxtui.engine.capture.op_namer import OpNamer
+    from fxtui.ops.namer import OpNamer
+    from fxtui.ops.recorder import OpRecorder
 
     model, namer, recorder = MakesItsLoss(), OpNamer(), OpRecorder()
     namer.add_root(model)

@@ -8,8 +8,8 @@ import pickle
 from fxtui.core.column_table import ColumnTable, column_map, column_total
 from fxtui.core.nodes import ModuleStats, NodeStats
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.engine.remote import Packer, Unpacker
-from fxtui.ui.demo.source import make_snapshot, synthetic_graph
+from fxtui.core.snapshot_packing import Packer, Unpacker
+from fxtui.ui.demo.demo_source import make_snapshot, synthetic_graph
 
 
 def _stats(i: int) -> NodeStats:

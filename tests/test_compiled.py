@@ -16,10 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import fxtui
-from fxtui.core.compiled import CompiledSummary, common_ancestor, even_split, fused_text, module_comparison
+from fxtui.core.compilation import CompiledSummary, common_ancestor, even_split, fused_text, module_comparison
 from fxtui.core.errors import FxtuiError
-from fxtui.core.report import ReportData
-from fxtui.engine.render import header, module_table
+from fxtui.report.data import ReportData
+from fxtui.report.text import header, module_table
 
 
 class Block(nn.Module):
@@ -273,7 +273,7 @@ def test_the_module_tree_holds_modules_without_nodes_and_the_kernels_that_fuse_t
 
 
 def test_the_chrome_trace_nests_each_kernel_in_its_module_spans() -> None:
-    from fxtui.engine.export import chrome_trace
+    from fxtui.report.export import chrome_trace
 
     report = _profiled("cnn")
     events = [e for e in chrome_trace(report)["traceEvents"] if e.get("ph") == "X"]
@@ -289,8 +289,8 @@ def test_the_chrome_trace_nests_each_kernel_in_its_module_spans() -> None:
 
 
 def test_diff_compares_an_eager_run_and_a_compiled_run_per_module() -> None:
-    from fxtui.core.diff import diff_reports
-    from fxtui.engine.findings_text import diff_table
+    from fxtui.report.diff import diff_reports
+    from fxtui.report.findings_text import diff_table
 
     model, x = _model("cnn")
     eager = fxtui.profile(model, x, runs=5, warmup=1, capture="eager", keep_disturbed=True)
@@ -310,7 +310,7 @@ def test_headless_compile_without_a_compiler_exits_2_with_one_sentence(
 ) -> None:
     import torch._inductor.config as config
 
-    from fxtui.cli import main
+    from fxtui.commands.cli import main
 
     (tmp_path / "tiny.py").write_text(
         "import torch\n\ndef make():\n    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
@@ -323,8 +323,8 @@ def test_headless_compile_without_a_compiler_exits_2_with_one_sentence(
 
 
 def test_a_recompile_after_the_capture_is_counted_with_its_reason() -> None:
-    from fxtui.engine.capture.compiled import capture_compiled
-    from fxtui.engine.inputs import Inputs
+    from fxtui.measure.capture.compiled import capture_compiled
+    from fxtui.measure.inputs import Inputs
 
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
     program = capture_compiled(model, Inputs((torch.randn(2, 4),)), name="mlp")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.cli import main
-from fxtui.core.diff import diff_reports
-from fxtui.core.report import SCHEMA, SCHEMA_VERSION
-from fxtui.engine.findings_text import diff_table
-from fxtui.engine.report import Report
+from fxtui.commands.cli import main
+from fxtui.report.api import Report
+from fxtui.report.data import SCHEMA, SCHEMA_VERSION
+from fxtui.report.diff import diff_reports
+from fxtui.report.findings_text import diff_table
 
 
 def saved(rows: dict[str, float], modules: dict[str, float], run: float) -> dict:

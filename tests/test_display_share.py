@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from fxtui.core.findings import Disturbance
-from fxtui.engine.interference import LoadProbe, RunLoad
-from fxtui.engine.session import Session
+from fxtui.measure.interference import LoadProbe, RunLoad
+from fxtui.measure.session import Session
 
 
 class DisplayProbe:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 
 MODEL = """
 import torch
@@ -119,7 +119,7 @@ def test_more_thread_counts_are_measured_as_what_ifs(capsys: pytest.CaptureFixtu
 
 
 def test_the_app_checks_what_if_names_before_the_screen_is_taken_over(target: str) -> None:
-    from fxtui.cli import build_parser, run_settings
+    from fxtui.commands.cli import build_parser, run_settings
     from fxtui.core.errors import FxtuiError
 
     with pytest.raises(FxtuiError, match="no what-if 'nope'"):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fxtui.core.errors import FxtuiError
-from fxtui.engine.export import check_exports, names_stdout, write_file
+from fxtui.report.export import check_exports, names_stdout, write_file
 
 
 def device(tmp_path: Path, name: str, major: int, minor: int) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import fxtui
-from fxtui.cli import main
+from fxtui.commands.cli import main
 
 FAULTY = """
 import itertools

@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
-from fxtui.core.diff import diff_reports
 from fxtui.core.filters import parse_ops, parse_phases, parse_types
 from fxtui.core.nodes import PHASES, NodeInfo, Spread
-from fxtui.core.report import SCHEMA, SCHEMA_VERSION, ReportData
 from fxtui.core.snapshot import PAGE_FAULT_WARNING, RunError, RunSpreads, Snapshot, State, page_fault_warning
-from fxtui.ui.demo.source import make_snapshot, resnet18_graph, resnet18_medians
+from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
+from fxtui.report.diff import diff_reports
+from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
 
 
 def report(rows: list[dict], modules: list[dict], **metadata: object) -> ReportData:

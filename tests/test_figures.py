@@ -8,10 +8,10 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.core.diff import diff_reports
-from fxtui.core.report import SCHEMA, SCHEMA_VERSION, ReportData
 from fxtui.core.snapshot import RunFigures
-from fxtui.engine.session import Session
+from fxtui.measure.session import Session
+from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
+from fxtui.report.diff import diff_reports
 
 
 def test_run_figures_are_the_ratios_the_readme_defines() -> None:

@@ -13,11 +13,11 @@ import torch
 
 import fxtui
 from fxtui.core.errors import FxtuiError
-from fxtui.core.report import ReportData
-from fxtui.engine.capture import capture
-from fxtui.engine.capture.generate import split_steps
-from fxtui.engine.capture.generate_model import cache_bytes
-from fxtui.engine.inputs import Inputs
+from fxtui.core.generation import split_steps
+from fxtui.measure.capture import capture
+from fxtui.measure.inputs import Inputs
+from fxtui.ops.model_bytes import cache_bytes
+from fxtui.report.data import ReportData
 
 transformers = pytest.importorskip("transformers")
 
@@ -202,8 +202,8 @@ def test_the_command_line_profiles_a_generation(tmp_path: Path) -> None:
 
 def test_what_ifs_on_generate_report_tokens_per_second_and_token_agreement() -> None:
     from fxtui.core.what_if_text import summary
-    from fxtui.engine.pipeline import loaded_from_module, session_for_module
-    from fxtui.engine.whatif.run import run_what_ifs
+    from fxtui.measure.pipeline import loaded_from_module, session_for_module
+    from fxtui.measure.whatif.runner import run_what_ifs
 
     model, kwargs = tiny("llama")
     session = session_for_module(
@@ -230,8 +230,8 @@ def test_what_ifs_on_generate_report_tokens_per_second_and_token_agreement() -> 
 
 
 def test_diff_compares_two_generations_per_phase(report: fxtui.Report, tmp_path: Path) -> None:
-    from fxtui.core.diff import diff_files
-    from fxtui.engine.findings_text import diff_table
+    from fxtui.report.diff import diff_files
+    from fxtui.report.findings_text import diff_table
 
     before, after = tmp_path / "a.json", tmp_path / "b.json"
     before.write_text(report.to_json())

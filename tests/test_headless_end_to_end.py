@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 
 MODELS = textwrap.dedent(
     """

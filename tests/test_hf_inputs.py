@@ -15,9 +15,9 @@ import pytest
 import torch
 from torch import nn
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 from fxtui.core.errors import FxtuiError
-from fxtui.engine.targets.hf_inputs import default_inputs, input_hint
+from fxtui.measure.targets.hf_inputs import default_inputs, input_hint
 
 
 def stand_in(main_input: str, forward: str) -> nn.Module:

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import fxtui
-from fxtui.cli import main
+from fxtui.commands.cli import main
 
 TWO_TOWER = """
 import torch

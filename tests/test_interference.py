@@ -12,11 +12,11 @@ import torch
 from torch import nn
 
 from fxtui.core.units import format_ratio
-from fxtui.engine.interference import DISTURBED_SHARE, LoadProbe, Reading, RunLoad
-from fxtui.engine.pipeline import make_report
-from fxtui.engine.report import Report
-from fxtui.engine.session import Session
-from fxtui.engine.stats import SampleWindow
+from fxtui.measure.interference import DISTURBED_SHARE, LoadProbe, Reading, RunLoad
+from fxtui.measure.pipeline import make_report
+from fxtui.measure.session import Session
+from fxtui.measure.stats import SampleWindow
+from fxtui.report.api import Report
 
 
 class FakeProbe:

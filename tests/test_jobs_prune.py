@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from fxtui.engine.run.job import private_dir
-from fxtui.engine.run.jobs import INFO, KEEP_ENDED_S, prune_ended
+from fxtui.jobs.directory import INFO, KEEP_ENDED_S, prune_ended
+from fxtui.jobs.launch import private_dir
 
 
 def _gone_pid() -> int:

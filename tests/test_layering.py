@@ -1,5 +1,5 @@
-"""The layers, by package: core is torch-free data both others share; the engine never imports the UI
-toolkit; the UI imports core, never the engine or torch."""
+"""The house by process: each folder is one process's code and imports only what that process may load;
+core is torch-free data every process shares."""
 
 from __future__ import annotations
 
@@ -30,22 +30,93 @@ def files(layer: str) -> list[Path]:
     return found
 
 
-@pytest.mark.parametrize("path", files("core"), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_core_imports_neither_torch_nor_the_ui_toolkit_nor_the_other_layers(path: Path) -> None:
-    bad = {
-        m
-        for m in imported_modules(path)
-        if m.split(".")[0] in {"torch", "torchvision", "textual", "rich", "transformers"}
-        or m.startswith(("fxtui.engine", "fxtui.ui"))
-        or m in {"fxtui.cli", "fxtui.headless"}
-    }
-    assert not bad, f"{path.name} imports {sorted(bad)}"
+#: Each folder's process, and the fxtui folders its files may import (besides the standard library and numpy).
+#: The folder is the rule: a file's place says which process runs it and so what it may load.
+ALLOWED: dict[str, set[str]] = {
+    "core": {"core"},  # torch-free data every process shares
+    "report": {"core", "report"},  # text, JSON, CSV, traces, loading: any process, never torch
+    "ops": {"core", "ops"},  # the per-op timer, inside whichever process times ops
+    "agent": {"core", "ops", "agent"},  # inside the user's program: nothing heavy, nothing of the collector's
+    "jobs": {"core", "report", "jobs"},  # fxtui run's collector, daemon and viewers: torch-free processes
+    "measure": {"core", "ops", "report", "measure"},  # the engine child of `fxtui MODEL`
+    "ui": {"core", "report", "ui"},  # Textual only: never torch, never the engine
+    "commands": {"core", "report", "ops", "agent", "jobs", "measure", "ui", "commands"},  # the CLI: the top
+}
+#: Folders whose processes never load torch (nor what pulls it in).
+TORCH_FREE = {"core", "report", "jobs", "ui"}
+#: Folders that never import the UI toolkit.
+NO_TEXTUAL = {"core", "report", "ops", "agent", "jobs", "measure"}
 
 
-@pytest.mark.parametrize("path", files("engine"), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_engine_does_not_import_the_ui_toolkit(path: Path) -> None:
-    bad = {m for m in imported_modules(path) if m.split(".")[0] in {"textual", "rich"} or m.startswith("fxtui.ui")}
-    assert not bad, f"{path.name} imports {sorted(bad)}"
+def _fxtui_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "fxtui" and len(parts) > 1 else None
+
+
+@pytest.mark.parametrize("folder", sorted(ALLOWED))
+def test_each_folder_imports_only_the_folders_its_process_may(folder: str) -> None:
+    bad = [
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in files(folder)
+        for module in imported_modules(path)
+        if not _may_import(folder, module)
+    ]
+    assert not bad, "; ".join(bad)
+
+
+def _may_import(folder: str, module: str) -> bool:
+    top = module.split(".")[0]
+    if top == "fxtui":
+        return _fxtui_folder(module) in ALLOWED[folder]
+    if top in {"torch", "torchvision", "transformers"}:
+        return folder not in TORCH_FREE
+    if top in {"textual", "rich"}:
+        return folder not in NO_TEXTUAL
+    return True
+
+
+def test_every_file_is_in_a_folder_of_a_known_process() -> None:
+    loose = [p.name for p in PACKAGE.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}]
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert not loose, f"files outside every folder: {loose}"
+    assert folders == set(ALLOWED), f"folders without a rule: {sorted(folders - set(ALLOWED))}"
+
+
+def test_no_two_files_share_a_name() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in {"__init__.py", "__main__.py"}:
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    assert not {n: p for n, p in seen.items() if len(p) > 1}
+
+
+def test_the_collector_and_the_viewer_never_load_torch() -> None:
+    # fxtui run's collector starts while the program imports torch on the same cores: importing torch too would
+    # cost the program seconds of a core (its fixed cost), for nothing the collector needs.
+    modules = sorted(_module_name(p) for folder in ("jobs", "report") for p in files(folder))
+    code = (
+        f"import sys, fxtui.commands.run, fxtui.commands.attach; import {', '.join(modules)}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', 'transformers')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_module_named_in_a_string_resolves() -> None:
+    # Module paths handed to other processes or imported on demand break without an import error when moved.
+    import importlib.util
+
+    from fxtui.jobs.directory import DAEMON
+    from fxtui.jobs.launch import AGENT_BOOT, SITE_DIR
+    from fxtui.measure.capture import CAPTURERS
+
+    named = [AGENT_BOOT, DAEMON, *(where.partition(":")[0] for where in CAPTURERS.values())]
+    missing = [m for m in named if importlib.util.find_spec(m) is None]
+    assert not missing, f"named but not found: {missing}"
+    for where in CAPTURERS.values():
+        module, _, attr = where.partition(":")
+        assert hasattr(importlib.import_module(module), attr), where
+    assert (Path(SITE_DIR) / "sitecustomize.py").is_file()
 
 
 #: Modules that read a clock, and the names that read one wherever they come from (an event loop's ``time()``,
@@ -72,10 +143,7 @@ def clock_reads(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", files("ui"), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_ui_does_not_import_torch_or_read_a_clock(path: Path) -> None:
-    modules = imported_modules(path)
-    bad = {m for m in modules if m.split(".")[0] in {"torch", "torchvision"} or m.startswith("fxtui.engine")}
-    assert not bad, f"{path.name} imports {sorted(bad)}"
+def test_the_ui_reads_no_clock(path: Path) -> None:
     # Timing is the engine's: the UI paces itself with Textual's timers, and a clock read here would tempt a
     # figure computed from the app's own time.
     assert not clock_reads(path), f"{path.name} reads a clock: {clock_reads(path)}"
@@ -109,7 +177,7 @@ def test_the_shipped_app_does_not_import_the_demo(path: Path) -> None:
 
 def test_importing_the_app_does_not_load_torch() -> None:
     code = (
-        "import sys, fxtui.cli, fxtui.engine.remote, fxtui.ui.app; "
+        "import sys, fxtui.commands.cli, fxtui.commands.model_engine, fxtui.ui.app; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

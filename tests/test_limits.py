@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 from fxtui.core.findings import Disturbance
-from fxtui.engine import memory_limit
-from fxtui.engine.memory_limit import Headroom, check_inputs_fit, headroom
+from fxtui.measure import memory_limit
+from fxtui.measure.memory_limit import Headroom, check_inputs_fit, headroom
 
 GiB = 2**30
 

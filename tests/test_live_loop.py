@@ -13,8 +13,8 @@ from torch import nn
 
 from fxtui.core.commands import Resume, Stop
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.engine.live import MAX_FAILURES_IN_A_ROW, LiveSource
-from fxtui.engine.session import Session
+from fxtui.measure.live import MAX_FAILURES_IN_A_ROW, LiveSource
+from fxtui.measure.session import Session
 
 _calls = itertools.count()
 _FAIL_AFTER = [10**9]

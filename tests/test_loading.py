@@ -11,7 +11,7 @@ import torch
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import parse_shape
-from fxtui.engine.targets import load_target
+from fxtui.measure.targets import load_target
 
 MODEL_SOURCE = """
 import torch

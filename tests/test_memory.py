@@ -15,16 +15,16 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 from fxtui.core.findings import Hint
-from fxtui.engine.analysis.memory import measure_program_memory
-from fxtui.engine.capture import capture
-from fxtui.engine.capture.program import graph_program
-from fxtui.engine.explain import hints_for
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.pipeline import make_report, run_profile, session_for_module
-from fxtui.engine.report import Report
-from fxtui.engine.targets import LoadedModel
+from fxtui.measure.analysis.memory import measure_program_memory
+from fxtui.measure.capture import capture
+from fxtui.measure.capture.program import graph_program
+from fxtui.measure.explain import hints_for
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.pipeline import make_report, run_profile, session_for_module
+from fxtui.measure.targets import LoadedModel
+from fxtui.report.api import Report
 
 
 def nbytes(t: torch.Tensor) -> int:
@@ -329,7 +329,7 @@ def test_the_pass_leaves_the_program_as_the_timed_runs_need_it() -> None:
 
 
 def test_fxtui_diff_compares_the_live_peaks(nested_report: Report, tmp_path: Path) -> None:
-    from fxtui.core.diff import diff_reports
+    from fxtui.report.diff import diff_reports
 
     memory = nested_report.memory
     assert memory is not None

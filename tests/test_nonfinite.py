@@ -8,9 +8,9 @@ from torch import nn
 
 from fxtui.core.nodes import NodeInfo
 from fxtui.core.nonfinite import nonfinite_warnings, values_fact
-from fxtui.engine.pipeline import make_report
-from fxtui.engine.session import Session
-from fxtui.engine.values import describe_value
+from fxtui.measure.pipeline import make_report
+from fxtui.measure.session import Session
+from fxtui.measure.values import describe_value
 
 
 class MaskedLog(nn.Module):

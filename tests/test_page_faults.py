@@ -9,9 +9,9 @@ from torch import nn
 
 from fxtui.core.nodes import NodeInfo
 from fxtui.core.snapshot import page_fault_warning
-from fxtui.engine.analysis.memory import measure_program_memory
-from fxtui.engine.capture.program import graph_program
-from fxtui.engine.inputs import Inputs
+from fxtui.measure.analysis.memory import measure_program_memory
+from fxtui.measure.capture.program import graph_program
+from fxtui.measure.inputs import Inputs
 
 PAGES = 1024
 

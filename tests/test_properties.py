@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns, matches, path_matches, select
 from fxtui.core.nodes import PHASES, NodeInfo, NodeStats, build_module_tree
-from fxtui.core.report import SCHEMA, SCHEMA_VERSION, ReportData
 from fxtui.core.rollup import ModulePlan, module_stats
 from fxtui.core.settings import parse_hf_config, parse_shape
 from fxtui.core.snapshot import OPCODES
+from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
 
 # The same examples on every run: a failure in CI is one a developer can rerun. Under mutation testing
 # (tests/mutation.py sets FXTUI_MUTATION) a failure only has to be found, not shrunk to its simplest example:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.commands import Pause, Reset, Resume, Stop
 from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.engine.remote import ChildOptions, ProcessSource
+from fxtui.measure.child import ChildOptions
 
 MODEL = """
 import torch

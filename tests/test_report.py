@@ -14,12 +14,12 @@ from torch import nn
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, path_matches
-from fxtui.core.report import load_json
 from fxtui.core.rows import NodeRow
-from fxtui.engine.export import write_atomic, write_file
-from fxtui.engine.pipeline import make_report
-from fxtui.engine.report import Report
-from fxtui.engine.session import Session
+from fxtui.measure.pipeline import make_report
+from fxtui.measure.session import Session
+from fxtui.report.api import Report
+from fxtui.report.data import load_json
+from fxtui.report.export import write_atomic, write_file
 
 
 class Block(nn.Module):
@@ -46,7 +46,7 @@ class Net(nn.Module):
 
 @pytest.fixture(scope="module")
 def report() -> Report:
-    from fxtui.engine.capture.fx import trace_model
+    from fxtui.measure.capture.fx import trace_model
 
     traced = trace_model(Net().eval())
     session = Session(

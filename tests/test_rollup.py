@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from fxtui.core.rollup import ModulePlan, module_stats
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.pipeline import run_profile, session_for_module
-from fxtui.engine.targets import LoadedModel
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.pipeline import run_profile, session_for_module
+from fxtui.measure.targets import LoadedModel
 
 
 class Nested(nn.Module):

@@ -232,7 +232,7 @@ def test_a_program_that_cannot_run_is_one_sentence(tmp_path: Path, args: list[st
 
 
 def test_options_after_the_script_are_the_scripts(tmp_path: Path) -> None:
-    from fxtui.run_command import build_parser, split
+    from fxtui.commands.run import build_parser, split
 
     parser = build_parser()
     assert split(["--top", "5", "train.py", "--top", "9"], parser) == (["--top", "5"], ["train.py", "--top", "9"])
@@ -244,19 +244,19 @@ def test_the_agent_stays_out_of_a_program_run_without_a_collector(tmp_path: Path
     path = script(
         tmp_path,
         "import sys, torch\n"
-        "print('fxtui.engine.run.agent' in sys.modules, [type(f).__name__ for f in sys.meta_path if 'Torch' in "
+        "print('fxtui.agent.agent' in sys.modules, [type(f).__name__ for f in sys.meta_path if 'Torch' in "
         "type(f).__name__])\n",
         "probe.py",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FXTUI_AGENT")}
     done = subprocess.run(
-        [sys.executable, "-m", "fxtui.engine.run.boot", str(path)], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "fxtui.agent.boot", str(path)], capture_output=True, text=True, env=env
     )
     assert done.returncode == 0 and done.stdout.strip() == "False []"  # no agent, no import hook left waiting
 
 
 def test_a_full_disk_costs_the_log_not_the_program(tmp_path: Path) -> None:
-    from fxtui.engine.run.job import ProgramJob
+    from fxtui.jobs.launch import ProgramJob
 
     script(tmp_path, "for i in range(20000):\n    print('a line of output', i)\nprint('done')\n", "chatty.py")
     job = ProgramJob((str(tmp_path / "chatty.py"),), lambda message, agent: None, log=True)

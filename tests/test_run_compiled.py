@@ -140,7 +140,7 @@ def test_a_hook_run_eagerly_runs_at_every_call_of_a_compiled_module_and_stays_ou
     from torch._dynamo.utils import counters
     from torch.nn.modules.module import register_module_forward_pre_hook
 
-    from fxtui.engine.capture.dynamo_skip import run_eagerly
+    from fxtui.ops.dynamo_skip import run_eagerly
 
     class Net(torch.nn.Module):  # a user's module (torch.nn's own are traced call and hooks alike)
         def __init__(self) -> None:
@@ -181,7 +181,7 @@ def test_the_agent_leaves_the_programs_warning_filters_as_they_were() -> None:
     """fxtui.watch() ends inside the caller's process: torch's warning about global hooks is the caller's again."""
     import warnings
 
-    from fxtui.engine.run.agent import Agent
+    from fxtui.agent.agent import Agent
 
     before = list(warnings.filters)
     agent = Agent(lambda message: None)
@@ -193,10 +193,10 @@ def test_the_agent_leaves_the_programs_warning_filters_as_they_were() -> None:
 
 def test_a_compiled_graph_fxtui_cannot_time_is_said_once_as_the_programs_warning() -> None:
     """A torch whose generated wrapper fxtui cannot read: its kernels stay in <compiled>, and the header says why."""
+    from fxtui.core.agent_messages import Bye, Hello, Step
     from fxtui.core.snapshot import State
-    from fxtui.engine.capture.eager_kernels import CompiledKernels
-    from fxtui.engine.run import wire
-    from fxtui.engine.run.collector import Collector
+    from fxtui.jobs.collector import Collector
+    from fxtui.ops.kernels import CompiledKernels
 
     kernels = CompiledKernels()
     assert kernels.unsaid() == ""
@@ -204,8 +204,8 @@ def test_a_compiled_graph_fxtui_cannot_time_is_said_once_as_the_programs_warning
     note = kernels.unsaid()
     assert note == kernels.failed and kernels.unsaid() == ""  # said once
     collector = Collector(("train.py",), warmup=0)
-    collector.receive(wire.Hello(1, ("train.py",), "2", 2))
-    collector.receive(wire.Step(0, "train", 1000, (0, 500, 500, 0, 0, 0), False, False, note=note))
-    collector.receive(wire.Bye(1))
+    collector.receive(Hello(1, ("train.py",), "2", 2))
+    collector.receive(Step(0, "train", 1000, (0, 500, 500, 0, 0, 0), False, False, note=note))
+    collector.receive(Bye(1))
     program = collector.snapshot(State.DONE).program
     assert program is not None and program.note == note

@@ -7,7 +7,7 @@ import statistics
 import pytest
 import torch
 
-from fxtui.engine.stats import SampleWindow, floats, quantiles, window_for
+from fxtui.measure.stats import SampleWindow, floats, quantiles, window_for
 
 
 def test_window_keeps_only_the_latest_samples_and_running_aggregates() -> None:

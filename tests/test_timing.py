@@ -10,9 +10,9 @@ import torch.fx
 from torch import nn
 
 from fxtui.core.errors import FxtuiError, NodeError
-from fxtui.engine.session import Session
-from fxtui.engine.timing import TimingInterpreter, calibrate_clock
-from fxtui.engine.values import describe_value
+from fxtui.measure.session import Session
+from fxtui.measure.timing import TimingInterpreter, calibrate_clock
+from fxtui.measure.values import describe_value
 
 
 class FakeClock:
@@ -217,7 +217,7 @@ def test_clock_calibration_measures_the_cost_of_two_reads() -> None:
 def test_page_faults_per_run_are_counted_and_explained() -> None:
     # Real faults under each allocator policy are measured in test_allocator (in fresh
     # processes: the policy is process-wide). Here: one count per run, and the header.
-    from fxtui.engine.pipeline import make_report
+    from fxtui.measure.pipeline import make_report
 
     session = Session(torch.fx.symbolic_trace(nn.Linear(4, 4)), (torch.zeros(2, 4),))
     for _ in range(3):

@@ -11,8 +11,8 @@ import torchvision
 from torch import nn
 
 from fxtui.core.errors import FxtuiError
-from fxtui.engine.capture.fx import trace_model
-from fxtui.engine.targets import load_target
+from fxtui.measure.capture.fx import trace_model
+from fxtui.measure.targets import load_target
 
 
 class Branchy(nn.Module):
@@ -136,7 +136,7 @@ def test_stack_traces_point_at_model_code() -> None:
     node = next(n for n in traced.gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
     assert node.stack_trace is not None
     assert "return torch.relu(self.lin(x)) + 1" in node.stack_trace
-    assert "fxtui/engine" not in node.stack_trace
+    assert "fxtui/measure" not in node.stack_trace
 
 
 def test_stack_traces_hold_every_model_frame_outermost_first_and_no_torch_frame() -> None:
@@ -157,7 +157,7 @@ def test_tracing_a_small_model_does_not_pull_in_the_compiler_stack() -> None:
     # about 100 MB before the first node, for every model loaded from a file.
     code = (
         "import sys, torch\n"
-        "from fxtui.engine.capture.fx import trace_model\n"
+        "from fxtui.measure.capture.fx import trace_model\n"
         "trace_model(torch.nn.Sequential(torch.nn.Linear(2, 2)))\n"
         "print(sorted(m for m in ('torch._dynamo', 'torch._inductor', 'sympy') if m in sys.modules))\n"
     )

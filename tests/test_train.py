@@ -14,13 +14,13 @@ import pytest
 import torch
 from torch import nn
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 from fxtui.core.errors import FxtuiError
-from fxtui.engine.capture.train import choose_loss
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.pipeline import make_report, run_profile, session_for_module
-from fxtui.engine.report import Report
-from fxtui.engine.targets import LoadedModel
+from fxtui.measure.capture.train import choose_loss
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.pipeline import make_report, run_profile, session_for_module
+from fxtui.measure.targets import LoadedModel
+from fxtui.report.api import Report
 
 
 class TinyCNN(nn.Module):

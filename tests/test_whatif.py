@@ -15,15 +15,15 @@ from torch import nn
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import WhatIf
 from fxtui.core.what_ifs import CATALOGUE, parse_what_ifs
-from fxtui.engine.export import export
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.pipeline import loaded_from_module, make_report, run_profile, session_for_module
-from fxtui.engine.report import Report
-from fxtui.engine.session import Session
-from fxtui.engine.targets import LoadedModel
-from fxtui.engine.whatif.changes import CHANGES, compile_failure
-from fxtui.engine.whatif.outputs import output_difference
-from fxtui.engine.whatif.run import run_what_ifs, what_if_options
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.pipeline import loaded_from_module, make_report, run_profile, session_for_module
+from fxtui.measure.session import Session
+from fxtui.measure.targets import LoadedModel
+from fxtui.measure.whatif.changes import CHANGES, compile_failure
+from fxtui.measure.whatif.outputs import output_difference
+from fxtui.measure.whatif.runner import run_what_ifs, what_if_options
+from fxtui.report.api import Report
+from fxtui.report.export import export
 
 PAIRS = 3
 
@@ -118,7 +118,7 @@ def test_each_what_if_applies_measures_and_reports_how_far_the_outputs_moved(
 
 
 def test_every_catalogued_what_if_has_one_change_and_the_demo_offers_each() -> None:
-    from fxtui.ui.demo.what_ifs import NAMES
+    from fxtui.ui.demo.demo_what_ifs import NAMES
 
     assert set(CHANGES) == set(CATALOGUE) - {"threads=N"}
     assert set(NAMES) == set(CHANGES) | {"threads=1"}
@@ -363,7 +363,7 @@ def test_an_infinite_output_difference_is_written_as_null() -> None:
 
 def test_the_text_says_a_large_slowdown_as_a_factor_and_gives_no_verdict_within_the_spread() -> None:
     from fxtui.core.what_if_text import change_text
-    from fxtui.engine.findings_text import what_if_text
+    from fxtui.report.findings_text import what_if_text
 
     assert change_text(result((0.9, 1.0, 1.1), (11.0, 12.0, 13.0))) == "12.0× slower"
     assert change_text(result((9.0, 10.0, 11.0), (11.5, 12.0, 13.0))) == "20.0% slower"

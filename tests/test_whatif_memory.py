@@ -15,12 +15,12 @@ from test_whatif import Mlp, conv_session
 from torch import nn
 
 from fxtui.core.what_if_text import memory_line
-from fxtui.engine.findings_text import what_if_text
-from fxtui.engine.pipeline import loaded_from_module, session_for_module
-from fxtui.engine.session import Session
-from fxtui.engine.whatif import changes
-from fxtui.engine.whatif.changes import make_variant
-from fxtui.engine.whatif.run import run_what_ifs
+from fxtui.measure.pipeline import loaded_from_module, session_for_module
+from fxtui.measure.session import Session
+from fxtui.measure.whatif import changes
+from fxtui.measure.whatif.changes import make_variant
+from fxtui.measure.whatif.runner import run_what_ifs
+from fxtui.report.findings_text import what_if_text
 
 
 def tensors(module: nn.Module) -> dict[str, torch.Tensor]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.cli import main
+from fxtui.commands.cli import main
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

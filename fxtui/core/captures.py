@@ -1,11 +1,11 @@
 """The capture modes as facts: what each is called, what it can do, what its figures mean.
 
 A capture mode turns what the user runs into nodes that know their module path and phase
-(:mod:`fxtui.engine.capture` does the capturing, one file per mode). Everything else — the
+(:mod:`fxtui.measure.capture` does the capturing, one file per mode). Everything else — the
 command line's ``--capture`` choices, the headless header, the app's status line, and every
 "does this apply?" question (can ``fold-bn`` rewrite this model? must a what-if capture it
 again?) — reads the mode's :class:`CaptureMode` here instead of testing its name. Adding a
-mode is a file in :mod:`fxtui.engine.capture` and one entry in :data:`MODES` (and its line in
+mode is a file in :mod:`fxtui.measure.capture` and one entry in :data:`MODES` (and its line in
 the engine's registry).
 """
 

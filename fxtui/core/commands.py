@@ -1,8 +1,8 @@
 """What a snapshot consumer can ask of a running profile: small typed commands.
 
 The UI sends one with ``source.send(Pause())``; a live session drains them between runs
-(:mod:`fxtui.engine.live`), a child process receives them pickled over its pipe
-(:mod:`fxtui.engine.remote`). Adding a command is a class here and a case in the loop.
+(:mod:`fxtui.measure.live`), a child process receives them pickled over its pipe
+(:mod:`fxtui.measure.child`, :mod:`fxtui.jobs.daemon`). Adding a command is a class here and a case in the loop.
 Torch-free, so the UI can import it.
 """
 

@@ -1,6 +1,6 @@
 """What fxtui's analysis finds, as plain torch-free data the UI and exports can carry.
 
-The analysis itself (:mod:`fxtui.engine.analysis`) needs torch; its results do not,
+The analysis itself (:mod:`fxtui.measure.analysis`) needs torch; its results do not,
 so they live here and travel inside snapshots.
 """
 
@@ -278,7 +278,7 @@ class WhatIfOption:
 
 @dataclass(frozen=True, slots=True)
 class MemorySummary:
-    """The memory figures of one whole run (``fxtui.engine.analysis.memory``), in bytes.
+    """The memory figures of one whole run (``fxtui.measure.analysis.memory``), in bytes.
 
     Activations are the tensors the nodes create; parameters, buffers and the model's inputs
     exist before the run and after it, so they are counted apart and never in the live figures.
@@ -317,7 +317,7 @@ class MemorySummary:
 
 @dataclass(frozen=True, slots=True)
 class Disturbance:
-    """How much other work on the machine took the CPU from the steps so far (``fxtui.engine.interference``)."""
+    """How much other work on the machine took the CPU from the steps so far (``fxtui.measure.interference``)."""
 
     steps: int
     """Steps (a profiled and an uninstrumented run each) recorded since the statistics began."""

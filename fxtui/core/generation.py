@@ -17,6 +17,7 @@ node's share is of its own phase (:func:`phase_share`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -248,3 +249,15 @@ def _fidelity(nodes_s: float | None, reference_s: float | None, what: str = "tim
     if not nodes_s or not reference_s:
         return ""
     return f" = {nodes_s / reference_s:.3f} of the uninstrumented {what}"
+
+
+def split_steps(t0: int, starts: Sequence[int], t1: int) -> tuple[int, list[int]]:
+    """Time to first token and each decode step (ns) of a call from ``t0`` to ``t1`` whose forwards began at ``starts``.
+
+    A step runs from its forward's start to the next one's (the last to the call's end); the
+    first token's time runs from the call to the second forward.
+    """
+    if len(starts) < 2:
+        return t1 - t0, []
+    bounds = [*starts[1:], t1]
+    return starts[1] - t0, [b - a for a, b in itertools.pairwise(bounds)]

@@ -1,13 +1,13 @@
 """The names of the allocator policies a profile ran under, and what each means for the figures.
 
-The policy itself is set by :mod:`fxtui.engine.allocator` in the process that runs the model;
+The policy itself is set by :mod:`fxtui.measure.allocator` in the process that runs the model;
 the headless header and the app's threads screen say which one ran with :func:`describe`.
 """
 
 from __future__ import annotations
 
 KEEP = "keep"
-"""Freed memory stays in the process; blocks come from the heap (see :mod:`fxtui.engine.allocator`)."""
+"""Freed memory stays in the process; blocks come from the heap (see :mod:`fxtui.measure.allocator`)."""
 GLIBC = "glibc"
 """glibc's own policy: large blocks mapped afresh, freed memory returned to the system."""
 SYSTEM = "system"

@@ -1,6 +1,6 @@
 """A profile's results, row by row: each node's facts, statistics and rates; each module's totals.
 
-What reports, exports and ``fxtui diff`` work with (:mod:`fxtui.core.report`). A row reads
+What reports, exports and ``fxtui diff`` work with (:mod:`fxtui.report.data`). A row reads
 every field of its parts as its own (``row.op``, ``row.p90_s``) and writes itself as one flat
 JSON mapping, which it reads back from files saved before a field existed.
 """

@@ -19,7 +19,7 @@ class Target:
     dtype: str | None = None
     submodule: str | None = None
     capture: str = "auto"
-    """``auto``, ``fx`` or ``dynamo`` (see :mod:`fxtui.engine.capture`)."""
+    """``auto``, ``fx`` or ``dynamo`` (see :mod:`fxtui.measure.capture`)."""
     hf_config: tuple[tuple[str, str], ...] = ()
     """``--hf-config`` overrides for an ``hf:`` target, as (key, value text) pairs."""
     train: bool = False
@@ -64,7 +64,7 @@ class RunSettings:
     """What the user asked of one profile, whole and never changed once made (the command line builds it;
     the headless command, the app's engine process and ``fxtui run`` read it).
 
-    What was measured is a :class:`~fxtui.core.report.ReportData`; how it is shown is
+    What was measured is a :class:`~fxtui.report.data.ReportData`; how it is shown is
     :class:`OutputSettings`.
     """
 
@@ -75,7 +75,7 @@ class RunSettings:
     """Profiled runs of a headless profile."""
     warmup: int = 3
     malloc: str = "keep"
-    """``keep``: freed memory stays in the process (:mod:`fxtui.engine.allocator`); ``glibc``: its own policy."""
+    """``keep``: freed memory stays in the process (:mod:`fxtui.measure.allocator`); ``glibc``: its own policy."""
     keep_disturbed: bool = False
     memory: bool = False
     """Measure each node's memory in one run before the timed ones."""
@@ -105,7 +105,7 @@ class OutputSettings:
     """A table of modules instead of nodes."""
     columns: tuple[str, ...] = ()
     exports: tuple[tuple[str, str], ...] = ()
-    """(format, path) pairs: ``("json", "run.json")`` (:data:`fxtui.engine.export.FORMATS`)."""
+    """(format, path) pairs: ``("json", "run.json")`` (:data:`fxtui.report.export.FORMATS`)."""
 
     @property
     def export_paths(self) -> dict[str, str]:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from fxtui.core.column_table import column_total
 from fxtui.core.commands import Command
-from fxtui.core.compiled import CompiledSummary
+from fxtui.core.compilation import CompiledSummary
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
 from fxtui.core.generation import GENERATE_PHASES, GenerationSummary
 from fxtui.core.nodes import (  # noqa: F401 (the data a snapshot is made of, importable from here too)
@@ -247,7 +247,7 @@ class Snapshot(RunFiguresMixin):
     faults_per_run: float | None = None
     """Median minor page faults of the process per profiled run."""
     malloc: str = ""
-    """How the process hands freed memory back (``fxtui.engine.allocator``): keep, glibc or system."""
+    """How the process hands freed memory back (``fxtui.measure.allocator``): keep, glibc or system."""
     reference_median_s: float | None = None
     """Median wall time of the model run uncaptured, for reference (TorchDynamo captures only)."""
     late_graphs: int = 0

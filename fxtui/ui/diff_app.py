@@ -4,7 +4,7 @@ Totals on top (both runs described, the profiled and uninstrumented medians befo
 after, settings that differ, what the ``~`` mark means), then three tables on tabs:
 nodes by absolute change, modules, and nodes found in one run only (what a fusion
 removed or added). Everything comes from
-:class:`~fxtui.core.diff.RunDiff`, which needs neither torch nor the model.
+:class:`~fxtui.report.diff.RunDiff`, which needs neither torch nor the model.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from fxtui.core.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.core.units import format_seconds, format_signed_pct, format_signed_seconds
+from fxtui.report.diff import SPREAD_MARK, Change, RunDiff, spread_legend
 from fxtui.ui.actions import DIFF, bindings, help_rows
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.widgets.key_bar import KeyBar

@@ -20,9 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_soak import rss_mb
 
+from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import State
-from fxtui.engine.remote import ChildOptions, ProcessSource
+from fxtui.measure.child import ChildOptions
 from fxtui.ui.app import FxtuiApp
 
 

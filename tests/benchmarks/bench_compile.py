@@ -35,9 +35,9 @@ import torch
 from fxtui.core.nodes import Spread
 from fxtui.core.settings import Target
 from fxtui.core.units import format_seconds
-from fxtui.engine.allocator import keep_freed_memory
-from fxtui.engine.pipeline import make_report, run_profile, session_for_target
-from fxtui.engine.report import Report
+from fxtui.measure.allocator import keep_freed_memory
+from fxtui.measure.pipeline import make_report, run_profile, session_for_target
+from fxtui.report.api import Report
 
 TARGETS = {
     "resnet18": Target("resnet18", input_shapes=((5, 3, 224, 224),), compile=True),
@@ -100,7 +100,7 @@ def profiler_route(runs: int) -> None:
     import torch._inductor.config as config
     from torch.profiler import ProfilerActivity, profile
 
-    from fxtui.engine.targets import load_target
+    from fxtui.measure.targets import load_target
 
     loaded = load_target("resnet18", input_shapes=((5, 3, 224, 224),))
     model, inputs = loaded.module, loaded.inputs

@@ -29,19 +29,19 @@ import threading
 import time
 from typing import Any
 
+from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.settings import RunSettings, Target, parse_shape
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.engine.remote import ChildOptions, ProcessSource
+from fxtui.measure.child import ChildOptions
 from fxtui.ui.app import FxtuiApp
 
 
 def _child_without_waiting(*args: Any) -> None:
     """The engine's child, not waiting for the display between steps (runs in the child process)."""
-    from fxtui.engine import interference
-    from fxtui.engine import remote as child_remote
+    from fxtui.measure import child, interference
 
     interference.LoadProbe.wait_for_display = lambda self, *a, **k: 0.0  # type: ignore[method-assign]
-    child_remote._child_main(*args)
+    child.child_main(*args)
 
 
 def _counts(snapshot: Snapshot | None) -> tuple[int, int, str]:

@@ -24,8 +24,8 @@ import torch
 import torch.fx
 
 from fxtui.core.settings import Target
-from fxtui.engine.pipeline import session_for_target
-from fxtui.engine.session import Session
+from fxtui.measure.pipeline import session_for_target
+from fxtui.measure.session import Session
 
 CASES = [
     ("resnet18", (5, 3, 224, 224)),
@@ -204,7 +204,7 @@ def _one_session(threads: str, malloc: str, runs: int = 30) -> None:
     import json
 
     if malloc == "keep":
-        from fxtui.engine.allocator import keep_freed_memory
+        from fxtui.measure.allocator import keep_freed_memory
 
         keep_freed_memory()
     if threads != "default":
@@ -337,8 +337,8 @@ def _first_timings(target: str) -> None:
     t0 = globals().get("TORCH_IMPORTED", time.perf_counter())
     from fxtui.core.commands import Stop
     from fxtui.core.snapshot import State
-    from fxtui.engine.live import LiveSource
-    from fxtui.engine.pipeline import session_for_target as build
+    from fxtui.measure.live import LiveSource
+    from fxtui.measure.pipeline import session_for_target as build
 
     phases: list[tuple[str, float]] = []
     source: LiveSource

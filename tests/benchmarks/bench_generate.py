@@ -34,10 +34,10 @@ from typing import Any
 import torch
 
 from fxtui.core.units import format_seconds
-from fxtui.engine.allocator import keep_freed_memory
-from fxtui.engine.capture import capture_with
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.session import Session
+from fxtui.measure.allocator import keep_freed_memory
+from fxtui.measure.capture import capture_with
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.session import Session
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "llama": dict(num_hidden_layers=4, hidden_size=512, intermediate_size=1408, num_attention_heads=8,

@@ -4,7 +4,7 @@
 
 Runs one session in three phases, steps interleaved as always: quiet, loaded (two other
 processes keep the cores busy in random bursts of 0.1–0.5 s, as on a shared server), quiet
-again. Every step is recorded raw, with what :mod:`fxtui.engine.interference` read around
+again. Every step is recorded raw, with what :mod:`fxtui.measure.interference` read around
 its two runs. Printed:
 
 * the share of each run taken by other work (:attr:`RunLoad.lost_share`) in the quiet and
@@ -28,10 +28,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fxtui.core.settings import Target
-from fxtui.engine.interference import DISTURBED_SHARE
-from fxtui.engine.pipeline import session_for_target
-from fxtui.engine.session import Session
-from fxtui.engine.stats import SampleWindow
+from fxtui.measure.interference import DISTURBED_SHARE
+from fxtui.measure.pipeline import session_for_target
+from fxtui.measure.session import Session
+from fxtui.measure.stats import SampleWindow
 
 LOADER = """
 import random, time

@@ -43,9 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui import PaintMeter, ms, p95, press_keys, print_latencies
 
+from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.settings import RunSettings, Target, parse_shape
 from fxtui.core.snapshot import State
-from fxtui.engine.remote import ChildOptions, ProcessSource
+from fxtui.measure.child import ChildOptions
 from fxtui.ui.app import FxtuiApp
 
 FACTORIES = {

@@ -19,11 +19,12 @@ import sys
 import time
 from collections.abc import Callable
 
+from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
-from fxtui.engine.live import LiveSource
-from fxtui.engine.pipeline import run_profile, session_for_target
-from fxtui.engine.remote import ChildOptions, ProcessSource
+from fxtui.measure.child import ChildOptions
+from fxtui.measure.live import LiveSource
+from fxtui.measure.pipeline import run_profile, session_for_target
 from fxtui.ui.app import FxtuiApp
 
 

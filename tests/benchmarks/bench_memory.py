@@ -17,10 +17,10 @@ import torch
 import torchvision
 
 from fxtui.core.units import format_bytes
-from fxtui.engine.analysis.memory import measure_program_memory
-from fxtui.engine.capture import Program, capture
-from fxtui.engine.inputs import Inputs
-from fxtui.engine.session import Session
+from fxtui.measure.analysis.memory import measure_program_memory
+from fxtui.measure.capture import Program, capture
+from fxtui.measure.inputs import Inputs
+from fxtui.measure.session import Session
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import os
 import torch
 
 import fxtui
-from fxtui.engine.targets import load_target
+from fxtui.measure.targets import load_target
 
 DEFAULT = ("fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_resnet50_fpn")
 

@@ -212,7 +212,7 @@ def slowdown(work: Path, pairs: int = 4, seconds: float = 30.0) -> None:
 def _detached_steps(script: Path, seconds: float) -> int:
     """The program's own count of steps, run as a detached job that no viewer watches."""
     from fxtui.core.settings import ProgramSettings
-    from fxtui.engine.run.jobs import find_job, start_detached
+    from fxtui.jobs.directory import find_job, start_detached
 
     os.environ.update(THREADS)
     job, directory = start_detached(ProgramSettings((str(script), str(seconds))))
@@ -280,7 +280,7 @@ def modules(work: Path, steps: int = 60) -> None:
     import torchvision
 
     from fxtui import profile
-    from fxtui.engine.allocator import keep_freed_memory
+    from fxtui.measure.allocator import keep_freed_memory
 
     torch.set_num_threads(2)
     script = work / "resnet_step.py"
@@ -311,8 +311,8 @@ def modules(work: Path, steps: int = 60) -> None:
 def latency(work: Path) -> None:
     """From the program's step 20 (it notes the time) to a viewer seeing 20 − warm-up steps."""
     from fxtui.core.settings import ProgramSettings
-    from fxtui.engine.run.attach import AttachSource
-    from fxtui.engine.run.jobs import start_detached
+    from fxtui.jobs.attach_source import AttachSource
+    from fxtui.jobs.directory import start_detached
 
     script = work / "lat.py"
     # The job runs in this process's directory: the mark goes to ``work`` by its whole path.
@@ -345,8 +345,8 @@ def attach(work: Path) -> None:
     """A job 10,000 steps in: how soon a viewer sees its figures, and its step time before, during and after."""
     from fxtui.core.commands import Stop, StopProgram
     from fxtui.core.settings import ProgramSettings
-    from fxtui.engine.run.attach import AttachSource
-    from fxtui.engine.run.jobs import find_job, start_detached
+    from fxtui.jobs.attach_source import AttachSource
+    from fxtui.jobs.directory import find_job, start_detached
 
     script = work / "many.py"
     script.write_text(textwrap.dedent("""

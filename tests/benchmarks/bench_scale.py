@@ -46,11 +46,11 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from fxtui.engine.capture.fx import trace_model
-from fxtui.engine.explain import annotate
-from fxtui.engine.pipeline import make_report
-from fxtui.engine.remote import Packer, Unpacker
-from fxtui.engine.session import Session
+from fxtui.core.snapshot_packing import Packer, Unpacker
+from fxtui.measure.capture.fx import trace_model
+from fxtui.measure.explain import annotate
+from fxtui.measure.pipeline import make_report
+from fxtui.measure.session import Session
 
 SIZES = (1_000, 10_000)
 WIDTH = 32

@@ -4,10 +4,10 @@
     python tests/benchmarks/bench_soak.py --minutes 60      # the full hour
     python tests/benchmarks/bench_soak.py --process         # the live app's child process instead
 
-The session is the live app's loop: :class:`~fxtui.engine.live.LiveSource`
+The session is the live app's loop: :class:`~fxtui.measure.live.LiveSource`
 rerunning the model and publishing a snapshot every 0.3 s to a callback that keeps
 only the last one (as the app does once it has drawn it), or, with ``--process``,
-:class:`~fxtui.engine.remote.ProcessSource` with the model in a child process. Now
+:class:`~fxtui.commands.model_engine.ProcessSource` with the model in a child process. Now
 and then (``--ask-every``) the soak asks what a user would: the aten breakdown of a
 node, the hints, a statistics reset.
 
@@ -127,7 +127,8 @@ def main() -> None:
     where = "child process" if args.process else "in process"
     print(f"soak: {args.model} {args.input_shape}, {args.minutes:g} min, {where}")
     if args.process:
-        from fxtui.engine.remote import ChildOptions, ProcessSource
+        from fxtui.commands.model_engine import ProcessSource
+        from fxtui.measure.child import ChildOptions
 
         source = ProcessSource(ChildOptions(RunSettings(target)))
         source.start()
@@ -136,8 +137,8 @@ def main() -> None:
         print(f"(this process, receiving the snapshots: {rss_mb():.1f} MB)")
         return
 
-    from fxtui.engine.live import LiveSource
-    from fxtui.engine.pipeline import session_for_target
+    from fxtui.measure.live import LiveSource
+    from fxtui.measure.pipeline import session_for_target
 
     live = LiveSource(lambda progress: session_for_target(target, progress))
     soak(live, rss_mb, seconds, args.every, args.warmup_share, args.ask_every or None)

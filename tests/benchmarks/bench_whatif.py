@@ -35,10 +35,10 @@ from fxtui.core.findings import WhatIf
 from fxtui.core.settings import Target
 from fxtui.core.units import format_seconds
 from fxtui.core.what_if_text import change_text, diff_text, spread
-from fxtui.engine.pipeline import loaded_from_module, session_for_module, session_for_target
-from fxtui.engine.session import Session
-from fxtui.engine.whatif.measure import BUDGET_S, MAX_PAIRS
-from fxtui.engine.whatif.run import run_what_ifs
+from fxtui.measure.pipeline import loaded_from_module, session_for_module, session_for_target
+from fxtui.measure.session import Session
+from fxtui.measure.whatif.measure import BUDGET_S, MAX_PAIRS
+from fxtui.measure.whatif.runner import run_what_ifs
 
 RESNET_WHAT_IFS = ("channels-last", "bf16", "fold-bn", "threads=1", "compile")
 

@@ -11,7 +11,7 @@ from fxtui.core.commands import Command, Explain, MeasureWhatIfs, RequestHints, 
 from fxtui.core.nodes import NodeStats
 from fxtui.core.snapshot import GraphInfo, RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
+from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 
 __all__ = [

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 from fakes import FakeSource, settle, tree_entries
 
-from fxtui.core.compiled import CompiledSummary
+from fxtui.core.compilation import CompiledSummary
 from fxtui.core.nodes import NodeInfo, build_module_tree
 from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import make_snapshot
+from fxtui.ui.demo.demo_source import make_snapshot
 from fxtui.ui.view_filter import DEFAULT_FILTER, Shown
 from fxtui.ui.widgets.detail_pane import _fields
 from fxtui.ui.widgets.module_tree import Entry

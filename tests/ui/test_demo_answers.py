@@ -8,8 +8,8 @@ from textual.pilot import Pilot
 from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.findings import findings_snapshot
-from fxtui.ui.demo.session import answer, resnet18_findings_source
+from fxtui.ui.demo.demo_findings import findings_snapshot
+from fxtui.ui.demo.demo_session import answer, resnet18_findings_source
 from fxtui.ui.screens.what_if import WhatIfScreen
 
 SIZE = (160, 48)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static, TabbedContent
 
-from fxtui.core.diff import RunDiff, diff_files
-from fxtui.engine.report import Report
-from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_rows
+from fxtui.report.api import Report
+from fxtui.report.diff import RunDiff, diff_files
+from fxtui.ui.demo.demo_source import build_graph, make_snapshot, resnet18_rows
 from fxtui.ui.diff_app import DiffApp
 from fxtui.ui.screens.help import HelpScreen
 

@@ -11,7 +11,7 @@ from test_large_graph import SIZE, _started, as_sent, sequential_graph
 
 from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import make_snapshot
+from fxtui.ui.demo.demo_source import make_snapshot
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable

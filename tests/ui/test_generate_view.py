@@ -11,7 +11,7 @@ from fxtui.core.generation import GenerationSummary
 from fxtui.core.nodes import NodeInfo, build_module_tree
 from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import make_snapshot
+from fxtui.ui.demo.demo_source import make_snapshot
 from fxtui.ui.widgets.decode_plot import DecodePlot, decode_rows, decode_twin
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar

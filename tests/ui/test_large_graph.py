@@ -17,9 +17,9 @@ from textual.pilot import Pilot
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.filters import FilterSpec
 from fxtui.core.snapshot import GraphInfo, Snapshot
-from fxtui.engine.remote import Packer, Unpacker
+from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import build_graph, make_snapshot
+from fxtui.ui.demo.demo_source import build_graph, make_snapshot
 from fxtui.ui.widgets.module_tree import Entry
 
 LAYERS = 10_000

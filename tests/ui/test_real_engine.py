@@ -20,10 +20,10 @@ import pytest
 from fakes import tree_entries
 from textual.pilot import Pilot
 
+from fxtui.commands.model_app import finish, make_app
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import RunSettings, Target
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.live_command import finish, make_app
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar

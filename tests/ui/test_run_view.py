@@ -90,8 +90,8 @@ def test_the_step_plot_stacks_each_steps_phases_and_scales_to_the_usual_step() -
 
 
 async def test_the_app_on_a_real_running_script_and_stopping_it(tmp_path: Path) -> None:
-    from fxtui.engine.run.attach import AttachSource
-    from fxtui.engine.run.jobs import start_detached
+    from fxtui.jobs.attach_source import AttachSource
+    from fxtui.jobs.directory import start_detached
 
     (tmp_path / "loop.py").write_text(
         textwrap.dedent(

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 
 from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import build_graph, make_snapshot
+from fxtui.ui.demo.demo_source import build_graph, make_snapshot
 from fxtui.ui.widgets.module_tree import ModuleTree
 from fxtui.ui.widgets.tree_lines import group_key
 

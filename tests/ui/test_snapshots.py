@@ -6,7 +6,7 @@ from fakes import FakeSource, error_snapshot, settle
 from textual.pilot import Pilot
 
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.findings import findings_snapshot, resnet18_diff
+from fxtui.ui.demo.demo_findings import findings_snapshot, resnet18_diff
 from fxtui.ui.diff_app import DiffApp
 
 NARROW = (80, 24)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fakes import FakeSource, settle, tree_cursor, tree_entries
 
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.source import build_graph, make_snapshot, resnet18_medians, resnet18_rows
+from fxtui.ui.demo.demo_source import build_graph, make_snapshot, resnet18_medians, resnet18_rows
 from fxtui.ui.widgets.module_tree import Entry, bar, op_label, short_node_name
 from fxtui.ui.widgets.outline_view import GUTTER
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, module_ancestors
 from fxtui.ui import view_filter
-from fxtui.ui.demo.source import build_graph, resnet18_graph
+from fxtui.ui.demo.demo_source import build_graph, resnet18_graph
 from fxtui.ui.widgets.tree_labels import Entry
 from fxtui.ui.widgets.tree_lines import Outline
 

@@ -10,7 +10,7 @@ from textual.widgets import Label, OptionList, Static
 from fxtui.core.findings import WhatIf, WhatIfOption
 from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.what_ifs import demo_what_ifs
+from fxtui.ui.demo.demo_what_ifs import demo_what_ifs
 from fxtui.ui.screens.what_if import WhatIfScreen
 from fxtui.ui.widgets.change_table import ChangeTable
 

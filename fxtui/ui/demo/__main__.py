@@ -6,7 +6,7 @@ For trying keys and layouts by hand; what it shows is the same as the README's p
 from __future__ import annotations
 
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.session import resnet18_findings_source
+from fxtui.ui.demo.demo_session import resnet18_findings_source
 
 
 def main() -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from fxtui.core.diff import RunDiff
 from fxtui.core.snapshot import SnapshotSource
+from fxtui.report.diff import RunDiff
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.findings import resnet18_diff
-from fxtui.ui.demo.session import resnet18_findings_source
+from fxtui.ui.demo.demo_findings import resnet18_diff
+from fxtui.ui.demo.demo_session import resnet18_findings_source
 from fxtui.ui.diff_app import DiffApp
 
 SourceFactory = Callable[[], SnapshotSource]

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import var
 from textual.widgets import Static
 
-from fxtui.core.compiled import even_split
+from fxtui.core.compilation import even_split
 from fxtui.core.findings import AtenOp, MachinePeaks, MemorySummary, place_on_roofline
 from fxtui.core.nodes import NodeInfo, NodeStats
 from fxtui.core.nonfinite import values_fact

@@ -23,7 +23,7 @@ from rich.cells import cell_len
 from textual.reactive import var
 
 from fxtui.core.column_table import column_map
-from fxtui.core.compiled import fused_into, fused_text
+from fxtui.core.compilation import fused_into, fused_text
 from fxtui.core.nodes import NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo
 from fxtui.ui.widgets.outline_view import OutlineView

@@ -165,7 +165,7 @@ def fit_compiled_label(
 
     ``4.10 ms → 1.90 ms ×0.46`` (then the bar, from :data:`BAR_FROM` cells); a narrow tree keeps the ratio.
     A module whose eager run has no op of its own (its work fused into a kernel of its ancestor) reads ``–``.
-    ``fused`` (a module with no kernel of its own: :func:`fxtui.core.compiled.fused_text`) takes the place of the
+    ``fused`` (a module with no kernel of its own: :func:`fxtui.core.compilation.fused_text`) takes the place of the
     compiled time, ratio and bar: ``11.1 ms → fused into (root)``.
     """
     ratio = f"×{compiled / eager:4.2f}" if eager and compiled is not None else "    –"

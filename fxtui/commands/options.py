@@ -1,0 +1,109 @@
+"""Command-line options shared by ``fxtui TARGET`` and ``fxtui run``: the table, the filters, the exports.
+
+Each option is defined here once; both commands add the same groups to their parsers and
+read them back into the same settings (:class:`~fxtui.core.settings.OutputSettings`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from fxtui.core.errors import FxtuiError
+from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
+from fxtui.core.settings import OutputSettings
+
+
+def count_type(name: str, minimum: int) -> type:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} takes a whole number, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be at least {minimum}, not {value}")
+        return value
+
+    parse.__name__ = name
+    return parse  # type: ignore[return-value]
+
+
+def add_table_options(p: argparse.ArgumentParser) -> None:
+    """The headless table's options (``fxtui TARGET`` and ``fxtui run`` share them)."""
+    t = p.add_argument_group("table")
+    t.add_argument(
+        "--sort",
+        default="median",
+        metavar="KEY",
+        help="median (default), mean, p90, max, pct, iqr, calls, name, path, order, output, alloc, live",
+    )
+    t.add_argument("--top", type=count_type("--top", 0), default=20, metavar="N", help="rows to show (0: all)")
+    t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
+    t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
+    t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
+    t.add_argument(
+        "--phase", metavar="PHASES", help="with --train or --generate: only these phases, e.g. backward or decode"
+    )
+    t.add_argument(
+        "--modules", action="store_true", help="a table of module paths (inclusive and self time) instead of nodes"
+    )
+    t.add_argument(
+        "--columns",
+        metavar="COLS",
+        help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source, "
+        "output, alloc, live, saved",
+    )
+    t.add_argument(
+        "--memory",
+        action="store_true",
+        help="memory per node (output, allocated, live after) and the peak, measured in one run before timing "
+        "(the app always measures it: m shows it)",
+    )
+
+
+def add_export_options(p: argparse.ArgumentParser) -> None:
+    """The export options (``fxtui TARGET``, ``fxtui run`` and ``fxtui attach`` share them): one per format."""
+    from fxtui.report.export import FORMATS  # torch-free
+
+    e = p.add_argument_group("export (written whole or not at all)")
+    for name, form in FORMATS.items():
+        e.add_argument(form.option, *form.aliases, dest=name, metavar="FILE", help=form.help)
+
+
+def filter_spec(args: argparse.Namespace, phases_ok: bool = False) -> FilterSpec:
+    """The filter ``--op``, ``--path``, ``--type`` and ``--phase`` ask for (``phases_ok``: whatever the capture)."""
+    try:
+        ops = parse_ops(args.op) if args.op else frozenset()
+    except ValueError as e:
+        raise FxtuiError(f"--op: {e}") from None
+    try:
+        phases = parse_phases(args.phase) if args.phase else frozenset()
+    except ValueError as e:
+        raise FxtuiError(f"--phase: {e}") from None
+    if phases and not (phases_ok or args.train or getattr(args, "generate", None)):
+        raise FxtuiError("--phase filters the phases of a training step or a generation: add --train or --generate")
+    types = parse_types(args.type) if args.type else frozenset()
+    return FilterSpec(ops=ops, path=args.path or "", types=types, phases=phases)
+
+
+def output_exports(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """(format, path) of every export asked for, in :data:`~fxtui.report.export.FORMATS` order."""
+    from fxtui.report.export import FORMATS
+
+    return tuple((name, path) for name in FORMATS if (path := getattr(args, name, None)))
+
+
+def column_keys(args: argparse.Namespace) -> tuple[str, ...]:
+    """The keys ``--columns`` names, in order."""
+    return tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
+
+
+def program_output(args: argparse.Namespace) -> OutputSettings:
+    """How ``fxtui run`` and ``fxtui attach`` show a program's profile (every phase may be filtered)."""
+    return OutputSettings(
+        sort=args.sort,
+        top=args.top,
+        spec=filter_spec(args, phases_ok=True),
+        modules=args.modules,
+        columns=column_keys(args),
+        exports=output_exports(args),
+    )

@@ -1,0 +1,85 @@
+"""What the agent in a program tells its collector: :class:`Hello` when it starts, a :class:`Step` per step,
+:class:`Bye` when the program ends.
+
+Torch-free data: the agent (inside the user's program) makes them, the collector (:mod:`fxtui.jobs.collector`)
+reads them without importing torch. They travel pickled over a local socket (:mod:`fxtui.agent.sender`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fxtui.core.op_nodes import EagerNode, RootModule
+
+
+@dataclass(frozen=True)
+class Hello:
+    """The program's agent is running."""
+
+    pid: int
+    argv: tuple[str, ...]
+    torch: str
+    threads: int
+    rank: int | None = None
+    """The process's rank in a distributed job (``RANK`` as torchrun sets it); None outside one."""
+    world_size: int = 1
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class GenerationCall:
+    """One ``generate()`` call of the step (:mod:`fxtui.agent.generate_hook`)."""
+
+    wall_ns: int
+    ttft_ns: int
+    """From the call to the second forward's start."""
+    steps_ns: tuple[int, ...]
+    """Each decode step: a forward's start to the next one's (the last: to the call's end)."""
+    prompt_tokens: int
+    new_tokens: int
+    batch: int = 1
+    kv_cache_bytes: int | None = None
+    """Counted in sampled calls only."""
+    kv_layer_bytes: tuple[int, ...] = ()
+    cache: str = ""
+    weight_bytes: int = 0
+    """The model's parameters and buffers (sampled calls only)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: its wall time and phases; for a sampled step its ops too; the nodes and roots first seen in it."""
+
+    index: int
+    kind: str
+    wall_ns: int
+    phases_ns: tuple[int, ...]
+    sampled: bool
+    describing: bool
+    """Sampled, and slower for noting new nodes' inputs and source lines: its ops are not figures."""
+    ops: list[tuple[int, int, str, int]] = field(default_factory=list)
+    """(node id, ns, output shape, clock at its start) per op, in the order they ran."""
+    nodes: list[EagerNode] = field(default_factory=list)
+    roots: list[RootModule] = field(default_factory=list)
+    dropped: int = 0
+    """Messages dropped before this one (the collector fell behind)."""
+    start_ns: int = 0
+    """The clock (``perf_counter_ns``: one clock for every process of a machine) when the step began."""
+    generation: tuple[GenerationCall, ...] = ()
+    """The step's ``generate()`` calls (a step is one call in a program without an optimizer)."""
+    faults: int = -1
+    """A sampled step's minor page faults (the program's process, every thread); -1 where not counted."""
+    note: str = ""
+    """Something the agent could not do, said once (a compiled graph whose kernels it cannot time)."""
+
+
+@dataclass(frozen=True)
+class Bye:
+    """The program is ending."""
+
+    steps: int
+    failed: str = ""
+    """Why the agent stopped watching early, when it did."""
+
+
+Message = Hello | Step | Bye

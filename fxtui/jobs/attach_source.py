@@ -1,0 +1,127 @@
+"""A viewer of a running job: the snapshots its collector serves, as a snapshot source for the app or a report.
+
+Leaving (the app closing, a viewer killed) never stops the job; :class:`~fxtui.core.commands.StopProgram`
+does, and only when a viewer sends it. When the collector goes away without saying the program
+ended, the last figures stay and the view says so in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Client, Connection
+
+from fxtui.core.commands import Command, Stop
+from fxtui.core.errors import FxtuiError
+from fxtui.core.snapshot import GraphInfo, Snapshot, State
+from fxtui.core.snapshot_packing import Unpacker
+from fxtui.jobs.directory import VIEWER, JobInfo, job_dir, read_key
+from fxtui.jobs.viewers import shutdown
+
+
+def remote_job(address: str) -> JobInfo:
+    """A job served over TCP at ``HOST:PORT`` (its collector on another server)."""
+    return JobInfo(id=address, command=(address,), cwd="", pid=0, listen=address)
+
+
+def connect(job: JobInfo, token: bytes | None = None) -> Connection:
+    """A connection to ``job``'s collector (over TCP with ``token`` for a remote job); one sentence when it cannot
+    be had."""
+    key = token if token is not None else read_key(job)
+    try:
+        if token is not None:
+            host, _, port = job.listen.rpartition(":")
+            connection = Client((host, int(port)), family="AF_INET", authkey=key)
+        else:
+            connection = Client(str(job_dir(job.id) / VIEWER), family="AF_UNIX", authkey=key)
+    except FileNotFoundError:
+        raise FxtuiError(f"job {job.id} is no longer served (its collector ended)") from None
+    except (OSError, EOFError) as e:
+        raise FxtuiError(f"cannot reach job {job.id}'s collector: {e}") from None
+    except Exception as e:  # the key's challenge failed
+        raise FxtuiError(f"job {job.id}'s collector refused this viewer ({type(e).__name__})") from None
+    return connection
+
+
+class AttachSource:
+    """Snapshots from a job's collector (:class:`~fxtui.core.snapshot.SnapshotSource`)."""
+
+    def __init__(self, job: JobInfo, token: bytes | None = None) -> None:
+        self.job = job
+        self._connection = connect(job, token)
+        self._lock = threading.Lock()
+        self.last: Snapshot | None = None
+        self.exit_code: int | None = None
+        self._left = False
+        self.ended = threading.Event()
+        """Set when the collector's connection closed (the job ended, or the viewer left)."""
+
+    def send(self, command: Command) -> None:
+        """Pass ``command`` to the collector; :class:`Stop` leaves the job (it goes on)."""
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            if isinstance(command, Stop):
+                self._left = True
+            self._connection.send(command)
+            if isinstance(command, Stop):
+                shutdown(self._connection)  # the reader sees the end and closes it (run's finally)
+
+    def run(self, publish: Callable[[Snapshot], None]) -> None:
+        """Publish what the collector sends until the connection closes."""
+        graph: GraphInfo | None = None
+        unpacker = Unpacker()
+        refused = ""
+        try:
+            while True:
+                try:
+                    kind, payload = self._connection.recv()
+                except (EOFError, OSError, ValueError):
+                    break
+                except Exception:  # a message that does not read: dropped
+                    continue
+                if kind == "graph":
+                    graph = payload
+                elif kind == "exit":
+                    self.exit_code = payload
+                elif kind == "refused":
+                    refused = str(payload)
+                elif kind == "snapshot":
+                    snapshot = unpacker.unpack(payload)
+                    if graph is not None and snapshot.graph is None:
+                        snapshot = dataclasses.replace(snapshot, graph=graph)
+                    self.last = snapshot
+                    publish(snapshot)
+        finally:
+            with contextlib.suppress(OSError):
+                self._connection.close()
+            self.ended.set()
+        last = self.last
+        if refused:
+            publish(Snapshot(None, State.ERROR, message=refused))
+        elif last is not None and last.state is not State.DONE and not self._left:
+            publish(
+                dataclasses.replace(
+                    last,
+                    state=State.ERROR,
+                    seq=last.seq + 1,
+                    message="the job's collector ended unexpectedly; these are the last figures it sent",
+                )
+            )
+
+    def take(self, timeout: float = 10.0) -> Snapshot | None:
+        """The first complete snapshot (headless ``fxtui attach --once``), then leave."""
+        got: list[Snapshot] = []
+        ready = threading.Event()
+
+        def keep(snapshot: Snapshot) -> None:
+            if snapshot.graph is not None and snapshot.steps is not None:
+                got.append(snapshot)
+                ready.set()
+
+        reader = threading.Thread(target=self.run, args=(keep,), daemon=True)
+        reader.start()
+        ready.wait(timeout)
+        self.send(Stop())
+        reader.join(5)
+        return got[0] if got else self.last

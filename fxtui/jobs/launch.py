@@ -1,0 +1,319 @@
+"""Start a user's program with the agent in it, and hear what the agent says: one :class:`ProgramJob`.
+
+The program runs as ``python SCRIPT ARGS…`` would (:mod:`fxtui.agent.boot`), in the same
+working directory and environment, plus three variables that tell its agent where the
+collector listens: a socket in a directory only this user can read (0700), guarded by a key
+made for this job (``multiprocessing.connection``'s authentication), so no other process can
+speak for the program or listen in. Headless, the program keeps the terminal (its stdin,
+stdout, stderr); under the app its output goes to a log file in that directory (0600), whose
+path the app and the exit message give.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+from typing import IO
+
+from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions
+from fxtui.core.errors import FxtuiError
+
+#: The module that starts a program with the agent in it (``python -m``): it runs in the program's process.
+AGENT_BOOT = "fxtui.agent.boot"
+#: The directory whose ``sitecustomize`` gives every Python process the program starts an agent (first on its
+#: ``PYTHONPATH``).
+SITE_DIR = str(Path(__file__).resolve().parent.parent / "agent" / "site")
+
+
+def private_dir() -> Path:
+    """This user's directory for fxtui's sockets and logs: ``$XDG_RUNTIME_DIR/fxtui`` or ``/tmp/fxtui-UID``, 0700.
+
+    Refused, in one sentence, when it exists but another user owns it or others may read it.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
+        path = Path(runtime) / "fxtui"
+    else:
+        path = Path(tempfile.gettempdir()) / f"fxtui-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.lstat()
+    except OSError as e:
+        raise FxtuiError(f"cannot make fxtui's directory {path}: {e.strerror or e}") from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise FxtuiError(f"{path} is not a directory of this user's: fxtui keeps its sockets elsewhere only if asked")
+    if info.st_mode & 0o077:
+        raise FxtuiError(f"{path} can be read by other users (mode {oct(info.st_mode & 0o777)}); chmod 700 it")
+    return path
+
+
+def is_executable(command: Sequence[str]) -> bool:
+    """True when ``command`` names a program to run as it is (``torchrun …``), not a Python script or ``-m``."""
+    first = command[0] if command else ""
+    return first != "-m" and not first.endswith(".py") and not Path(first).is_file() and bool(shutil.which(first))
+
+
+def check_command(command: Sequence[str]) -> None:
+    """One sentence, before anything starts, when the program cannot be run: no such script, not Python, no such
+    module."""
+    if not command:
+        raise FxtuiError("fxtui run needs a script to run: fxtui run train.py [ARGS…] or fxtui run -m MODULE [ARGS…]")
+    if command[0] == "-m":
+        if len(command) < 2 or not command[1]:
+            raise FxtuiError("fxtui run -m needs a module name, e.g. fxtui run -m mypackage.train")
+        import importlib.util
+
+        top = command[1].split(".")[0]
+        sys.path.insert(0, os.getcwd())
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            found = None
+        finally:
+            sys.path.pop(0)
+        if found is None:
+            raise FxtuiError(
+                f"no module named {top!r} here (fxtui run -m looks in {os.getcwd()} and the installed ones)"
+            )
+        return
+    if is_executable(command):
+        return  # a launcher (torchrun): its Python processes get the agent as they import torch
+    script = Path(command[0])
+    if not script.exists():
+        raise FxtuiError(f"no such script: {script}")
+    if script.is_dir():
+        raise FxtuiError(f"{script} is a directory; give the script to run (fxtui run -m runs a package's module)")
+    try:
+        source = script.read_bytes()
+    except OSError as e:
+        raise FxtuiError(f"cannot read {script}: {e.strerror or e}") from None
+    try:
+        compile(source, str(script), "exec")
+    except (SyntaxError, ValueError) as e:
+        where = f" (line {e.lineno})" if isinstance(e, SyntaxError) and e.lineno else ""
+        why = e.msg if isinstance(e, SyntaxError) else e
+        raise FxtuiError(f"{script} is not a Python script{where}: {why}") from None
+
+
+class ProgramJob:
+    """One run of the user's program under the agent.
+
+    ``on_message(message, agent)`` hears each message, in a reader thread per agent: ``agent`` counts
+    the processes whose agent connected (a program that starts others, ``torchrun``'s ranks, has several).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        on_message: Callable[[object, int], None],
+        *,
+        options: AgentOptions | None = None,
+        log: bool = False,
+        directory: Path | None = None,
+        key: bytes | None = None,
+        agents_on: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.command = tuple(command)
+        self.env = dict(env or {})
+        """Set in the program's environment besides the caller's (``--keep-freed-memory``)."""
+        self.on_message = on_message
+        self.options = options or AgentOptions()
+        self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
+        self.log_path = self.dir / "output.log" if log else None
+        self.log_error = ""
+        """Why the program's output could not all be kept (a full disk), once it could not; the program goes on."""
+        self._key = key or secrets.token_bytes(32)
+        self._listener = Listener(str(self.dir / "agent.sock"), family="AF_UNIX", authkey=self._key)
+        self._listeners = [self._listener]
+        self.agents_address = ""
+        """``HOST:PORT`` where agents of ranks on other servers report, when asked for (``agents_on``)."""
+        if agents_on:
+            host, _, port = agents_on.rpartition(":")
+            remote = Listener((host or "127.0.0.1", int(port)), family="AF_INET", authkey=self._key)
+            self._listeners.append(remote)
+            self.agents_address = "{}:{}".format(*remote.address)
+        self.process: subprocess.Popen[bytes] | None = None
+        self._reader = threading.Thread(target=self._accept, name="fxtui-collector", daemon=True)
+        self._readers: list[threading.Thread] = []
+        self._log_file: IO[bytes] | None = None
+        self.connected = threading.Event()
+        self._closing = False
+
+    def start(self) -> None:
+        """Start the program (its own process), then listen for its agent."""
+        env = {
+            **os.environ,
+            **self.env,
+            AGENT_ADDRESS: str(self._listener.address),
+            AGENT_KEY: self._key.hex(),
+            AGENT_OPTIONS: self.options.encode(),
+            # Every Python process the program starts (torchrun's ranks) gets an agent too.
+            "PYTHONPATH": os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH", "")) if p),
+        }
+        stdio: dict[str, object] = {}
+        if self.log_path is not None:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._log_file = os.fdopen(fd, "wb")
+            # Through a pipe, not straight to the file: a full disk then costs the log lines, never the program
+            # (its own print() would raise).
+            stdio = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+        argv = [*self.command] if is_executable(self.command) else [sys.executable, "-m", AGENT_BOOT,
+                                                                    *self.command]  # fmt: skip
+        with _signals_for_the_program():
+            self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
+        self._reader.start()
+        if self._log_file is not None and self.process.stdout is not None:
+            self._copier = threading.Thread(target=self._copy_output, daemon=True, name="fxtui-program-output")
+            self._copier.start()
+        for listener in self._listeners[1:]:
+            threading.Thread(target=self._accept, args=(listener,), daemon=True, name="fxtui-remote-agents").start()
+
+    def _copy_output(self) -> None:
+        """The program's output into its log, as it comes; what a full disk refuses is dropped, said once."""
+        assert self.process is not None and self.process.stdout is not None and self._log_file is not None
+        source, log = self.process.stdout, self._log_file
+        while chunk := source.read1(65536):  # type: ignore[attr-defined]
+            if self.log_error:
+                continue  # keep draining: a program blocked on a full pipe would stop
+            try:
+                log.write(chunk)
+                log.flush()
+            except OSError as e:
+                self.log_error = f"the program's output could not be written to {self.log_path} ({e.strerror or e})"
+
+    def _accept(self, listener: Listener | None = None) -> None:
+        """Take each agent that connects (one per process of the program that imports torch)."""
+        listener = listener or self._listener
+        while not self._closing:
+            try:
+                connection = listener.accept()
+            except Exception:  # OSError once closed below; AuthenticationError for a stranger without the key
+                if self._closing:
+                    return
+                continue  # refused; the program's own agents are still welcome
+            agent = len(self._readers)
+            self.connected.set()
+            reader = threading.Thread(
+                target=self._drain, args=(connection, agent), daemon=True, name=f"fxtui-agent-{agent}"
+            )
+            self._readers.append(reader)
+            reader.start()
+
+    def _drain(self, connection: Connection, agent: int) -> None:
+        with connection:
+            while True:
+                try:
+                    message = connection.recv()
+                except (EOFError, OSError):
+                    return
+                except Exception:  # a message that does not unpickle: dropped, the rest still read
+                    continue
+                self.on_message(message, agent)
+
+    def interrupt(self, sig: int = signal.SIGINT) -> None:
+        """Send the program ``sig`` (Ctrl+C's SIGINT by default), if it still runs."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)
+
+    def stop(self, grace: float = 5.0) -> int:
+        """Ask the program to stop as Ctrl+C would, then SIGTERM, then SIGKILL; its exit status."""
+        for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            if self.process is None or self.process.poll() is not None:
+                break
+            self.interrupt(sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(wait)
+        return self.wait()
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the program to end (and its agent's last messages); its exit status."""
+        assert self.process is not None
+        code = self.process.wait(timeout)
+        self._closing = True
+        for listener in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()  # unblocks accept()
+        for reader in self._readers:
+            reader.join(5)  # the agents' last messages
+        copier = getattr(self, "_copier", None)
+        if copier is not None:
+            copier.join(5)
+        return code
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def close(self) -> None:
+        """Forget the socket; keep the log (its path was given) and remove the rest of the job's directory."""
+        for listener in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):  # a full disk: what the buffer holds is lost, as said
+                self._log_file.close()
+        if self.log_path is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                (self.dir / "agent.sock").unlink()
+
+
+@contextlib.contextmanager
+def _signals_for_the_program() -> Iterator[None]:
+    """Ctrl+C and SIGTERM reach the program as they would without fxtui, even where fxtui ignores them.
+
+    An ignored signal stays ignored across exec, a handled one becomes the default: while the
+    program starts, fxtui's process handles both (and does nothing with them).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, _nothing) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _nothing(signum: int, frame: object) -> None:
+    """A signal that came while the program was starting: the program (in the same process group) got it too."""
+
+
+def log_tail(path: Path | None, lines: int = 200, limit: int = 64 * 1024) -> tuple[str, ...]:
+    """The last ``lines`` lines of the program's log (read from its end, at most ``limit`` bytes)."""
+    if path is None:
+        return ()
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError:
+        return ()
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    # A progress bar rewrites its line with \r: show what it last said.
+    shown = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+    if shown and shown[-1] == "":
+        shown.pop()
+    return tuple(shown[-lines:])
+
+
+def exit_status(code: int) -> int:
+    """The status a shell reports for a program that returned ``code`` (``-N``, killed by signal N, is 128+N)."""
+    return 128 - code if code < 0 else code

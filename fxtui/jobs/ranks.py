@@ -1,0 +1,156 @@
+"""A job's collector across its processes: one :class:`Collector` per agent, one view of every rank.
+
+A program that starts other Python processes (``torchrun``'s ranks, spawned DataLoader workers)
+has an agent in each that imports torch; the processes that run steps are the ones shown. One
+of them: its figures, as for a single process. Several (the ranks of a distributed job): the
+figures of one rank at a time (the one a viewer asked for, rank 0 first), and for every node
+each rank's median side by side — the fastest and slowest rank's median and which rank is
+slowest (:class:`~fxtui.core.nodes.NodeStats`' rank fields) — with every rank's pace, phases,
+arithmetic and waiting (:class:`~fxtui.core.program_run.RankSummary`), whose straggler line
+names the rank holding the others up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from fxtui.core.agent_messages import Hello
+from fxtui.core.column_table import ColumnTable
+from fxtui.core.nodes import NodeStats
+from fxtui.core.program_run import ProgramState, RankFigures, RankSummary
+from fxtui.core.snapshot import Snapshot, State
+from fxtui.jobs.collector import Collector
+
+
+class JobCollector:
+    """Every process of one program; :meth:`snapshot` shows one rank (or the only process) and compares them all."""
+
+    def __init__(self, command: tuple[str, ...], warmup: int = 5) -> None:
+        self.command = command
+        self.warmup = warmup
+        self.agents: dict[int, Collector] = {}
+        self.program = ProgramState(command)
+
+    def receive(self, message: object, agent: int = 0) -> None:
+        """Take one message from the agent of process ``agent``."""
+        collector = self.agents.get(agent)
+        if collector is None:
+            collector = self.agents[agent] = Collector(self.command, warmup=self.warmup)
+        collector.receive(message)
+
+    # -- the program ----------------------------------------------------------------------------
+
+    def started(self, pid: int, log: str) -> None:
+        self.program = dataclasses.replace(self.program, pid=pid, log=log)
+
+    def tail(self, lines: tuple[str, ...]) -> None:
+        if lines != self.program.log_tail:
+            self.program = dataclasses.replace(self.program, log_tail=lines)
+
+    def ended(self, code: int) -> None:
+        note = self.program.note or next((c.failed for c in self.agents.values() if c.failed), "")
+        if not any(c.roots for c in self.agents.values()) and not note:
+            note = "no module was called: the program ran no nn.Module"
+        self.program = dataclasses.replace(self.program, running=False, exit_code=code, note=note)
+
+    def note(self, sentence: str) -> None:
+        """Something to say about the program itself (a log that could not be written)."""
+        self.program = dataclasses.replace(self.program, note=sentence)
+
+    def reset(self) -> None:
+        for collector in self.agents.values():
+            collector.reset()
+
+    @property
+    def steps(self) -> int:
+        return max((c.steps for c in self.agents.values()), default=0)
+
+    # -- which processes ----------------------------------------------------------------------
+
+    def ranked(self) -> list[tuple[int, Collector]]:
+        """The processes that run steps, by rank (processes without one after, in the order they reported)."""
+        stepping = [c for c in self.agents.values() if c.steps or c.nodes]
+        keyed = [(c.hello.rank if c.hello is not None and c.hello.rank is not None else 10_000 + i, c)
+                 for i, c in enumerate(stepping)]  # fmt: skip
+        return sorted(keyed, key=lambda kc: kc[0])
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot(self, state: State = State.RUNNING, rank: int | None = None) -> Snapshot:
+        """The figures of ``rank`` (the lowest when None or unknown), every rank compared beside them."""
+        ranked = self.ranked()
+        traces = {r if r < 10_000 else 0: c.trace() for r, c in ranked} if state is State.DONE else {}
+        if len(ranked) <= 1:
+            collector = ranked[0][1] if ranked else self._any()
+            return dataclasses.replace(collector.snapshot(state), program=self.program, timelines=traces)
+        snapshots = {r: c.snapshot(state) for r, c in ranked}
+        shown = rank if rank in snapshots else ranked[0][0]
+        base = snapshots[shown]
+        summary = RankSummary(shown, tuple(_figures(r, c, snapshots[r]) for r, c in ranked))
+        assert base.graph is not None
+        graph = dataclasses.replace(base.graph, ranks=tuple(r for r, _ in ranked))
+        nodes = _spread_over_ranks(base, snapshots, shown)
+        return dataclasses.replace(
+            base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
+            message=base.message or summary.straggler(),
+        )  # fmt: skip
+
+    def _any(self) -> Collector:
+        if not self.agents:
+            self.agents[0] = Collector(self.command, warmup=self.warmup)
+        return next(iter(self.agents.values()))
+
+
+def _figures(rank: int, collector: Collector, snapshot: Snapshot) -> RankFigures:
+    """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits."""
+    graph, steps = snapshot.graph, snapshot.steps
+    medians = snapshot.nodes.column("median_s") if isinstance(snapshot.nodes, ColumnTable) else []
+    compute = backward = comm_ops = 0.0
+    if graph is not None:
+        for info, median in zip(graph.nodes, medians, strict=False):
+            if info.phase in ("forward", "backward"):
+                compute += median
+            if info.phase == "backward":
+                backward += median
+            elif info.phase == "comm":
+                comm_ops += median
+    backward_phase = steps.median("backward") if steps is not None else None
+    hello: Hello | None = collector.hello
+    return RankFigures(
+        rank=rank,
+        host=hello.host if hello is not None else "",
+        steps=steps.steps if steps is not None else 0,
+        step_median_s=steps.step_median_s if steps is not None else None,
+        phase_median_s=steps.phase_median_s if steps is not None else (),
+        compute_s=compute,
+        comm_s=max(0.0, (backward_phase or 0.0) - backward),
+        comm_ops_s=comm_ops,
+    )
+
+
+def _spread_over_ranks(base: Snapshot, snapshots: dict[int, Snapshot], shown: int) -> ColumnTable[NodeStats]:
+    """The shown rank's node statistics, each with the fastest and slowest rank's median and the slowest rank."""
+    assert isinstance(base.nodes, ColumnTable)
+    names = base.nodes.names
+    ranks = sorted(snapshots)
+    table = np.full((len(ranks), len(names)), np.nan)
+    for row, r in enumerate(ranks):
+        other = snapshots[r].nodes
+        medians = (
+            dict(zip(other.names, other.column("median_s"), strict=True)) if isinstance(other, ColumnTable) else {}
+        )
+        table[row] = [medians.get(n, np.nan) for n in names]
+    have = ~np.isnan(table)
+    filled = np.where(have, table, -np.inf)
+    slowest = np.array(ranks)[np.argmax(filled, axis=0)]
+    with np.errstate(all="ignore"):
+        low = np.nanmin(np.where(have, table, np.nan), axis=0)
+        high = np.nanmax(np.where(have, table, np.nan), axis=0)
+    return base.nodes.with_columns(
+        rank=[shown] * len(names),
+        rank_min_s=[float(v) for v in np.nan_to_num(low)],
+        rank_max_s=[float(v) for v in np.nan_to_num(high)],
+        slowest_rank=[int(v) if h else -1 for v, h in zip(slowest, have.any(axis=0), strict=True)],
+    )

@@ -1,0 +1,260 @@
+"""Where a job's viewers attach: a local socket only its user may use, and a TCP port when asked.
+
+Each viewer gets the graph, then the newest snapshot every time the collector publishes one
+(a slow viewer skips snapshots rather than hold anything up), and may send commands: stop
+the program, reset the figures, or leave. Viewers are independent: two attached at once
+both work, and one that dies (killed, its connection dropped) is forgotten without the job
+noticing.
+
+Security. The local socket lives in the job's directory, which only its user can enter
+(0700), is created 0600, and a viewer must prove it holds the job's key (the
+``multiprocessing.connection`` challenge, with the key in a 0600 file); besides, the
+connecting process's user is checked (``SO_PEERCRED``), so another user — root included —
+is refused in one sentence even if the files' modes were loosened. TCP is off unless asked
+(``--listen``); it binds to loopback unless told otherwise, and every TCP viewer must know the
+job's token, printed when the job starts: a connection without it is refused and logged.
+A message that does not unpickle, or is not a command, is dropped with a one-line warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+
+from fxtui.core.commands import Reset, ShowRank, Stop, StopProgram
+from fxtui.core.snapshot import Snapshot
+from fxtui.core.snapshot_packing import Publisher
+
+
+def shutdown(connection: Connection) -> None:
+    """End ``connection`` for the threads reading and writing it: they see its end, and the one that owns it closes it.
+
+    Closing it from another thread would free its descriptor while a read or a write was under way, and the
+    next connection accepted would get that descriptor: the old thread's bytes would land in it.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        sock = socket.socket(fileno=connection.fileno())
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.detach()
+
+
+def _peer_uid(connection: Connection) -> int | None:
+    """The user of the process at the other end of a Unix socket (None where the system does not say)."""
+    try:
+        sock = socket.socket(fileno=connection.fileno())
+        try:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        finally:
+            sock.detach()
+        return int(struct.unpack("3i", creds)[1])
+    except (OSError, AttributeError):
+        return None
+
+
+class _Viewer:
+    """One attached viewer: a thread sends it the newest snapshot, another reads its commands."""
+
+    def __init__(self, connection: Connection, server: ViewerServer) -> None:
+        self.connection = connection
+        self.server = server
+        self.publish = Publisher(connection)
+        self._latest: Snapshot | None = None
+        self._exit: int | None = None
+        self._ready = threading.Condition()
+        self.alive = True
+        self.rank: int | None = None
+        """The rank this viewer asked to see (a distributed job); None: the first."""
+        self._threads = 2
+        self._threads_lock = threading.Lock()
+        threading.Thread(target=self._send, daemon=True, name="fxtui-viewer-send").start()
+        threading.Thread(target=self._read, daemon=True, name="fxtui-viewer-read").start()
+
+    def _done(self) -> None:
+        """A thread of this viewer's ends; the last one closes the connection."""
+        with self._threads_lock:
+            self._threads -= 1
+            last = self._threads == 0
+        if last:
+            with contextlib.suppress(OSError):
+                self.connection.close()
+
+    def offer(self, snapshot: Snapshot) -> None:
+        with self._ready:
+            self._latest = snapshot
+            self._ready.notify()
+
+    def offer_exit(self, code: int) -> None:
+        with self._ready:
+            self._exit = code
+            self._ready.notify()
+
+    def _send(self) -> None:
+        try:
+            self._send_until_gone()
+        finally:
+            self._done()
+
+    def _send_until_gone(self) -> None:
+        while self.alive:
+            with self._ready:
+                while self._latest is None and self._exit is None and self.alive:
+                    self._ready.wait(1.0)
+                snapshot, self._latest = self._latest, None
+                code = self._exit
+            try:
+                if snapshot is not None:
+                    self.publish(snapshot)
+                if code is not None and snapshot is None:
+                    self.connection.send(("exit", code))
+                    self._exit = None
+            except (OSError, ValueError, EOFError):
+                self.drop()
+
+    def _read(self) -> None:
+        try:
+            self._read_until_gone()
+        finally:
+            self._done()
+
+    def _read_until_gone(self) -> None:
+        while self.alive:
+            try:
+                command = self.connection.recv()
+            except (EOFError, OSError):
+                self.drop()
+                return
+            except Exception as e:  # not a pickle, or a class fxtui does not know: dropped, said once
+                self.server.warn(f"a viewer sent a message that does not read ({type(e).__name__}); dropped it")
+                continue
+            if isinstance(command, Stop):
+                self.drop()  # the viewer leaves; the job goes on
+            elif isinstance(command, StopProgram):
+                self.server.on_stop()
+            elif isinstance(command, Reset):
+                self.server.on_reset()
+            elif isinstance(command, ShowRank):
+                self.rank = command.rank
+            else:
+                self.server.warn(f"a viewer sent {type(command).__name__}, which a job does not take; dropped it")
+
+    def drop(self) -> None:
+        if self.alive:
+            self.alive = False
+            shutdown(self.connection)  # both threads see the end; the last of them closes it
+            with self._ready:
+                self._ready.notify()
+            self.server.forget(self)
+
+
+class ViewerServer:
+    """Accepts viewers on the job's socket (and on TCP when ``listen`` says ``HOST:PORT``)."""
+
+    def __init__(
+        self,
+        path: Path,
+        key: bytes,
+        listen: str = "",
+        *,
+        on_stop: Callable[[], None] = lambda: None,
+        on_reset: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.on_stop, self.on_reset = on_stop, on_reset
+        self._viewers: list[_Viewer] = []
+        self._lock = threading.Lock()
+        self._last: Callable[[int | None], Snapshot] | None = None
+        self._listeners = [(Listener(str(path), family="AF_UNIX", authkey=key), True)]
+        path.chmod(0o600)
+        self.tcp_address = ""
+        if listen:
+            host, _, port = listen.rpartition(":")
+            tcp = Listener((host or "127.0.0.1", int(port)), family="AF_INET", authkey=key)
+            self._listeners.append((tcp, False))
+            self.tcp_address = "{}:{}".format(*tcp.address)
+
+    @property
+    def viewers(self) -> int:
+        return len(self._viewers)
+
+    def start(self) -> None:
+        for listener, local in self._listeners:
+            threading.Thread(target=self._accept, args=(listener, local), daemon=True, name="fxtui-viewers").start()
+
+    def _accept(self, listener: Listener, local: bool) -> None:
+        while True:
+            try:
+                connection = listener.accept()
+            except OSError:
+                return  # closed
+            except Exception as e:  # the key's challenge failed: not a viewer of this job
+                self.warn(f"refused a connection without the job's key ({type(e).__name__})")
+                continue
+            if local:
+                uid = _peer_uid(connection)
+                if uid is not None and uid != _own_uid():
+                    self.warn(f"refused a viewer of user {uid}: the job is its owner's alone")
+                    with contextlib.suppress(OSError):
+                        connection.send(("refused", "this job belongs to another user: only its owner may watch it"))
+                        connection.close()
+                    continue
+            viewer = _Viewer(connection, self)
+            with self._lock:
+                self._viewers.append(viewer)
+                last = self._last
+            if last is not None:
+                viewer.offer(last(None))  # at once: a viewer attaching to a long job sees its figures without waiting
+
+    def publish(self, snapshot: Snapshot | Callable[[int | None], Snapshot]) -> None:
+        """Offer every viewer the newest snapshot (each gets it when it is ready for it): ``snapshot``, or
+        ``snapshot(rank)`` for the rank each viewer asked to see, made once per rank asked for."""
+        made: dict[int | None, Snapshot] = {}
+
+        def of(rank: int | None) -> Snapshot:
+            if isinstance(snapshot, Snapshot):
+                return snapshot
+            if rank not in made:
+                made[rank] = snapshot(rank)
+            return made[rank]
+
+        with self._lock:
+            self._last = of
+            viewers = list(self._viewers)
+        for viewer in viewers:
+            viewer.offer(of(viewer.rank))
+
+    def announce_exit(self, code: int) -> None:
+        """Tell every viewer the program's exit status."""
+        with self._lock:
+            viewers = list(self._viewers)
+        for viewer in viewers:
+            viewer.offer_exit(code)
+
+    def forget(self, viewer: _Viewer) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._viewers.remove(viewer)
+
+    def warn(self, message: str) -> None:
+        """One line in the collector's log (a detached job has no terminal)."""
+        print(f"fxtui collector: {message}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        for listener, _ in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()
+        with self._lock:
+            viewers = list(self._viewers)
+        for viewer in viewers:
+            viewer.drop()
+
+
+def _own_uid() -> int:
+    import os
+
+    return os.getuid()

@@ -1,0 +1,82 @@
+"""The headless header of a program profiled as it ran (``fxtui run``): what ran, its steps and their phases."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+
+from fxtui.core.nodes import Spread
+from fxtui.core.program_run import STEP_PHASES
+from fxtui.core.units import format_range, format_ratio, format_seconds
+from fxtui.report.data import ReportData
+
+#: Page faults a step from which the header names them (4 MiB mapped afresh every step).
+FAULTS_HINT = 1000
+
+
+def program_lines(report: ReportData) -> list[str]:
+    """The lines that say what ran and how its steps went, in place of a model's."""
+    program, steps = report.program, report.steps
+    assert program is not None
+    status = program.status_text() if program.exit_code is not None or not program.running else "running"
+    lines = [f"program    {shlex.join(program.command)}   {status}   threads {report.threads}"]
+    if steps is None or not steps.steps:
+        lines.append(f"steps      none: {program.note or 'no module was called'}")
+        return lines
+    kind = "training steps (one optimizer.step() each)" if steps.kind == "train" else "steps (one model call each)"
+    lines.append(
+        f"steps      {steps.steps} {kind} after {steps.warmup} warm-up steps, {steps.sampled} of them sampled "
+        "(every ATen op timed); ranges are the steps' p25–p75"
+    )
+    sp = report.spreads
+    lines.append(
+        f"step       {format_seconds(report.eager_median_s)}{_range(sp.eager, format_seconds)} unsampled median   "
+        f"{format_seconds(report.run_median_s)}{_range(sp.run, format_seconds)} sampled median"
+    )
+    total = sum(steps.phase_median_s) or 1e-12
+    split = ", ".join(
+        f"{phase} {format_seconds(m)} ({100 * m / total:.0f}%)"
+        for phase, m in zip(STEP_PHASES, steps.phase_median_s, strict=False)
+    )
+    lines.append(f"phases     {split} (medians of the unsampled steps)")
+    lines.append(
+        f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
+        f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
+    )
+    if (share := steps.sampling_share) is not None:
+        lines.append(
+            f"cost       sampling took about {100 * share:.1f}% of the steps' time "
+            "(the sampled steps' extra over an unsampled step)"
+        )
+    if steps.faults_median is not None and steps.faults_median >= FAULTS_HINT:
+        lines.append(
+            f"faults     {steps.faults_median:,.0f} minor page faults a sampled step (median): memory the program "
+            "frees and maps afresh is faulted in 4 KiB at a time, inside the ops that fill it (their time includes "
+            "it); fxtui run --keep-freed-memory runs it with glibc keeping freed memory"
+        )
+    ranks = report.rank_summary
+    if ranks is not None:
+        for r in ranks.ranks:
+            lines.append(
+                f"rank {r.rank:<5} {r.host + ': ' if r.host else ''}step {format_seconds(r.step_median_s)}, "
+                f"forward+backward ops {format_seconds(r.compute_s)}, waiting in backward {format_seconds(r.comm_s)}"
+                + ("   (the rows below)" if r.rank == ranks.shown else "")
+            )
+        if straggler := ranks.straggler():
+            lines.append(f"straggler  {straggler}")
+    if report.generation is not None:  # its generate() calls: each a step, split into prefill and decode
+        lines += report.generation.lines(report.phases)
+    if program.dropped:
+        lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
+    if program.note:
+        lines.append(f"warning    {program.note}")
+    if report.shapes:
+        lines.append(
+            f"shapes     {len(report.shapes)} node(s) ran at several output shapes (a last smaller batch …): each row "
+            "shows its most frequent shape; --json lists the others"
+        )
+    return lines
+
+
+def _range(spread: Spread | None, fmt: Callable[[float], str]) -> str:
+    return format_range(spread.q25, spread.q75, fmt) if spread else ""
