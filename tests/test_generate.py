@@ -74,10 +74,10 @@ def test_decode_steps_are_counted_exactly(report: fxtui.Report) -> None:
 def test_a_decode_node_is_timed_per_token() -> None:
     """A decode node's time is its time over the call's steps ÷ their number: its per-position times average to it."""
     model, kwargs = tiny("llama")
-    program = capture(model, Inputs((), kwargs), generate=NEW_TOKENS)
-    assert program.timer is not None
-    timer = program.timer(clock=time.perf_counter_ns, clock_overhead_ns=0)
-    with program.running():
+    captured = capture(model, Inputs((), kwargs), generate=NEW_TOKENS)
+    assert captured.timer is not None
+    timer = captured.timer(clock=time.perf_counter_ns, clock_overhead_ns=0)
+    with captured.running():
         for _ in range(2):  # the first call names the nodes
             timer.run(Inputs((), kwargs))
     bins = timer.runs.node_bins[-1]  # one bin per decode step here: each bin is one step's time

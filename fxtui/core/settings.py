@@ -60,9 +60,9 @@ def parse_hf_config(text: str) -> tuple[tuple[str, str], ...]:
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """What the user asked of one profile, whole and never changed once made (the command line builds it;
-    the headless command, the app's engine process and ``fxtui run`` read it).
+class ModelSettings:
+    """What the user asked of one profile of a model (``fxtui MODEL``), whole and never changed once made (the
+    command line builds it; the headless command and the app's engine process read it).
 
     What was measured is a :class:`~fxtui.report.data.ReportData`; how it is shown is
     :class:`OutputSettings`.
