@@ -254,9 +254,10 @@ class Agent:
 
     def _closure(self, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         """``step(closure)``: the closure passed on wrapped, so that its forward, loss and backward are the model's."""
+        # ``args`` are the step's own: the optimizer first, then the closure when it is passed by position.
         closure = kwargs.get("closure") if kwargs else None
-        positional = closure is None and args and callable(args[0])
-        closure = args[0] if positional else closure
+        positional = closure is None and len(args) > 1 and callable(args[1])
+        closure = args[1] if positional else closure
         if closure is None:
             return None
         model = self.model
@@ -269,7 +270,7 @@ class Agent:
                 model.closure_exit()
 
         if positional:
-            return (measured_closure, *args[1:]), kwargs
+            return (args[0], measured_closure, *args[2:]), kwargs
         return args, {**kwargs, "closure": measured_closure}
 
     # -- steps ----------------------------------------------------------------------------------

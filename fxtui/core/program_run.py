@@ -22,6 +22,8 @@ STEP_PHASES = ("data", "forward", "backward", "optimizer", "other")
 #: iteration: its forwards, backwards and optimizer steps), evaluation calls (a root module called without
 #: gradients, or in eval() mode once trained) and transformers' generate() calls.
 STEP_KINDS = ("train", "eval", "generate")
+#: The share of a kind's steps that must hold the same calls for its steps to read as alike.
+ALIKE = 0.9
 #: How each kind is named in a sentence: (one, several).
 KIND_NAMES = {
     "train": ("training step", "training steps"),
@@ -164,7 +166,9 @@ class StepSummary:
     faults_median: float | None = None
     """Median minor page faults of the sampled steps (the program's process, every thread); None uncounted."""
     holds: tuple[tuple[str, int], ...] = ()
-    """What a step of this kind holds (its latest): ``forward``, ``backward``, ``optimizer:AdamW``, ``data``."""
+    """What most steps of this kind hold: ``forward``, ``backward``, ``optimizer:AdamW``, ``data`` (calls)."""
+    holds_share: float = 1.0
+    """The share of the steps that hold what most do: below :data:`ALIKE`, the steps are not alike."""
     kinds: tuple[KindSummary, ...] = ()
     """Every kind of step the program ran, the one these figures are of included (:data:`STEP_KINDS` order)."""
 

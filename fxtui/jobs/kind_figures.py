@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 
 import numpy as np
@@ -36,6 +36,8 @@ TIMELINE = 10_000
 FIGURES_WINDOW = 256
 #: The whole run's step time kept coarse: at most this many points, each the median of a stretch.
 HISTORY = 512
+#: Different mixes of calls (forwards, backwards, optimizer steps) a kind's steps are counted by, at most.
+MIXES = 16
 
 
 class KindFigures:
@@ -65,6 +67,8 @@ class KindFigures:
         self._stretch: list[int] = []
         self.generation = GenerationCalls()
         self.holds: tuple[tuple[str, int], ...] = ()
+        self._held: Counter[tuple[tuple[str, int], ...]] = Counter()
+        """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
         self.trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
         """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
 
@@ -81,6 +85,8 @@ class KindFigures:
             return
         self.steps += 1
         self.holds = step.holds or self.holds
+        if step.holds and (step.holds in self._held or len(self._held) < MIXES):
+            self._held[step.holds] += 1
         self.timeline.append(StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled))
         self._grow_history(step.wall_ns)
         if not (step.sampled and step.describing):  # a describing step's calls are slower: no figure
@@ -185,7 +191,7 @@ class KindFigures:
             step_median_s=base,
             fidelity=node_time_s / base if base and node_time_s is not None and self.sampled else None,
             overhead=sampled / base if base and sampled else None,
-            holds=self.holds,
+            holds=self._typical(),
             nodes=len(self.nodes),
         )
 
@@ -207,9 +213,19 @@ class KindFigures:
             history=array("d", [*self._history, *([statistics.median(self._stretch) / 1e9] if self._stretch else [])]),
             history_every=self._history_every,
             faults_median=statistics.median(self._faults) if self._faults else None,
-            holds=self.holds,
+            holds=self._typical(),
+            holds_share=self._typical_share(),
             kinds=kinds,
         )
+
+    def _typical(self) -> tuple[tuple[str, int], ...]:
+        """What most steps hold (the latest step's, before any is counted)."""
+        return self._held.most_common(1)[0][0] if self._held else self.holds
+
+    def _typical_share(self) -> float:
+        """The share of the steps that hold what most do (1.0: every step alike)."""
+        counted = sum(self._held.values())
+        return self._held.most_common(1)[0][1] / counted if counted else 1.0
 
 
 def _spread(values: Iterable[float]) -> Spread | None:

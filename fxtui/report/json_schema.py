@@ -108,6 +108,7 @@ def _steps_encode(steps: StepSummary | None) -> dict[str, Any] | None:
         "history_every": steps.history_every,
         "faults_median": steps.faults_median,
         "holds": dict(steps.holds),
+        "holds_share": steps.holds_share,
         "kinds": {k.kind: {**asdict(k), "holds": dict(k.holds)} for k in steps.kinds},
     }
 
@@ -129,6 +130,7 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
         history_every=int(data.get("history_every", 1)),
         faults_median=data.get("faults_median"),
         holds=tuple((str(k), int(v)) for k, v in data.get("holds", {}).items()),
+        holds_share=float(data.get("holds_share", 1.0)),
         kinds=tuple(
             KindSummary(**{**k, "holds": tuple((str(a), int(b)) for a, b in k.get("holds", {}).items())})
             for k in data.get("kinds", {}).values()

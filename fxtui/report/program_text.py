@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable
 
 from fxtui.core.nodes import Spread
-from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, holds_text
+from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
 
@@ -99,10 +99,30 @@ def _other_kinds(steps: StepSummary) -> list[str]:
     return lines
 
 
+def _confidence(report: ReportData) -> list[str]:
+    """One sentence where the steps cannot be read with confidence: what fxtui took as a step, and why it doubts."""
+    steps = report.steps
+    if steps is None or not steps.steps:
+        return []
+    name = KindSummary(steps.kind, 2).name
+    if steps.holds_share < ALIKE:
+        return [
+            f"caution    the {name} are not alike: {100 * steps.holds_share:.0f}% hold {holds_text(steps.holds)}, the "
+            "rest hold other calls; their medians mix different work"
+        ]
+    if report.fidelity is not None and report.fidelity > 1.15 and steps.sampled >= 3:
+        return [
+            f"caution    the sampled {name}' ops add up to {format_ratio(report.fidelity)} of an unsampled one: the "
+            "steps fxtui took do not cover the same work (their ops overlap others', or the unsampled steps are "
+            "shorter ones)"
+        ]
+    return []
+
+
 def _warnings(report: ReportData) -> list[str]:
     program = report.program
     assert program is not None
-    lines = []
+    lines = _confidence(report)
     if program.dropped:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:
