@@ -113,6 +113,8 @@ class Agent:
         self.generate = GenerateWatch(self.recorder)
         """transformers' ``generate()`` calls: each a step, split into its prefill and decode steps."""
         self._undo: list[Callable[[], None]] = []
+        self._described_kinds: set[str] = set()
+        """Kinds whose latest sampled step met no node left undescribed (the next one need not describe)."""
         self.failed = ""
 
     # -- installing ---------------------------------------------------------------------------
@@ -275,8 +277,10 @@ class Agent:
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def _describe(self) -> bool:
-        return not self.namer.known or self.namer.undescribed
+    def _describe(self, kind: str) -> bool:
+        """A sampled step of ``kind`` notes its nodes' inputs and source lines: the kind's first, and the next after
+        one that met nodes not noted yet (a code path taken late)."""
+        return kind not in self._described_kinds
 
     def _emit(self, step: ClosedStep) -> None:
         """A step ended: resolve its records (a sampled one), send its figures."""
@@ -288,6 +292,10 @@ class Agent:
         if step.sampled:
             ops = resolve_step(self.namer, step.records, calls)
             faults = self.recording.take_faults()
+            if self.namer.all_described(node for node, *_ in ops):
+                self._described_kinds.add(step.kind)
+            else:
+                self._described_kinds.discard(step.kind)
         nodes, roots = self.namer.take_new()
         self.send(
             Step(

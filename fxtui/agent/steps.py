@@ -113,14 +113,14 @@ class StepModel:
         emit: Callable[[ClosedStep], None],
         recording: Recording | None = None,
         options: AgentOptions | None = None,
-        describe: Callable[[], bool] = lambda: False,
+        describe: Callable[[str], bool] = lambda kind: False,
     ) -> None:
         self.clock = clock
         self.emit = emit
         self.recording = recording or Recording()
         self.options = options or AgentOptions()
         self.describe = describe
-        """Whether a sampled step that begins now should note new nodes' inputs and source lines."""
+        """Whether a sampled step of a kind that begins now should note new nodes' inputs and source lines."""
         self.paces = {kind: Pace(kind, self.options) for kind in KINDS}
         self.current: OpenStep | None = None
         self.paused: OpenStep | None = None
@@ -172,7 +172,7 @@ class StepModel:
         pace = self.paces["eval" if provisional else kind]
         index, sampled = pace.open()
         sampled = sampled and self.enabled
-        step = OpenStep(kind, index, now, now, sampled=sampled, describing=sampled and self.describe(),
+        step = OpenStep(kind, index, now, now, sampled=sampled, describing=sampled and self.describe(kind),
                         provisional=provisional)  # fmt: skip
         self.current = step
         if sampled:

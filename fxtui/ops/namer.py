@@ -63,7 +63,9 @@ LOSS = "(loss)"
 #: The pseudo-module of the program's own ops outside every module and phase.
 SCRIPT = "(script)"
 #: Positions of one label after one anchor in one call beyond this many fold into the last (a loop of ops).
-MAX_REPEATS = 64
+MAX_REPEATS = 16
+#: Ops of one label run by one autograd node beyond this many fold into the last (a ``cat`` of N tensors' slices).
+MAX_NODE_REPEATS = 4
 
 Where = tuple[int, str]
 """(root index, module path inside it); root -1: no module (an optimizer's class, a pseudo-module)."""
@@ -109,6 +111,8 @@ class OpNamer:
 
     def __init__(self) -> None:
         self._roots: list[weakref.ref[torch.nn.Module]] = []
+        self._shapes: list[tuple[str, dict[str, str]]] = []
+        """Each root's class and the class of every module below it (by path)."""
         self._by_class: dict[type, int] = {}
         self._path: dict[int, tuple[weakref.ref[Any], Where]] = {}
         self._param: dict[int, tuple[weakref.ref[Any], Where]] = {}
@@ -135,12 +139,19 @@ class OpNamer:
         stateless = is_stateless(module)
         if stateless and type(module) in self._by_class:
             return self._by_class[type(module)]  # another of a class known by its class (a loss made every step)
-        index = len(self._roots)
-        self._roots.append(weakref.ref(module))
         inner = _unwrapped(module)
         classes: dict[str, str] = {}
         for name, sub in inner.named_modules():
             classes.setdefault(name, type(sub).__name__)
+        index = self._reloaded(type(inner).__name__, classes)
+        new = index is None
+        if index is None:
+            index = len(self._roots)
+            self._roots.append(weakref.ref(module))
+            self._shapes.append((type(inner).__name__, classes))
+        else:
+            self._roots[index] = weakref.ref(module)
+        for name, sub in inner.named_modules():
             if stateless:
                 continue
             self._path.setdefault(id(sub), (weakref.ref(sub), (index, name)))
@@ -150,9 +161,18 @@ class OpNamer:
             self._by_class[type(module)] = index
         elif inner is not module:
             self._path[id(module)] = (weakref.ref(module), (index, ""))
-        loss = isinstance(module, torch.nn.modules.loss._Loss)
-        self.new_roots.append(RootModule(index, type(inner).__name__, classes, loss))
+        if new:
+            loss = isinstance(module, torch.nn.modules.loss._Loss)
+            self.new_roots.append(RootModule(index, type(inner).__name__, classes, loss))
         return index
+
+    def _reloaded(self, class_name: str, classes: dict[str, str]) -> int | None:
+        """A root the program let go of, of the same class and structure: the same model saved and loaded again
+        (``model = torch.load(f)``), or made anew; it keeps the root's index, paths and nodes."""
+        for index, ref in enumerate(self._roots):
+            if ref() is None and self._shapes[index] == (class_name, classes):
+                return index
+        return None
 
     def known_module(self, module: torch.nn.Module) -> Where | None:
         """(root, path) of a module of a known root (a module of a root's class known by its class too); None."""
@@ -181,6 +201,11 @@ class OpNamer:
     def undescribed(self) -> bool:
         """Some node has not had its inputs and source line noted yet."""
         return len(self.described) < len(self._ids)
+
+    def all_described(self, node_ids: Iterable[int]) -> bool:
+        """Every one of these nodes has had its inputs and source line noted."""
+        described = self.described
+        return all(node in described for node in node_ids)
 
     def take_new(self) -> tuple[list[EagerNode], list[RootModule]]:
         """Nodes and roots first seen since the last call."""
@@ -286,7 +311,8 @@ class _Resolution:
         self.outside: _Frame = _Frame((-1, SCRIPT))
         self.losses: dict[int, _Frame] = {}  # per root: the frame of its loss (counted afresh after each call)
         self.derived: dict[int, int] = {}  # tensor id → the root whose output it is, or was computed from
-        self.stretch_counts: dict[tuple[int, str], int] = {}
+        self.stretch_counts: dict[tuple[int, int, str], int] = {}
+        self.grad_nodes: dict[int, dict[int, int]] = {}  # per stretch: each autograd node's order in it
         self.out: list[tuple[int, int, str, int]] = []
         self.kernel_ns = 0  # Σ of the step's compiled kernels so far
         self.call_from = 0  # … when the compiled call in progress began
@@ -420,18 +446,22 @@ class _Resolution:
         return self.outside
 
     def backward_key(self, node: Any, label: str) -> tuple[Any, ...]:
+        """A gradient op's node: its forward module, the stretch of that module's call its autograd node was made in
+        (the child it followed), which autograd node of that stretch it is, and which op of its label in it.
+
+        One autograd node may run an op many times (a ``cat`` of N tensors: N slices): beyond
+        :data:`MAX_NODE_REPEATS` they fold into one node, so a loop's length makes no new nodes."""
         if type(node).__name__ == "AccumulateGrad":
             where = self.namer.param_owner(getattr(node, "variable", None))
-            anchor = ""
-            stretch = -1
+            anchor, stretch = "", -1
         else:
             i = bisect.bisect_right(self.marks, node._sequence_nr()) - 1
             (where, anchor), stretch = (self.owners[i], i) if i >= 0 else ((OUTSIDE, ""), -1)
-        n = self.stretch_counts.get((stretch, label), 0) + 1
-        self.stretch_counts[(stretch, label)] = n
-        if stretch < 0:
-            n = min(n, MAX_REPEATS)
-        return "backward", where, label, (anchor, min(n, MAX_REPEATS))
+        nodes = self.grad_nodes.setdefault(stretch, {})
+        j = nodes.setdefault(id(node), len(nodes) + 1)
+        n = self.stretch_counts.get((stretch, j, label), 0) + 1
+        self.stretch_counts[(stretch, j, label)] = n
+        return "backward", where, label, (anchor, min(j, MAX_REPEATS), min(n, MAX_NODE_REPEATS))
 
     # -- compiled code --------------------------------------------------------------------------
 
