@@ -279,8 +279,9 @@ def test_a_script_calling_generate_under_fxtui_run(tmp_path: Path) -> None:
     meta = data["metadata"]
     assert meta["mode"] == "run"
     g = meta["generation"]
-    # Each generate() call is a step (12 calls, 5 of them warm-up); every forward inside it is not.
-    assert meta["steps"]["steps"] == 7 and g["calls"] + meta["steps"]["sampled"] <= 7
+    # Each generate() call is a step of its own kind (12 calls, the first its warm-up); every forward inside it is not.
+    assert meta["steps"]["kind"] == "generate" and meta["steps"]["steps"] == 11
+    assert g["calls"] + meta["steps"]["sampled"] <= 11
     assert g["new_tokens"] == 5 and g["decode_steps"] == 4 and g["prompt_tokens"] in (8, 9) and not g["forced"]
     assert len(g["decode_positions"]) == 4 and meta["ttft_s"] > 0 and meta["tpot_s"]["median"] > 0
     assert g["kv_cache_bytes"] and sum(g["kv_layer_bytes"]) == g["kv_cache_bytes"]

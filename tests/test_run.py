@@ -65,7 +65,10 @@ def test_a_training_loop_is_split_into_phases_and_timed_per_node(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "argv ['12', '--extra'] name __main__" in done.stdout  # its arguments, its __main__, its stdout
     assert done.stderr == ""  # nothing of fxtui's on the program's stderr (runpy once warned there)
-    assert "training steps (one optimizer.step() each)" in done.stdout
+    assert (
+        "10 training steps after 2 warm-up" in done.stdout
+        and "each holds 1 forward, 1 backward, AdamW.step()" in done.stdout
+    )
     meta = saved["metadata"]
     assert meta["mode"] == "run" and meta["capture"] == "eager"
     steps = meta["steps"]
@@ -101,9 +104,9 @@ def test_an_inference_loop_counts_model_calls(tmp_path: Path) -> None:
     done, saved = fxtui_run(tmp_path, "infer.py", json_out=True)
     assert done.returncode == 0, done.stderr
     steps = saved["metadata"]["steps"]
-    assert steps["kind"] == "call" and steps["steps"] == 9  # 12 calls: 2 warm-up, the last one still open
+    assert steps["kind"] == "eval" and steps["steps"] == 10  # 12 calls: 2 warm-up; the last ends at its return
     names = {r["name"] for r in saved["rows"]}
-    assert {"0 · linear", "1 · relu", "2 · linear", "randn"} <= names  # under inference_mode linear stays whole
+    assert {"0 · linear", "1 · relu", "2 · linear", "(script) · randn"} <= names  # the script's own op, named
 
 
 def test_two_models_are_two_roots_of_the_tree(tmp_path: Path) -> None:

@@ -106,6 +106,9 @@ class OutputSettings:
     columns: tuple[str, ...] = ()
     exports: tuple[tuple[str, str], ...] = ()
     """(format, path) pairs: ``("json", "run.json")`` (:data:`fxtui.report.export.FORMATS`)."""
+    kind: str = ""
+    """A program's profile: the kind of step whose nodes the table shows (``train``, ``eval``, ``generate``; ``""``:
+    training when there is any)."""
 
     @property
     def export_paths(self) -> dict[str, str]:

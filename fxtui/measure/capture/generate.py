@@ -41,7 +41,8 @@ from fxtui.measure.capture.eager import EagerTimer
 from fxtui.measure.capture.generate_model import check_can_generate, has_eos, pad_token, quiet_transformers
 from fxtui.measure.inputs import Inputs
 from fxtui.ops.model_bytes import cache_bytes, weight_bytes
-from fxtui.ops.recorder import ENTER, PHASE_ENTER, OpRecorder
+from fxtui.ops.recorder import OpRecorder
+from fxtui.ops.records import ModuleEnter, PhaseEnter, make
 
 _clock = time.perf_counter_ns
 #: Calls whose decode steps the time per token and the per-position figures come from.
@@ -107,7 +108,8 @@ class GenerationRuns:
                 records = recorder.records
                 # The recorder's global hook ran first and noted the model's entry: the step starts there.
                 at = len(records) - 1
-                marks.append(at if at >= 0 and records[at][0] == ENTER and records[at][1] is root else at + 1)
+                entered = at >= 0 and type(records[at]) is ModuleEnter and records[at].module is root  # type: ignore[union-attr]
+                marks.append(at if entered else at + 1)
 
         def post(module: torch.nn.Module, args: Any, out: Any) -> None:
             if self.cache is None:
@@ -259,7 +261,7 @@ class GenerateTimer(EagerTimer):
         ttft, steps = split_steps(t0, starts, t1)
         bounds = [0, *marks[1:], len(records)]
         segments = [
-            self.namer.resolve([(PHASE_ENTER, "prefill" if k == 0 else "decode", 0, None), *records[a:b]])
+            self.namer.resolve([make(PhaseEnter, ("prefill" if k == 0 else "decode", 0, None)), *records[a:b]])
             for k, (a, b) in enumerate(itertools.pairwise(bounds))
         ]
         if first:
