@@ -48,7 +48,7 @@ async def test_a_program_shows_its_steps_its_phases_and_its_output() -> None:
     async with app.run_test(size=(140, 44)) as pilot:
         await settle(app, pilot)
         line = status(app)
-        assert "train.py" in line and "40 steps · 8 sampled · step 57.0 ms" in line
+        assert "train.py" in line and "40 training steps · 8 sampled · 57.0 ms" in line
         plot = app.main.query_one(StepPlot)
         assert plot.display and plot.rows and any(c != " " for c in plot.rows[-1])
         # Pausing a user's program and the what-ifs (they need a copy of the model) do not apply.
