@@ -37,7 +37,8 @@ class FakeProc:
         (directory / "stat").write_text(f"{pid} ({name}) S {parent} 1 1 0 -1 0 0 0 0 0 {cpu} 0 {rest}\n")
         for tid, (on_cpu, waiting) in threads.items():
             (directory / "task" / str(tid)).mkdir(exist_ok=True)
-            (directory / "task" / str(tid) / "schedstat").write_text(f"{round(on_cpu * 1e9)} {round(waiting * 1e9)} 5\n")
+            schedstat = directory / "task" / str(tid) / "schedstat"
+            schedstat.write_text(f"{round(on_cpu * 1e9)} {round(waiting * 1e9)} 5\n")
 
 
 @pytest.fixture

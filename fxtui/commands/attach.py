@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from fxtui.commands.job_app import watch
-from fxtui.commands.next_step import program_next_step
+from fxtui.commands.next_step import NextStep, program_next_step
 from fxtui.commands.options import add_export_options, add_table_options, check_output, program_output
 from fxtui.commands.output import say
 from fxtui.commands.program_report import print_report, print_snapshot
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         output = program_output(args)
         check_output(output)
     once = args.once or not sys.stdout.isatty()
-    next_step = program_next_step(getattr(args, "argv", ()), (), output, "attach") if once else ""
+    next_step = program_next_step(getattr(args, "argv", ()), (), output, "attach") if once else None
     if args.job is not None and _is_address(args.job):  # a job served over TCP, from another server
         return _remote(args.job, args.token, output, once, next_step)
     if args.job is None:
@@ -105,7 +105,7 @@ def _is_address(text: str) -> bool:
     return bool(host) and port.isdigit()
 
 
-def _remote(address: str, token: str | None, output: OutputSettings, once: bool, next_step: str) -> int:
+def _remote(address: str, token: str | None, output: OutputSettings, once: bool, next_step: NextStep | None) -> int:
     from fxtui.jobs.attach_source import AttachSource, remote_job
 
     if not token:
@@ -124,7 +124,7 @@ def _remote(address: str, token: str | None, output: OutputSettings, once: bool,
     return watch(job, output, stop_on_quit=False, token=key)
 
 
-def once_profile(job: JobInfo, output: OutputSettings, next_step: str = "") -> int:
+def once_profile(job: JobInfo, output: OutputSettings, next_step: NextStep | None = None) -> int:
     """The job's current profile, printed (and exported) as ``fxtui run --once`` prints one; the job goes on."""
     from fxtui.jobs.attach_source import AttachSource
 

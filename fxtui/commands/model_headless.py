@@ -189,5 +189,5 @@ def _print(
         say("\n" + what_ifs_text(report.what_ifs, top=min(output.top, 10) if output.top else None, width=width))
     write_exports(report, output.export_paths)
     suggestion = model_next_step(argv, settings, output, report)
-    if suggestion:
-        say("\n" + suggestion)
+    if suggestion is not None:
+        say("\n" + suggestion.text(width))

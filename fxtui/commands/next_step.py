@@ -10,15 +10,39 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from fxtui.core.settings import ModelSettings, OutputSettings
 from fxtui.report.data import ReportData
 
 
-def model_next_step(argv: Sequence[str], settings: ModelSettings, output: OutputSettings, report: ReportData) -> str:
-    """``fxtui MODEL --once``'s suggestion, or ``""`` when the command line is not known."""
+@dataclass(frozen=True)
+class NextStep:
+    """A command to suggest, and why."""
+
+    args: tuple[str, ...]
+    """The command after ``fxtui``."""
+    why: str
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["fxtui", *self.args])
+
+    def text(self, width: int | None = None) -> str:
+        """``next: COMMAND   (why)``; the reason first and the command on a line of its own when that is too wide
+        for ``width``."""
+        line = f"next: {self.command}   ({self.why})"
+        if width is None or len(line) <= width:
+            return line
+        return f"next ({self.why}):\n  {self.command}"
+
+
+def model_next_step(
+    argv: Sequence[str], settings: ModelSettings, output: OutputSettings, report: ReportData
+) -> NextStep | None:
+    """``fxtui MODEL --once``'s suggestion; None when the command line is not known."""
     if not argv:
-        return ""
+        return None
     json_path = output.export_paths.get("json")
     if output.modules:
         slowest = next((m.path for m in sorted(report.modules, key=lambda m: -m.inclusive_s) if m.path), "")
@@ -27,21 +51,23 @@ def model_next_step(argv: Sequence[str], settings: ModelSettings, output: Output
                          f"the nodes of {slowest}, the slowest module")  # fmt: skip
     if not settings.hints and not output.modules:
         return _line(_rewrite(argv, drop=("--hints",), add=("--hints",)), "what to change, with estimated savings")
+    if json_path:
+        return _line(["diff", json_path, "AFTER.json"], "after a change saved with --json AFTER.json: what moved")
     untried = [h.what_if for h in report.hints if h.what_if and h.what_if not in {w.name for w in report.what_ifs}]
     if untried:
         return _line(_rewrite(argv, drop=("--what-if",), add=("--what-if", untried[0])),
-                     f"measures what the first hint suggests ({untried[0]})")  # fmt: skip
-    if json_path:
-        return _line(["diff", json_path, "AFTER.json"], "after a change saved with --json AFTER.json: what moved")
+                     f"measures what the first hint suggests, {untried[0]}")  # fmt: skip
     return _line(_rewrite(argv, drop=("--once", "--modules", "--hints", "--what-if", "--top")),
                  "the live app: every node as it runs; keys sort, filter and explain")  # fmt: skip
 
 
-def program_next_step(argv: Sequence[str], program: Sequence[str], output: OutputSettings, command: str) -> str:
+def program_next_step(
+    argv: Sequence[str], program: Sequence[str], output: OutputSettings, command: str
+) -> NextStep | None:
     """``fxtui run --once``'s (or ``fxtui attach --once``'s) suggestion; ``program`` is ``fxtui run``'s script
     and its arguments, the end of ``argv``."""
     if not argv:
-        return ""
+        return None
     own = list(argv[: len(argv) - len(program)]) if program else list(argv)
     json_path = output.export_paths.get("json")
     if not output.modules:
@@ -52,8 +78,8 @@ def program_next_step(argv: Sequence[str], program: Sequence[str], output: Outpu
     return _line([*_rewrite(own, drop=("--once", "--modules", "--top")), *program], f"the live app: {live}")
 
 
-def _line(args: Sequence[str], why: str) -> str:
-    return f"next: {shlex.join(['fxtui', *args])}   ({why})"
+def _line(args: Sequence[str], why: str) -> NextStep:
+    return NextStep(tuple(args), why)
 
 
 def _rewrite(argv: Sequence[str], *, drop: Sequence[str] = (), add: Sequence[str] = (), after: str = "") -> list[str]:

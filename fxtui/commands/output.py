@@ -38,12 +38,13 @@ def table_width() -> int | None:
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     stream = sys.stdout  # the tables' stream (stderr when an export has stdout to itself)
+    if not _is_terminal(stream):
+        return None
     try:
-        if not stream.isatty():
-            return None
-        return os.get_terminal_size(stream.fileno()).columns
+        # A terminal that cannot say its size (a new pseudo-terminal says 0) gets 80 columns.
+        return os.get_terminal_size(stream.fileno()).columns or 80
     except (AttributeError, OSError, ValueError):
-        return shutil.get_terminal_size().columns if _is_terminal(sys.__stdout__) else None
+        return shutil.get_terminal_size().columns
 
 
 def _is_terminal(stream: TextIO | None) -> bool:

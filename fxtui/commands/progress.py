@@ -160,7 +160,8 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def _width(stream: TextIO) -> int:
+    """The terminal's width; 80 where it cannot say (a new pseudo-terminal reports 0)."""
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        return os.get_terminal_size(stream.fileno()).columns or 80
     except (AttributeError, OSError, ValueError):
         return 80

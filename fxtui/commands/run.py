@@ -15,7 +15,7 @@ import sys
 import threading
 
 from fxtui.commands.job_app import watch
-from fxtui.commands.next_step import program_next_step
+from fxtui.commands.next_step import NextStep, program_next_step
 from fxtui.commands.options import (
     add_export_options,
     add_kind_option,
@@ -135,7 +135,7 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
     return 0
 
 
-def headless(settings: ProgramSettings, output: OutputSettings, next_step: str = "") -> int:
+def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
     """Run the program with the terminal its own, then print the profile (and ``next_step``); the program's exit
     status."""
     from fxtui.core.agent_contract import AgentOptions

@@ -174,9 +174,9 @@ def table(
     shown = node_columns(report, columns)
     rows = report.select(spec, sort, top)
     body = [[c.text(r.info, r.stats, r.rates) for c in shown] for r in rows]
-    cols = [_col(c) for c in shown]
-    if any(c is _OPERATION for c in shown):  # the module is half of an ATen node's name: never left out
-        cols = [replace(col, drop=0, floor=12) if c.key == "module" else col for c, col in zip(shown, cols, strict=True)]
+    # In a table of ATen ops the module is half of each one's name: never left out.
+    named_by_module = any(c is _OPERATION for c in shown)
+    cols = [replace(_col(c), drop=0, floor=12) if named_by_module and c.key == "module" else _col(c) for c in shown]
     text = fit_table(body, cols, width)
     total = len(report.select(spec))
     if len(rows) < total:
