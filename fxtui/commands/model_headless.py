@@ -184,7 +184,7 @@ def _print(
         shown = report.select(output.spec, output.sort, settings.aten)
         say("\n" + aten_text(report.aten, shown, width=width))
     if settings.hints and "--hints" not in skipped:
-        say("\n" + hints_text(report.hints, report.what_ifs))
+        say("\n" + hints_text(report.hints, report.what_ifs, width=width))
     if report.what_ifs:
         say("\n" + what_ifs_text(report.what_ifs, top=min(output.top, 10) if output.top else None, width=width))
     write_exports(report, output.export_paths)

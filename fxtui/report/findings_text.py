@@ -6,7 +6,6 @@ too live beside the data (:mod:`fxtui.core.what_if_text`), the tables here.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -25,7 +24,7 @@ from fxtui.core.what_if_text import (
     tokens_line,
 )
 from fxtui.report.diff import SPREAD_MARK, Change, RunDiff, spread_legend
-from fxtui.report.table_fit import Col, fit_table
+from fxtui.report.table_fit import Col, fit_table, wrap_line
 
 #: A node's name and its module path: the end of each says most when a narrow terminal shortens them.
 _NODE = Col("node", cut="start", floor=16)
@@ -53,15 +52,9 @@ def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = (), width: 
             saving = f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
         else:
             saving = "saving: try it and measure" + (f" (--what-if {h.what_if})" if h.what_if else "")
-        lines.append(f"• {h.title}  [{h.rule}]\n{_indented(h.evidence, width)}\n{_indented(saving, width)}")
+        title = wrap_line(f"• {h.title}  [{h.rule}]", width, indent=2)
+        lines.append(f"{title}\n{wrap_line('    ' + h.evidence, width, 4)}\n{wrap_line('    ' + saving, width, 4)}")
     return "\n".join(lines)
-
-
-def _indented(text: str, width: int | None) -> str:
-    """``text`` under a hint's title, four spaces in, wrapped within ``width`` when given."""
-    if width is None or len(text) + 4 <= width:
-        return "    " + text
-    return textwrap.fill(text, width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
 
 
 def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow], width: int | None = None) -> str:
@@ -97,7 +90,7 @@ def what_if_text(result: WhatIf, top: int | None = 10, width: int | None = None)
     lines = [f"what-if    {result.name}: {result.title}"]
     if result.error:
         lines.append(f"           cannot apply: {result.error}")
-        return "\n".join(lines)
+        return "\n".join(wrap_line(line, width) for line in lines)
     lines.append(f"run        {run_line(result)}")
     if result.tokens:
         lines.append(f"tokens     {tokens_line(result)} (whole generate() calls)")
@@ -108,6 +101,7 @@ def what_if_text(result: WhatIf, top: int | None = 10, width: int | None = None)
         lines.append(f"memory     {memory}")
     if result.note:
         lines.append(f"note       {result.note}")
+    lines = [wrap_line(line, width) for line in lines]
     if not result.nodes:
         lines.append("nodes      none: measured as one whole run")
         return "\n".join(lines)
@@ -145,6 +139,7 @@ def diff_table(diff: RunDiff, top: int | None = 20, width: int | None = None) ->
         lines.append(diff.memory_line)
     if diff.differences:
         lines.append(f"settings   differ: {'; '.join(diff.differences)}")
+    lines = [wrap_line(line, width) for line in lines]
     lines.append("")
     rows = diff.nodes[:top] if top else diff.nodes
     changes = _figures("before", "after", "Δ", "Δ%")
@@ -159,18 +154,21 @@ def diff_table(diff: RunDiff, top: int | None = 20, width: int | None = None) ->
     if top and len(diff.nodes) > top:
         lines.append(f"… {len(diff.nodes) - top} more nodes (--top 0 shows all)")
     if diff.within_spread:
-        lines.append(spread_legend(diff))
+        lines.append(wrap_line(spread_legend(diff), width, indent=2))
     if (diff.before.get("capture") == "compiled") != (diff.after.get("capture") == "compiled"):
         # A compiled run's rows are kernels: no name is the other run's, and listing them all says nothing.
-        lines.append(
-            f"\nnodes      the compiled run's kernels and the other run's nodes share no name "
+        said = (
+            f"nodes      the compiled run's kernels and the other run's nodes share no name "
             f"({len(diff.only_before)} before, {len(diff.only_after)} after): the modules below compare"
         )
+        lines.append("\n" + wrap_line(said, width))
     else:
         if diff.only_before:
-            lines.append(f"\nonly in before ({len(diff.only_before)}): " + ", ".join(diff.only_before))
+            only = f"only in before ({len(diff.only_before)}): " + ", ".join(diff.only_before)
+            lines.append("\n" + wrap_line(only, width, indent=2))
         if diff.only_after:
-            lines.append(f"only in after ({len(diff.only_after)}): " + ", ".join(diff.only_after))
+            only = f"only in after ({len(diff.only_after)}): " + ", ".join(diff.only_after)
+            lines.append(wrap_line(only, width, indent=2))
     mods = [m for m in diff.modules if m.name][: top or None]
     if mods:
         lines.append("")

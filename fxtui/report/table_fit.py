@@ -17,6 +17,7 @@ Figures (times, shares, counts, shapes) are never cut: a shortened figure would 
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,11 +94,23 @@ def _fit(cols: Sequence[Col], cells: Sequence[Sequence[str]], width: int | None)
     gaps = len(GAP) * (len(cols) - 1)
     if sum(floors) + gaps > width:
         return None
+    natural = list(widths)
     excess = sum(widths) + gaps - width
     while excess > 0:
         widest = max((i for i in range(len(cols)) if widths[i] > floors[i]), key=lambda i: widths[i])
         widths[widest] -= 1
         excess -= 1
+    # A column cut at whole items may need less than it was given: the rest goes back to the columns cut most
+    # (not to one cut at whole items, where a character more shows nothing more).
+    used = [max([len(c.header), *(len(_cut(r[i], c, widths[i])) for r in cells)]) for i, c in enumerate(cols)]
+    spare = sum(widths) - sum(used)
+    widths = used
+    while spare > 0:
+        cut = [i for i in range(len(cols)) if widths[i] < natural[i] and cols[i].cut != "items"]
+        if not cut:
+            break
+        widths[max(cut, key=lambda i: natural[i] - widths[i])] += 1
+        spare -= 1
     return widths
 
 
@@ -119,3 +132,21 @@ def _cut(text: str, col: Col, width: int) -> str:
 
 def _line(texts: Sequence[str], cols: Sequence[Col], widths: Sequence[int]) -> str:
     return GAP.join(t.rjust(w) if c.numeric else t.ljust(w) for t, c, w in zip(texts, cols, widths, strict=True))
+
+
+#: A number and the word after it (``207 ms``, ``12 of``) stay on one line when a line wraps.
+_FIGURE = re.compile(r"(?<=\d) (?=\S)")
+#: A labelled line's label column (``fidelity   ``): wrapped lines continue under its text.
+LABEL = 11
+
+
+def wrap_line(line: str, width: int | None, indent: int = LABEL) -> str:
+    """``line`` wrapped within ``width`` (None: whole), continued ``indent`` spaces in (under the text after a
+    header line's label); a number is never parted from the word after it."""
+    if width is None or len(line) <= width or width < indent + 20:
+        return line
+    glued = _FIGURE.sub("\u00a0", line)
+    wrapped = textwrap.wrap(
+        glued, width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join(part.replace("\u00a0", " ") for part in wrapped)

@@ -8,8 +8,6 @@ Given a ``width`` (the terminal's), the header wraps and the tables fit it
 
 from __future__ import annotations
 
-import re
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -25,7 +23,7 @@ from fxtui.core.snapshot import page_fault_warning
 from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
 from fxtui.report.program_text import program_lines
-from fxtui.report.table_fit import Col, fit_table
+from fxtui.report.table_fit import Col, fit_table, wrap_line
 
 
 def header(report: ReportData, width: int | None = None) -> str:
@@ -92,28 +90,11 @@ def header(report: ReportData, width: int | None = None) -> str:
     return "\n".join(wrap_line(line, width) for line in lines)
 
 
-#: A number and the word after it (``207 ms``, ``12 of``) stay on one line when a header line wraps.
-_FIGURE = re.compile(r"(?<=\d) (?=\S)")
-_LABEL = 11
-"""A header line's label column (``fidelity   ``): wrapped lines continue under its text."""
-
-
-def wrap_line(line: str, width: int | None) -> str:
-    """``line`` wrapped within ``width`` (None: whole), continued under the text after its label."""
-    if width is None or len(line) <= width or width < _LABEL + 20:
-        return line
-    glued = _FIGURE.sub("\u00a0", line)
-    wrapped = textwrap.wrap(
-        glued, width, subsequent_indent=" " * _LABEL, break_long_words=False, break_on_hyphens=False
-    )
-    return "\n".join(part.replace("\u00a0", " ") for part in wrapped)
-
-
 #: How each column of the node table shortens on a narrow terminal, and which are left out first (highest
 #: ``drop`` first): the FX op type, then a module path the node's name repeats, then the widest details.
 _LAYOUT: dict[str, Col] = {
     "op": Col("", cut="end", drop=9),
-    "module": Col("", cut="start", drop=8),
+    "module": Col("", cut="start", drop=8, floor=16),
     "source": Col("", cut="start", drop=7),
     "shape": Col("", cut="never", drop=6),
     "target": Col("", cut="end", drop=5),
