@@ -143,7 +143,8 @@ def _interrupted(stop: StopOnSignal, session: Session, done: int, runs: int, ski
 
 
 class _RunProgress:
-    """``run 12 of 30, about 8 s left`` on the progress line after each profiled run."""
+    """``run 12 of 30, about 8 s left`` on the progress line after the warm-up and each profiled run (drawn between
+    runs: the progress line's own thread sleeps from the first)."""
 
     def __init__(self, progress: ProgressLine, runs: int, stop: StopOnSignal) -> None:
         self.progress, self.runs, self.stop = progress, runs, stop
@@ -151,14 +152,17 @@ class _RunProgress:
 
     def __call__(self, done: int, quiet: int, disturbed: int) -> None:
         now = time.monotonic()
-        if self.started is None:
+        if self.started is None:  # warmed up: the pace is of the timed runs only
             self.started = now
         if self.stop.is_set():
             self.progress.step(f"stopping after run {done} (again: stop at once)")
             return
-        if done <= self.runs:
+        if done < self.runs:  # the run being made, and when the last should end
             eta = eta_text(now - self.started, done, self.runs)
-            self.progress.step(f"run {done} of {self.runs}" + (f", {eta}" if eta else ""))
+            self.progress.step(f"run {done + 1} of {self.runs}" + (f", {eta}" if eta else ""))
+            return
+        if done == self.runs:
+            self.progress.step(f"run {done} of {self.runs}")
             return
         # More runs than asked: disturbed ones are being replaced by quiet ones.
         self.progress.step(

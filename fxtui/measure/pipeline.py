@@ -179,10 +179,11 @@ def run_profile(
     A step that fails is not counted; the profile ends early when ``should_stop`` turns
     true or when as many steps have failed as were asked for. When the session leaves
     disturbed steps out of its figures and other work disturbed some, it records more
-    (up to ``runs`` again) until ``runs`` quiet steps are in. After each recorded step,
+    (up to ``runs`` again) until ``runs`` quiet steps are in. After the warm-up and each recorded step,
     ``on_run(recorded, quiet, disturbed)`` says how far it is (between steps, outside every timed run).
     """
     session.warm_up(warmup)
+    on_run(0, 0, 0)  # warmed up: the timed runs start
     done = failed = 0
     more = 0 if session.keep_disturbed else runs
     while not should_stop() and failed < max(runs, 3):

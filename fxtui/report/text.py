@@ -110,9 +110,11 @@ _OPS_BY_MODULE = frozenset({"eager", "generate"})
 
 
 def _own_name(info: NodeInfo) -> str:
-    """A node's name without the module path it starts with (``layer1.0 · relu`` → ``relu``)."""
+    """A node's name without the module path it starts with, nor the phase the table says beside it
+    (``layer1.0 · relu`` → ``relu``; ``h.0.attn · linear (decode)`` → ``linear``)."""
     prefix = f"{info.module_path} · "
-    return info.name[len(prefix) :] if info.module_path and info.name.startswith(prefix) else info.name
+    name = info.name[len(prefix) :] if info.module_path and info.name.startswith(prefix) else info.name
+    return name.removesuffix(f" ({info.phase})") if info.phase else name
 
 
 #: An ATen node's op, named once beside its module (``∇mm #2``, ``addmm``; a kernel by its own name).
