@@ -18,3 +18,12 @@ def private_runtime_dir() -> Iterator[str]:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("XDG_RUNTIME_DIR", directory)
             yield directory
+
+
+@pytest.fixture(scope="session", autouse=True)
+def whole_lines() -> None:
+    """No ``COLUMNS`` in the tests' environment: fxtui fits its tables and header to ``COLUMNS``, and importing
+    readline (the test runner does) puts ``COLUMNS=80`` in the process's C environment, which every ``fxtui``
+    started by a test would inherit. Tests that check the fitting set it themselves."""
+    os.environ.pop("COLUMNS", None)
+    os.unsetenv("COLUMNS")

@@ -108,7 +108,7 @@ def test_an_unknown_what_if_lists_the_valid_ones_before_the_model_loads(capsys: 
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
         "fxtui: --what-if: no what-if 'fp16'; choose from channels-last, bf16, fold-bn, threads=N, compile, "
-        "int8-dynamic"
+        "int8-dynamic (see fxtui model --help)"
     ]
 
 
@@ -119,8 +119,9 @@ def test_more_thread_counts_are_measured_as_what_ifs(capsys: pytest.CaptureFixtu
 
 
 def test_the_app_checks_what_if_names_before_the_screen_is_taken_over(target: str) -> None:
-    from fxtui.commands.cli import build_parser, model_settings
+    from fxtui.commands.model import model_settings
+    from fxtui.commands.parser import command_parser
     from fxtui.core.errors import FxtuiError
 
     with pytest.raises(FxtuiError, match="no what-if 'nope'"):
-        model_settings(build_parser().parse_args([target, "--what-if", "nope"]))
+        model_settings(command_parser("model").parse_args([target, "--what-if", "nope"]))

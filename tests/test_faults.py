@@ -249,7 +249,7 @@ def test_a_signal_prints_the_runs_so_far_and_writes_exports_whole(tmp_path: Path
     data = json.loads((tmp_path / "out.json").read_text())
     runs = data["metadata"]["runs"]
     assert 0 < runs < 1000
-    assert f"warning    interrupted after {runs} of 1000 runs" in out
+    assert f"warning    interrupted by {sig.name} after {runs} of 1000 runs" in out
     assert "op type" in out and "slow" in out.split("\n\n", 1)[1]
     # Written whole: no temporary file beside it (__pycache__ is Python's, from loading slow.py).
     assert {p.name for p in tmp_path.iterdir()} - {"__pycache__"} == {"out.json", "slow.py", "started"}

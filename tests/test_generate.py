@@ -194,7 +194,7 @@ def test_the_command_line_profiles_a_generation(tmp_path: Path) -> None:
     assert "time to first token" in done.stdout
     lines = done.stdout.splitlines()
     rows = lines[next(i for i, line in enumerate(lines) if line.startswith("-----")) + 1 :]
-    rows = [line for line in rows if line and not line.startswith(("…", "wrote"))]
+    rows = [line for line in rows if line and not line.startswith(("…", "wrote", "next"))]
     assert rows and all(line.startswith("decode ") for line in rows)  # --phase decode
     meta = json.loads(out.read_text())["metadata"]
     assert meta["mode"] == "generate" and meta["generation"]["decode_steps"] == 4

@@ -160,3 +160,51 @@ def test_fxtui_diff_compares_two_real_exports(
     assert any(line.startswith("_0") for line in lines) and any(line.startswith("_1") for line in lines)
     assert "only in" not in out  # the same graph: every node in both
     assert os.path.getsize(models / "one.json") > 0
+
+
+WHAT_IF_MODEL = textwrap.dedent(
+    """
+    import itertools
+    import time
+    from pathlib import Path
+
+    import torch
+    from torch import nn
+
+    calls = itertools.count()
+
+
+    @torch.fx.wrap
+    def slow(x):
+        if next(calls) == 30:  # past the 10 profiled runs (about 23 calls): the what-if's pairs
+            Path(__file__).with_name("started").touch()
+        time.sleep(0.02)
+        return x
+
+
+    class Slow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(slow(x))
+
+
+    def make():
+        return Slow(), torch.randn(2, 4)
+    """
+)
+
+
+def test_a_signal_during_the_what_ifs_is_said_in_the_header(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(WHAT_IF_MODEL)
+    args = ("slow.py:make", "--once", "--runs", "10", "--warmup", "1", "--keep-disturbed", "--what-if", "threads=1")
+    proc = fxtui(*args, cwd=tmp_path)
+    wait_for_file(tmp_path / "started", proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    header = out.split("\n\n", 1)[0]
+    assert "warning    interrupted by SIGINT after all 10 runs; not measured: what-if threads=1" in header
+    assert "what-if    threads=1" not in out  # no half-measured what-if is printed

@@ -106,16 +106,21 @@ def test_every_module_named_in_a_string_resolves() -> None:
     # Module paths handed to other processes or imported on demand break without an import error when moved.
     import importlib.util
 
+    from fxtui.commands.parser import COMMANDS
     from fxtui.jobs.directory import DAEMON
     from fxtui.jobs.launch import AGENT_BOOT, SITE_DIR
     from fxtui.measure.capture import CAPTURERS
 
     named = [AGENT_BOOT, DAEMON, *(where.partition(":")[0] for where in CAPTURERS.values())]
+    named += [command.module for command in COMMANDS]
     missing = [m for m in named if importlib.util.find_spec(m) is None]
     assert not missing, f"named but not found: {missing}"
     for where in CAPTURERS.values():
         module, _, attr = where.partition(":")
         assert hasattr(importlib.import_module(module), attr), where
+    for command in COMMANDS:  # each command's file adds its options and runs it
+        module = importlib.import_module(command.module)
+        assert callable(module.add_arguments) and callable(module.run), command.module
     assert (Path(SITE_DIR) / "sitecustomize.py").is_file()
 
 

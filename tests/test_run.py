@@ -236,9 +236,10 @@ def test_a_program_that_cannot_run_is_one_sentence(tmp_path: Path, args: list[st
 
 
 def test_options_after_the_script_are_the_scripts(tmp_path: Path) -> None:
-    from fxtui.commands.run import build_parser, split
+    from fxtui.commands.parser import command_parser
+    from fxtui.commands.parser import split_program as split
 
-    parser = build_parser()
+    parser = command_parser("run")
     assert split(["--top", "5", "train.py", "--top", "9"], parser) == (["--top", "5"], ["train.py", "--top", "9"])
     assert split(["--once", "-m", "pkg.mod", "-x"], parser) == (["--once"], ["-m", "pkg.mod", "-x"])
     assert split(["--json=a.json", "--", "-weird.py"], parser) == (["--json=a.json"], ["-weird.py"])

@@ -1,68 +1,68 @@
 """``fxtui attach [JOB]``: watch a job started with ``fxtui run`` (``--detach`` or in another terminal).
 
-With no JOB it lists this user's running jobs and attaches to the only one (or asks which).
-Leaving the app (q, or the viewer killed) never stops the job; ``K`` in the app does, after
-asking. ``--once`` takes the job's current profile headless (``--json`` and the other exports
-as for ``fxtui run``). A job that has ended offers its saved profile.
+With no JOB it attaches to this user's only running job (or asks which, on a terminal). Leaving the
+app (q, or the viewer killed) never stops the job; ``K`` in the app does, after asking. ``--once``
+takes the job's current profile headless (``--json`` and the other exports as for ``fxtui run``).
+A job that has ended offers its saved profile.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
+from fxtui.commands.job_app import watch
+from fxtui.commands.next_step import NextStep, program_next_step
+from fxtui.commands.options import add_export_options, add_table_options, check_output, program_output
 from fxtui.commands.output import say
+from fxtui.commands.program_report import print_report, print_snapshot
+from fxtui.commands.usage import UsageError, help_hint, pointing_at
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings
+from fxtui.jobs.directory import JobInfo
+
+DESCRIPTION = "Watch a job started with fxtui run (--detach, or in another terminal); leaving never stops it."
+EPILOG = """\
+examples:
+  fxtui attach                     the only running job (or choose one)
+  fxtui attach 3f9c --once         job 3f9c's profile so far, as a table
+  fxtui attach 10.0.0.5:7000 --token TOKEN   a job served with fxtui run --listen
+"""
+
+#: How many ended jobs the sentence for "no running job" lists after it.
+RECENT = 5
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise FxtuiError(f"{message} (see fxtui attach --help)")
-
-
-def build_parser() -> argparse.ArgumentParser:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``fxtui attach``."""
-    from fxtui.commands.options import add_export_options, add_table_options
-
-    p = _Parser(prog="fxtui attach", description="Watch a job started with fxtui run; leaving never stops it.")
     p.add_argument("job", metavar="JOB", nargs="?", help="the job's id (or its start), or its program's pid")
     p.add_argument("--once", action="store_true", help="print the job's current profile and leave (no app)")
     p.add_argument("--token", help="with JOB as HOST:PORT: the token the job printed when it started (--listen)")
-    add_table_options(p)
+    add_table_options(p, program=True)
     add_export_options(p)
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
-    return p
 
 
-def main(argv: Sequence[str]) -> int:
+def run(args: argparse.Namespace) -> int:
     """``fxtui attach``; its exit status."""
-    from fxtui.commands.model_headless import check
-    from fxtui.commands.options import program_output
     from fxtui.jobs.directory import PROFILE, find_job, job_dir, list_jobs
 
-    args = build_parser().parse_args(list(argv))
-    output = program_output(args)
-    check(output)
+    with pointing_at("attach"):
+        output = program_output(args)
+        check_output(output)
+    once = args.once or not sys.stdout.isatty()
+    next_step = program_next_step(getattr(args, "argv", ()), (), output, "attach") if once else None
     if args.job is not None and _is_address(args.job):  # a job served over TCP, from another server
-        return _remote(args.job, args.token, output, args.once or not sys.stdout.isatty())
+        return _remote(args.job, args.token, output, once, next_step)
     if args.job is None:
         running = list_jobs(running_only=True)
         if not running:
-            ended = list_jobs()[:5]
-            say("no running job of this user's" + (": the latest ones ended" if ended else ""))
-            for job in ended:
-                say("  " + job.line())
-            return 1
+            return _no_running_job(list_jobs()[:RECENT])
         if len(running) > 1:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                raise _Several(running)
             for job in running:
                 say("  " + job.line())
-            if not (sys.stdin.isatty() and sys.stdout.isatty()):
-                raise FxtuiError(f"{len(running)} jobs run: name one (fxtui attach JOB)")
-            choice = input("which job? ").strip()
-            job = find_job(choice)
+            job = find_job(input("which job? ").strip())
         else:
             job = running[0]
     else:
@@ -71,16 +71,33 @@ def main(argv: Sequence[str]) -> int:
         profile = job_dir(job.id) / PROFILE
         if not profile.exists():
             raise FxtuiError(f"job {job.id} is no longer running and left no profile")
-        from fxtui.commands.run import print_report_data
+        from fxtui.report.api import Report
 
         say(f"job {job.id} ended ({job.exit_code}); its last profile: {profile}")
-        print_report_data(_load(str(profile)), output)
+        print_report(Report.load(str(profile)), output)
         return 0
-    if args.once or not sys.stdout.isatty():
-        return once(job, output)
-    from fxtui.commands.run import watch
-
+    if once:
+        return once_profile(job, output, next_step)
     return watch(job, output, stop_on_quit=False)
+
+
+def _no_running_job(ended: list[JobInfo]) -> int:
+    """The README's rule: one sentence on stderr and exit status 2; the latest ended jobs may follow it."""
+    say(f"fxtui: no running job of this user's to attach to: fxtui run --detach SCRIPT starts one "
+        f"({help_hint('attach')})", sys.stderr)  # fmt: skip
+    if ended:
+        say("the latest ended (fxtui attach JOB shows one's last profile):", sys.stderr)
+        for job in ended:
+            say("  " + job.line(), sys.stderr)
+    return UsageError.exit_status
+
+
+class _Several(FxtuiError):
+    """Several jobs run and no terminal to ask on: the sentence, then the jobs to name one of."""
+
+    def __init__(self, running: list[JobInfo]) -> None:
+        lines = "".join("\n  " + job.line() for job in running)
+        super().__init__(f"{len(running)} jobs run: name one (fxtui attach JOB){lines}")
 
 
 def _is_address(text: str) -> bool:
@@ -88,7 +105,7 @@ def _is_address(text: str) -> bool:
     return bool(host) and port.isdigit()
 
 
-def _remote(address: str, token: str | None, output: OutputSettings, once: bool) -> int:
+def _remote(address: str, token: str | None, output: OutputSettings, once: bool, next_step: NextStep | None) -> int:
     from fxtui.jobs.attach_source import AttachSource, remote_job
 
     if not token:
@@ -99,34 +116,21 @@ def _remote(address: str, token: str | None, output: OutputSettings, once: bool)
         raise FxtuiError("--token takes the hexadecimal token the job printed when it started") from None
     job = remote_job(address)
     if once:
-        from fxtui.commands.run import print_report
-
         snapshot = AttachSource(job, key).take()
         if snapshot is None or snapshot.graph is None:
             raise FxtuiError(f"the job at {address} has no figures yet (it is still warming up)")
-        print_report(snapshot, output)
+        print_snapshot(snapshot, output, next_step)
         return 0
-    from fxtui.commands.run import watch
-
     return watch(job, output, stop_on_quit=False, token=key)
 
 
-def once(job: object, output: OutputSettings) -> int:
+def once_profile(job: JobInfo, output: OutputSettings, next_step: NextStep | None = None) -> int:
     """The job's current profile, printed (and exported) as ``fxtui run --once`` prints one; the job goes on."""
-    from fxtui.commands.run import print_report
     from fxtui.jobs.attach_source import AttachSource
-    from fxtui.jobs.directory import JobInfo
 
-    assert isinstance(job, JobInfo)
     snapshot = AttachSource(job).take()
     if snapshot is None or snapshot.graph is None:
         raise FxtuiError(f"job {job.id} has no figures yet (it is still warming up)")
     say(f"job {job.id}: {' '.join(job.command)} (pid {job.program_pid}), its profile so far:")
-    print_report(snapshot, output)
+    print_snapshot(snapshot, output, next_step)
     return 0
-
-
-def _load(path: str) -> object:
-    from fxtui.report.api import Report
-
-    return Report.load(path)

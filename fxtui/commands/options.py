@@ -1,13 +1,15 @@
-"""Command-line options shared by ``fxtui TARGET`` and ``fxtui run``: the table, the filters, the exports.
+"""Command-line options shared by the commands: the table, the filters, the exports, and their checks.
 
-Each option is defined here once; both commands add the same groups to their parsers and
-read them back into the same settings (:class:`~fxtui.core.settings.OutputSettings`).
+Each option is defined here once; each command adds the groups that apply to it (a program's table
+offers no FX op types and no memory pass) and reads them back into the same settings
+(:class:`~fxtui.core.settings.OutputSettings`).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from fxtui.core.columns import check_extra, sort_column
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, parse_ops, parse_phases, parse_types
 from fxtui.core.settings import OutputSettings
@@ -27,37 +29,53 @@ def count_type(name: str, minimum: int) -> type:
     return parse  # type: ignore[return-value]
 
 
-def add_table_options(p: argparse.ArgumentParser) -> None:
-    """The headless table's options (``fxtui TARGET`` and ``fxtui run`` share them)."""
+#: The keys ``--sort`` takes for a model's table and for a program's.
+MODEL_SORT_KEYS = "median (default), mean, p90, max, pct, iqr, calls, name, path, order, output, alloc, live"
+PROGRAM_SORT_KEYS = "median (default), mean, p90, max, pct, iqr, calls, name, path, order"
+#: The extra columns a program's table can show: its nodes are ATen ops timed as they run, with no FLOPs or memory.
+PROGRAM_EXTRA = ("mean", "min", "max", "iqr", "source")
+
+
+def add_table_options(p: argparse.ArgumentParser, *, program: bool = False) -> None:
+    """The headless table's options; ``program``: as ``fxtui run`` and ``fxtui attach`` have them, else as
+    ``fxtui MODEL`` has them. Each help says only what applies to that command."""
     t = p.add_argument_group("table")
-    t.add_argument(
-        "--sort",
-        default="median",
-        metavar="KEY",
-        help="median (default), mean, p90, max, pct, iqr, calls, name, path, order, output, alloc, live",
-    )
+    t.add_argument("--sort", default="median", metavar="KEY", help=PROGRAM_SORT_KEYS if program else MODEL_SORT_KEYS)
     t.add_argument("--top", type=count_type("--top", 0), default=20, metavar="N", help="rows to show (0: all)")
-    t.add_argument("--op", metavar="OPS", help="only these op types, e.g. call_module,call_function")
+    if not program:  # a program's rows are all ATen calls: the FX op type tells none apart
+        t.add_argument("--op", metavar="OPS", help="only these FX op types, e.g. call_module,call_function")
     t.add_argument("--path", metavar="GLOB", help="only module paths matching this glob or substring")
-    t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
-    t.add_argument(
-        "--phase", metavar="PHASES", help="with --train or --generate: only these phases, e.g. backward or decode"
-    )
+    if program:
+        t.add_argument("--type", metavar="OPS", help="only these ATen ops, e.g. addmm,mm or aten.addmm")
+        t.add_argument(
+            "--phase", metavar="PHASES", help="only these phases of a step, e.g. backward or forward,optimizer"
+        )
+    else:
+        t.add_argument("--type", metavar="TYPES", help="only these targets, e.g. Conv2d,add")
+        t.add_argument(
+            "--phase", metavar="PHASES", help="with --train or --generate: only these phases, e.g. backward or decode"
+        )
     t.add_argument(
         "--modules", action="store_true", help="a table of module paths (inclusive and self time) instead of nodes"
     )
     t.add_argument(
         "--columns",
         metavar="COLS",
-        help="extra columns: flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source, "
-        "output, alloc, live, saved",
+        help="extra columns: "
+        + (
+            ", ".join(PROGRAM_EXTRA)
+            if program
+            else "flops, gflops, gbps, intensity, bound, roofline, params, mean, min, max, iqr, source, output, "
+            "alloc, live, saved"
+        ),
     )
-    t.add_argument(
-        "--memory",
-        action="store_true",
-        help="memory per node (output, allocated, live after) and the peak, measured in one run before timing "
-        "(the app always measures it: m shows it)",
-    )
+    if not program:
+        t.add_argument(
+            "--memory",
+            action="store_true",
+            help="memory per node (output, allocated, live after) and the peak, measured in one run before timing "
+            "(the app always measures it: m shows it)",
+        )
 
 
 def add_export_options(p: argparse.ArgumentParser) -> None:
@@ -72,7 +90,7 @@ def add_export_options(p: argparse.ArgumentParser) -> None:
 def filter_spec(args: argparse.Namespace, phases_ok: bool = False) -> FilterSpec:
     """The filter ``--op``, ``--path``, ``--type`` and ``--phase`` ask for (``phases_ok``: whatever the capture)."""
     try:
-        ops = parse_ops(args.op) if args.op else frozenset()
+        ops = parse_ops(args.op) if getattr(args, "op", None) else frozenset()
     except ValueError as e:
         raise FxtuiError(f"--op: {e}") from None
     try:
@@ -112,12 +130,26 @@ def add_kind_option(p: argparse.ArgumentParser) -> None:
 
 def program_output(args: argparse.Namespace) -> OutputSettings:
     """How ``fxtui run`` and ``fxtui attach`` show a program's profile (every phase may be filtered)."""
+    columns = column_keys(args)
+    unknown = [c for c in columns if c not in PROGRAM_EXTRA]
+    if unknown:
+        raise FxtuiError(f"--columns: a program's table has no column {unknown[0]!r}; choose from "
+                         f"{', '.join(PROGRAM_EXTRA)}")  # fmt: skip
     return OutputSettings(
         sort=args.sort,
         top=args.top,
         spec=filter_spec(args, phases_ok=True),
         modules=args.modules,
-        columns=column_keys(args),
+        columns=columns,
         exports=output_exports(args),
         kind=getattr(args, "kind", ""),
     )
+
+
+def check_output(output: OutputSettings) -> None:
+    """Everything the user could have mistyped in how to show the profile, checked before any work starts."""
+    from fxtui.report.export import check_exports
+
+    sort_column(output.sort)
+    check_extra(output.columns)
+    check_exports(output.export_paths)

@@ -13,41 +13,46 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
 
+from fxtui.commands.job_app import watch
+from fxtui.commands.next_step import NextStep, program_next_step
+from fxtui.commands.options import (
+    add_export_options,
+    add_kind_option,
+    add_table_options,
+    check_output,
+    count_type,
+    program_output,
+)
 from fxtui.commands.output import say
-from fxtui.core.errors import FxtuiError
+from fxtui.commands.program_report import print_snapshot
+from fxtui.commands.usage import UsageError, help_hint, pointing_at
 from fxtui.core.settings import OutputSettings, ProgramSettings
 
-if TYPE_CHECKING:
-    from fxtui.jobs.directory import JobInfo
-
-_EPILOG = """\
+USAGE = "fxtui run [OPTIONS] SCRIPT [ARGS…] | fxtui run [OPTIONS] -m MODULE [ARGS…]"
+DESCRIPTION = "Profile your own program as it runs, unchanged: its steps by phase, and a sample of them per ATen op."
+EPILOG = """\
 Everything after SCRIPT (or -m MODULE) is the program's own: it runs as
 python SCRIPT ARGS… would (sys.argv, __name__ == "__main__", its working
 directory, its output and exit status). fxtui finds the model (the outermost
 nn.Module called), the steps (one optimizer.step() each, or one model call),
 and times a sample of the steps per ATen op, charged to the module it runs in.
+
+On a terminal the app opens at once and fills as steps happen; with --once, or
+when stdout is not a terminal, the program runs to its end (or Ctrl+C), then
+the profile prints, and fxtui exits with the program's status.
+
+examples:
+  fxtui run train.py --epochs 1           the app on your training script
+  fxtui run --once train.py               run it to its end, then a table
+  fxtui run --once --modules -m pkg.train  a module, the table by module
+  fxtui run --detach train.py             in the background: fxtui attach watches it
+  fxtui run --once torchrun --nproc-per-node 2 train.py   every rank of a torchrun job
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise FxtuiError(f"{message} (see fxtui run --help)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The options of ``fxtui run`` (the program and its arguments are split off first: :func:`split`)."""
-    from fxtui.commands.options import add_export_options, add_kind_option, add_table_options, count_type
-
-    p = _Parser(
-        prog="fxtui run",
-        usage="fxtui run [OPTIONS] SCRIPT [ARGS…] | fxtui run [OPTIONS] -m MODULE [ARGS…]",
-        description="Profile your own program as it runs: its steps by phase, and a sample of them per node.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``fxtui run`` (the program and its arguments are split off first by the parser)."""
     p.add_argument("--once", action="store_true", help="run the program to its end, then print a table (no app)")
     p.add_argument(
         "--detach",
@@ -75,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=count_type("--sample-every", 1),
         default=0,
         metavar="N",
-        help="time one step in N per node (default: as often as costs the program at most 2%% of its time)",
+        help="time one step in N per op (default: as often as costs the program at most 2%% of its time)",
     )
     s.add_argument(
         "--keep-freed-memory",
@@ -83,40 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the program with glibc keeping the memory it frees (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_): "
         "blocks it allocates afresh every step stop costing page faults; its peak stays resident",
     )
-    add_table_options(p)
+    add_table_options(p, program=True)
     add_kind_option(p)
     add_export_options(p)
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
-    return p
 
 
-def split(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
-    """fxtui's own options, and the program: from the first argument that is not an option of fxtui run's (or
-    ``-m``) on."""
-    takes_value = {flag for action in parser._actions if action.nargs != 0 for flag in action.option_strings}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            return list(argv[:i]), list(argv[i + 1 :])
-        if arg == "-m":
-            return list(argv[:i]), list(argv[i:])
-        if not arg.startswith("-") or arg == "-":
-            return list(argv[:i]), list(argv[i:])
-        i += 1 if "=" in arg or arg not in takes_value else 2
-    return list(argv), []
-
-
-def main(argv: Sequence[str]) -> int:
+def run(args: argparse.Namespace) -> int:
     """``fxtui run``; returns the exit status (the program's)."""
-    from fxtui.commands.options import program_output
-
-    parser = build_parser()
-    own, command = split(argv, parser)
-    if not command and any(a in ("-h", "--help") for a in own):
-        parser.print_help()
-        return 0
-    args = parser.parse_args(own)
+    with pointing_at("run"):
+        output = program_output(args)
+        check_output(output)
+    command = list(getattr(args, "program", ()))
+    if not command:
+        raise UsageError(f"fxtui run needs a script to run: fxtui run train.py [ARGS…] or fxtui run -m MODULE [ARGS…] "
+                         f"({help_hint('run')})")  # fmt: skip
     from fxtui.jobs.launch import check_command
 
     check_command(command)
@@ -126,14 +111,10 @@ def main(argv: Sequence[str]) -> int:
     settings = ProgramSettings(
         tuple(command), warmup=args.warmup_steps, every=args.sample_every, keep_freed_memory=args.keep_freed_memory
     )
-    output = program_output(args)
-    from fxtui.commands.model_headless import check
-
-    check(output)
     if args.detach:
         return detach(settings, args.listen)
     if args.once or not sys.stdout.isatty():
-        return headless(settings, output)
+        return headless(settings, output, program_next_step(getattr(args, "argv", ()), command, output, "run"))
     return live(settings, output, args.listen)
 
 
@@ -154,8 +135,9 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
     return 0
 
 
-def headless(settings: ProgramSettings, output: OutputSettings) -> int:
-    """Run the program with the terminal its own, then print the profile; the program's exit status."""
+def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
+    """Run the program with the terminal its own, then print the profile (and ``next_step``); the program's exit
+    status."""
     from fxtui.core.agent_contract import AgentOptions
     from fxtui.core.snapshot import State
     from fxtui.jobs.launch import ProgramJob, exit_status
@@ -187,32 +169,8 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
     with lock:
         collector.ended(code)
         snapshot = collector.snapshot(State.DONE, kind=output.kind or None)
-    print_report(snapshot, output)
+    print_snapshot(snapshot, output, next_step)
     return exit_status(code)
-
-
-def print_report(snapshot: object, output: OutputSettings) -> None:
-    """The header and the table of a program's profile, then the exports (``wrote …``)."""
-    from fxtui.report.api import Report
-
-    print_report_data(Report.from_snapshot(snapshot), output)  # type: ignore[arg-type]
-
-
-def print_report_data(report: object, output: OutputSettings) -> None:
-    """A report's header and table (a program's last profile saved to a file too), then the exports."""
-    from fxtui.commands.model_headless import write_exports
-    from fxtui.report.api import Report
-
-    assert isinstance(report, Report)
-    sys.stdout.flush()
-    say("\n" + report.header() + "\n")
-    if report.rows:
-        top = output.top or None
-        if output.modules:
-            say(report.module_table(top=top, path=output.spec.path))
-        else:
-            say(report.table(sort=output.sort, top=top, spec=output.spec, columns=output.columns))
-    write_exports(report, output.export_paths)
 
 
 def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") -> int:
@@ -222,38 +180,3 @@ def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") ->
 
     job, _ = start_detached(settings, listen)
     return watch(job, output, stop_on_quit=True)
-
-
-def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool, token: bytes | None = None) -> int:
-    """The app attached to ``job``. Quitting stops the program when ``stop_on_quit`` (fxtui run), else leaves it
-    running (fxtui attach); D always leaves it running."""
-    from fxtui.core.commands import StopProgram
-    from fxtui.jobs.attach_source import AttachSource
-    from fxtui.jobs.directory import LOG, job_dir
-    from fxtui.jobs.launch import exit_status
-    from fxtui.ui.app import FxtuiApp
-
-    source = AttachSource(job, token)
-    app = FxtuiApp(source, title=f"fxtui {'run' if stop_on_quit else 'attach'} {' '.join(job.command)}")
-    app.run()
-    detached = app.detached
-    fatal = getattr(app, "fatal_error", None)
-    if fatal:
-        raise FxtuiError(fatal)
-    if detached or (not stop_on_quit and source.exit_code is None):
-        say(f"job {job.id} goes on: {' '.join(job.command)}; fxtui attach {job.id} watches it again")
-        return 0
-    final, code = source.last, source.exit_code
-    if code is None:  # quit while the program runs: stop it as Ctrl+C would, and wait for its last profile
-        stopper = AttachSource(job, token)
-        stopper.send(StopProgram())
-        stopper.run(lambda snapshot: None)  # until the collector has sent the last profile and the status
-        final, code = stopper.last or final, stopper.exit_code
-    if final is not None:
-        print_report(final, OutputSettings(top=10, exports=output.exports))
-    if job.pid:  # a job of this machine's (a remote one keeps its output where it runs)
-        say(f"the program's output: {job_dir(job.id) / LOG}")
-    return exit_status(code) if code is not None else 1
-
-
-__all__ = ["build_parser", "headless", "live", "main", "os", "split"]

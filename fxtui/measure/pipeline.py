@@ -23,10 +23,16 @@ from fxtui.measure.targets import LoadedModel, load_target
 from fxtui.report.api import Report
 
 Progress = Callable[[State, str], None]
+#: After each recorded step of a headless profile: steps recorded, quiet ones, disturbed ones.
+RunProgress = Callable[[int, int, int], None]
 
 
 def _quiet(state: State, message: str) -> None:
     """A progress callback that reports nothing."""
+
+
+def _no_progress(done: int, quiet: int, disturbed: int) -> None:
+    """A run-progress callback that reports nothing."""
 
 
 def session_for_target(
@@ -43,7 +49,7 @@ def session_for_target(
     ``keep_disturbed`` records steps other work disturbed instead of leaving them out
     (:mod:`fxtui.measure.interference`).
     """
-    progress(State.LOADING, f"loading {target.target}")
+    progress(State.LOADING, f"building {target.target}")
     loaded = load_target(
         target.target,
         input_shapes=target.input_shapes,
@@ -161,15 +167,23 @@ def loaded_from_module(
     )
 
 
-def run_profile(session: Session, runs: int, warmup: int, should_stop: Callable[[], bool] = lambda: False) -> int:
+def run_profile(
+    session: Session,
+    runs: int,
+    warmup: int,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_run: RunProgress = _no_progress,
+) -> int:
     """Warm up, then record ``runs`` steps; returns how many were recorded.
 
     A step that fails is not counted; the profile ends early when ``should_stop`` turns
     true or when as many steps have failed as were asked for. When the session leaves
     disturbed steps out of its figures and other work disturbed some, it records more
-    (up to ``runs`` again) until ``runs`` quiet steps are in.
+    (up to ``runs`` again) until ``runs`` quiet steps are in. After the warm-up and each recorded step,
+    ``on_run(recorded, quiet, disturbed)`` says how far it is (between steps, outside every timed run).
     """
     session.warm_up(warmup)
+    on_run(0, 0, 0)  # warmed up: the timed runs start
     done = failed = 0
     more = 0 if session.keep_disturbed else runs
     while not should_stop() and failed < max(runs, 3):
@@ -177,6 +191,7 @@ def run_profile(session: Session, runs: int, warmup: int, should_stop: Callable[
             break
         if session.step():
             done += 1
+            on_run(done, session.quiet_steps, session.disturbed_steps)
         else:
             failed += 1
     return done

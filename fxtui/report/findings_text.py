@@ -7,9 +7,8 @@ too live beside the data (:mod:`fxtui.core.what_if_text`), the tables here.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
-
-import tabulate
 
 from fxtui.core.findings import AtenOp, Hint, WhatIf
 from fxtui.core.rows import NodeRow
@@ -25,10 +24,19 @@ from fxtui.core.what_if_text import (
     tokens_line,
 )
 from fxtui.report.diff import SPREAD_MARK, Change, RunDiff, spread_legend
+from fxtui.report.table_fit import Col, fit_table, wrap_line
+
+#: A node's name and its module path: the end of each says most when a narrow terminal shortens them.
+_NODE = Col("node", cut="start", floor=16)
+_MODULE = Col("module path", cut="start", drop=1)
 
 
-def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
-    """Suggestions, largest estimated saving first, each with its evidence.
+def _figures(*headers: str) -> list[Col]:
+    return [Col(h, numeric=True) for h in headers]
+
+
+def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = (), width: int | None = None) -> str:
+    """Suggestions, largest estimated saving first, each with its evidence (wrapped within ``width`` when given).
 
     A hint whose what-if was measured (``what_ifs``) shows the measured change instead of the estimate.
     """
@@ -44,12 +52,14 @@ def hints_text(hints: tuple[Hint, ...], what_ifs: Iterable[WhatIf] = ()) -> str:
             saving = f"saves about {format_seconds(h.saving_s)} ({format_pct(h.saving_pct)} of the run)"
         else:
             saving = "saving: try it and measure" + (f" (--what-if {h.what_if})" if h.what_if else "")
-        lines.append(f"• {h.title}  [{h.rule}]\n    {h.evidence}\n    {saving}")
+        title = wrap_line(f"• {h.title}  [{h.rule}]", width, indent=2)
+        lines.append(f"{title}\n{wrap_line('    ' + h.evidence, width, 4)}\n{wrap_line('    ' + saving, width, 4)}")
     return "\n".join(lines)
 
 
-def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow]) -> str:
-    """The aten operators inside each of ``rows`` (those explained), with their share of the node."""
+def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow], width: int | None = None) -> str:
+    """The aten operators inside each of ``rows`` (those explained), with their share of the node; within
+    ``width`` when given."""
     blocks = []
     for r in rows:
         ops = aten.get(r.name)
@@ -69,22 +79,18 @@ def aten_text(aten: dict[str, tuple[AtenOp, ...]], rows: list[NodeRow]) -> str:
         if not body:
             blocks.append(f"{title}: no aten operator (pure Python or a view)")
             continue
-        blocks.append(
-            title
-            + "\n"
-            + tabulate.tabulate(
-                body, headers=["aten operator", "calls", "total", "self", "of node"], disable_numparse=True
-            )
-        )
+        cols = [Col("aten operator", cut="end", floor=16), *_figures("calls", "total", "self", "% of node")]
+        blocks.append(title + "\n" + fit_table(body, cols, width))
     return "\n\n".join(blocks)
 
 
-def what_if_text(result: WhatIf, top: int | None = 10) -> str:
-    """One what-if: what was done, the run before → after, the outputs, then nodes and modules by change."""
+def what_if_text(result: WhatIf, top: int | None = 10, width: int | None = None) -> str:
+    """One what-if: what was done, the run before → after, the outputs, then nodes and modules by change;
+    the tables within ``width`` when given."""
     lines = [f"what-if    {result.name}: {result.title}"]
     if result.error:
         lines.append(f"           cannot apply: {result.error}")
-        return "\n".join(lines)
+        return "\n".join(wrap_line(line, width) for line in lines)
     lines.append(f"run        {run_line(result)}")
     if result.tokens:
         lines.append(f"tokens     {tokens_line(result)} (whole generate() calls)")
@@ -95,31 +101,30 @@ def what_if_text(result: WhatIf, top: int | None = 10) -> str:
         lines.append(f"memory     {memory}")
     if result.note:
         lines.append(f"note       {result.note}")
+    lines = [wrap_line(line, width) for line in lines]
     if not result.nodes:
         lines.append("nodes      none: measured as one whole run")
         return "\n".join(lines)
     shown = result.nodes[:top] if top else result.nodes
-    lines += ["", _table(node_rows(shown), ["node", "module path", "before", "after", "change", "after ÷ before"])]
+    changes = _figures("before", "after", "change", "after ÷ before")
+    lines += ["", fit_table(node_rows(shown), [_NODE, _MODULE, *changes], width)]
     if len(shown) < len(result.nodes):
         lines.append(f"… {len(result.nodes) - len(shown)} more nodes (--top 0 or --json shows all)")
     modules = result.modules[: max(top // 2, 1)] if top else result.modules
-    lines += ["", _table(module_rows(modules), ["module path", "before", "after", "change", "after ÷ before"])]
+    lines += ["", fit_table(module_rows(modules), [replace(_MODULE, drop=0, floor=16), *changes], width)]
     if len(modules) < len(result.modules):
         lines.append(f"… {len(result.modules) - len(modules)} more modules")
     return "\n".join(lines)
 
 
-def what_ifs_text(results: Iterable[WhatIf], top: int | None = 10) -> str:
+def what_ifs_text(results: Iterable[WhatIf], top: int | None = 10, width: int | None = None) -> str:
     """Every what-if, one block each."""
-    return "\n\n".join(what_if_text(r, top) for r in results)
+    return "\n\n".join(what_if_text(r, top, width) for r in results)
 
 
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    return tabulate.tabulate(rows, headers=headers, disable_numparse=True)
-
-
-def diff_table(diff: RunDiff, top: int | None = 20) -> str:
-    """Totals, then nodes by absolute change, modules, and nodes found in one run only."""
+def diff_table(diff: RunDiff, top: int | None = 20, width: int | None = None) -> str:
+    """Totals, then nodes by absolute change, modules, and nodes found in one run only; the tables within
+    ``width`` when given."""
     lines = [
         f"before     {_describe(diff.before)}",
         f"after      {_describe(diff.after)}",
@@ -134,38 +139,44 @@ def diff_table(diff: RunDiff, top: int | None = 20) -> str:
         lines.append(diff.memory_line)
     if diff.differences:
         lines.append(f"settings   differ: {'; '.join(diff.differences)}")
+    lines = [wrap_line(line, width) for line in lines]
     lines.append("")
     rows = diff.nodes[:top] if top else diff.nodes
+    changes = _figures("before", "after", "Δ", "Δ%")
     lines.append(
-        tabulate.tabulate(
+        fit_table(
             [[*_row(c, c.name), SPREAD_MARK if c.within_spread else ""] for c in rows],
-            headers=["node", "module path", "before", "after", "Δ", "Δ%", ""],
-            disable_numparse=True,
+            # The last column marks a change within either run's own spread (the legend below says so).
+            [_NODE, _MODULE, *changes, Col("in spread", cut="never")],
+            width,
         )
     )
     if top and len(diff.nodes) > top:
         lines.append(f"… {len(diff.nodes) - top} more nodes (--top 0 shows all)")
     if diff.within_spread:
-        lines.append(spread_legend(diff))
+        lines.append(wrap_line(spread_legend(diff), width, indent=2))
     if (diff.before.get("capture") == "compiled") != (diff.after.get("capture") == "compiled"):
         # A compiled run's rows are kernels: no name is the other run's, and listing them all says nothing.
-        lines.append(
-            f"\nnodes      the compiled run's kernels and the other run's nodes share no name "
+        said = (
+            f"nodes      the compiled run's kernels and the other run's nodes share no name "
             f"({len(diff.only_before)} before, {len(diff.only_after)} after): the modules below compare"
         )
+        lines.append("\n" + wrap_line(said, width))
     else:
         if diff.only_before:
-            lines.append(f"\nonly in before ({len(diff.only_before)}): " + ", ".join(diff.only_before))
+            only = f"only in before ({len(diff.only_before)}): " + ", ".join(diff.only_before)
+            lines.append("\n" + wrap_line(only, width, indent=2))
         if diff.only_after:
-            lines.append(f"only in after ({len(diff.only_after)}): " + ", ".join(diff.only_after))
+            only = f"only in after ({len(diff.only_after)}): " + ", ".join(diff.only_after)
+            lines.append(wrap_line(only, width, indent=2))
     mods = [m for m in diff.modules if m.name][: top or None]
     if mods:
         lines.append("")
         lines.append(
-            tabulate.tabulate(
+            fit_table(
                 [[c.name or "(root)", *_row(c, c.name)[2:]] for c in mods],
-                headers=["module path", "before", "after", "Δ", "Δ%"],
-                disable_numparse=True,
+                [replace(_MODULE, drop=0, floor=16), *changes],
+                width,
             )
         )
     return "\n".join(lines)

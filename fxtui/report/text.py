@@ -2,30 +2,33 @@
 
 Pure functions of a :class:`~fxtui.report.api.Report` (or of findings), shared by the
 headless command and the Python API; the hint and aten sentences are the ones the app shows.
+Given a ``width`` (the terminal's), the header wraps and the tables fit it
+(:mod:`fxtui.report.table_fit`); without one every line is whole, as files and pipes want it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import tabulate
+from dataclasses import replace
 
 from fxtui.core import memory_policy
 from fxtui.core.captures import capture_mode
-from fxtui.core.columns import check_extra, headless_columns
+from fxtui.core.columns import BY_KEY, Column, check_extra, headless_columns
 from fxtui.core.compilation import fused_text
 from fxtui.core.filters import FilterSpec, path_matches
 from fxtui.core.generation import phase_share
-from fxtui.core.nodes import Spread
+from fxtui.core.nodes import NodeInfo, Spread
 from fxtui.core.rows import ModuleRow
 from fxtui.core.snapshot import page_fault_warning
 from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
 from fxtui.report.program_text import program_lines
+from fxtui.report.table_fit import Col, fit_table, wrap_line
 
 
-def header(report: ReportData) -> str:
-    """The lines above the table: model, inputs, threads, runs and the run figures."""
+def header(report: ReportData, width: int | None = None) -> str:
+    """The lines above the table: model, inputs, threads, runs and the run figures; each wrapped within
+    ``width`` under its label when given."""
     r = report
     run = "step" if r.training else "run"
     sp = r.spreads
@@ -84,7 +87,59 @@ def header(report: ReportData) -> str:
         lines.append("memory     " + memory_policy.describe(r.malloc))
     faults = page_fault_warning(r.faults_per_run, r.malloc, (row.info for row in r.rows))
     lines.extend(f"warning    {w}" for w in (*r.warnings, *r.thread_warnings, *([faults] if faults else [])))
-    return "\n".join(lines)
+    return "\n".join(wrap_line(line, width) for line in lines)
+
+
+#: How each column of the node table shortens on a narrow terminal, and which are left out first (highest
+#: ``drop`` first): the FX op type, then a module path the node's name repeats, then the widest details.
+_LAYOUT: dict[str, Col] = {
+    "op": Col("", cut="end", drop=9),
+    "module": Col("", cut="start", drop=8, floor=16),
+    "source": Col("", cut="start", drop=7),
+    "shape": Col("", cut="never", drop=6),
+    "target": Col("", cut="end", drop=5),
+    "marks": Col("", cut="items", drop=4),
+    "node": Col("", cut="start", floor=16),
+    "operation": Col("", cut="end", floor=12),
+    "phase": Col("", cut="never"),
+}
+#: The marks column's header: why a median deserves caution (noisy, or far above the fastest run).
+_NOTE = replace(BY_KEY["marks"], header="note")
+#: Captures whose nodes are ATen ops named ``module · op``: the module and the op are shown once each.
+_OPS_BY_MODULE = frozenset({"eager", "generate"})
+
+
+def _own_name(info: NodeInfo) -> str:
+    """A node's name without the module path it starts with, nor the phase the table says beside it
+    (``layer1.0 · relu`` → ``relu``; ``h.0.attn · linear (decode)`` → ``linear``)."""
+    prefix = f"{info.module_path} · "
+    name = info.name[len(prefix) :] if info.module_path and info.name.startswith(prefix) else info.name
+    return name.removesuffix(f" ({info.phase})") if info.phase else name
+
+
+#: An ATen node's op, named once beside its module (``∇mm #2``, ``addmm``; a kernel by its own name).
+_OPERATION = Column(
+    "operation", "op", lambda i, _s, _r: _own_name(i), lambda i, _s, _r: i.name, numeric=False, fact="name"
+)
+
+
+def node_columns(report: ReportData, columns: Sequence[str] = ()) -> tuple[Column, ...]:
+    """The node table's columns: :data:`fxtui.core.columns.HEADLESS`, then ``columns``, then the note.
+
+    A program's rows (and an eager capture's) are ATen ops named ``module · op``: their table shows the
+    module and the op once each, with no FX op type (every row is ``call_function``), no node name that
+    repeats them and no target (``aten.addmm`` says the op again); a program's share is of its step.
+    """
+    shown = headless_columns(report.training, columns, generating=report.generation is not None)
+    if not capture_mode(report.capture).graphs:  # every node is an ATen op: no FX op type to tell them apart
+        shown = tuple(c for c in shown if c.key != "op")
+    if report.program is not None or report.capture in _OPS_BY_MODULE:
+        rest = [c for c in shown if c.key not in ("node", "target", "module", "phase")]
+        phase = [c for c in shown if c.key == "phase"]
+        shown = (*phase, BY_KEY["module"], _OPERATION, *rest)
+        if report.program is not None:
+            shown = tuple(replace(c, header="% of step") if c.key == "pct" else c for c in shown)
+    return tuple(_NOTE if c.key == "marks" else c for c in shown)
 
 
 def table(
@@ -93,28 +148,39 @@ def table(
     top: int | None = 20,
     spec: FilterSpec | None = None,
     columns: Sequence[str] = (),
+    width: int | None = None,
 ) -> str:
-    """A tabulate table of the rows: :data:`fxtui.core.columns.HEADLESS`, then ``columns`` (any of
-    :data:`fxtui.core.columns.EXTRA`: ``flops``, ``gflops``, ``bound`` …)."""
+    """The node table: :data:`fxtui.core.columns.HEADLESS`, then ``columns`` (any of
+    :data:`fxtui.core.columns.EXTRA`: ``flops``, ``gflops``, ``bound`` …), then the note; within ``width``
+    when given."""
     check_extra(columns)
-    shown = headless_columns(report.training, columns, generating=report.generation is not None)
-    if not capture_mode(report.capture).graphs:  # every node is an ATen op: no FX op type to tell them apart
-        shown = tuple(c for c in shown if c.key != "op")
+    shown = node_columns(report, columns)
     rows = report.select(spec, sort, top)
     body = [[c.text(r.info, r.stats, r.rates) for c in shown] for r in rows]
-    text = tabulate.tabulate(body, headers=[c.header for c in shown], disable_numparse=True)
+    # In a table of ATen ops the module is half of each one's name: never left out.
+    named_by_module = any(c is _OPERATION for c in shown)
+    cols = [replace(_col(c), drop=0, floor=12) if named_by_module and c.key == "module" else _col(c) for c in shown]
+    text = fit_table(body, cols, width)
     total = len(report.select(spec))
     if len(rows) < total:
         text += f"\n… {total - len(rows)} more nodes (--top 0 shows all)"
     return text
 
 
-def module_table(report: ReportData, top: int | None = 20, path: str = "") -> str:
+def _col(column: Column) -> Col:
+    """How ``column`` lays out in a table that must fit."""
+    layout = _LAYOUT.get(column.key)
+    if layout is not None:
+        return replace(layout, header=column.header)
+    return Col(column.header, numeric=column.numeric, cut="end" if not column.numeric else "never")
+
+
+def module_table(report: ReportData, top: int | None = 20, path: str = "", width: int | None = None) -> str:
     """Module paths by inclusive time (a compiled model's by the larger of its eager and compiled time): class,
-    inclusive, self, % of run, nodes, GFLOP/s."""
+    inclusive, self, % of run, nodes, GFLOP/s; within ``width`` when given."""
     mods = [m for m in report.modules if path_matches(m.path, path)] if path else list(report.modules)
     if report.generation is not None:
-        return generate_module_table(report, mods, top)
+        return generate_module_table(report, mods, top, width)
     if report.compiled is not None:  # by the larger time: a module fused whole into its parent's kernel has 0 compiled
         mods.sort(key=lambda m: (-max(m.inclusive_s, m.eager_s or 0.0), m.path))
     else:
@@ -129,23 +195,34 @@ def module_table(report: ReportData, top: int | None = 20, path: str = "") -> st
             format_pct(m.pct),
             *([format_seconds(m.forward_s), format_seconds(m.backward_s)] if report.training else []),
             m.nodes,
-            "–" if m.gflops_s is None else f"{m.gflops_s:.1f}",
+            *([] if report.program is not None else ["–" if m.gflops_s is None else f"{m.gflops_s:.1f}"]),
             *([format_bytes(m.output_bytes), format_bytes(m.peak_live_bytes)] if report.memory else []),
             *([format_bytes(m.saved_bytes)] if report.memory and report.training else []),
             *(_eager_cells(m) if report.compiled is not None else []),
         ]
         for m in shown
     ]
-    headers = ["module path", "class", "inclusive", "self", "% of run"]
-    headers += ["forward", "backward"] if report.training else []
-    headers += ["nodes", "GFLOP/s"]
-    headers += ["output", "peak live"] if report.memory else []
-    headers += ["saved"] if report.memory and report.training else []
-    headers += ["eager", "compiled ÷ eager"] if report.compiled is not None else []
-    text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+    share = "% of step" if report.program is not None else "% of run"
+    cols = [_MODULE_PATH, _CLASS, *_figures("inclusive", "self", share)]
+    cols += _figures("forward", "backward") if report.training else []
+    cols += _figures("nodes")
+    # FLOPs are counted on FX graphs; a program's ATen ops have none.
+    cols += [] if report.program is not None else _figures("GFLOP/s")
+    cols += _figures("output", "peak live") if report.memory else []
+    cols += _figures("saved") if report.memory and report.training else []
+    cols += [*_figures("eager"), Col("compiled ÷ eager", cut="end")] if report.compiled is not None else []
+    text = fit_table(body, cols, width)
     if len(shown) < len(mods):
         text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
     return text
+
+
+_MODULE_PATH = Col("module path", cut="start", floor=16)
+_CLASS = Col("class", cut="end", drop=1)
+
+
+def _figures(*headers: str) -> list[Col]:
+    return [Col(h, numeric=True) for h in headers]
 
 
 def _eager_cells(m: ModuleRow) -> list[str]:
@@ -157,7 +234,7 @@ def _eager_cells(m: ModuleRow) -> list[str]:
     return [format_seconds(m.eager_s), f"×{m.inclusive_s / m.eager_s:.2f}"]
 
 
-def generate_module_table(report: ReportData, mods: list[ModuleRow], top: int | None) -> str:
+def generate_module_table(report: ReportData, mods: list[ModuleRow], top: int | None, width: int | None = None) -> str:
     """A generation's modules: prefill per call and decode per token, each with its share of its phase,
     by decode time (what a user waits for)."""
     g = report.generation
@@ -175,8 +252,8 @@ def generate_module_table(report: ReportData, mods: list[ModuleRow], top: int | 
         ]
         for m in shown
     ]
-    headers = ["module path", "class", "prefill", "% of prefill", "decode/token", "% of decode", "nodes"]
-    text = tabulate.tabulate(body, headers=headers, disable_numparse=True)
+    cols = [_MODULE_PATH, _CLASS, *_figures("prefill", "% of prefill", "decode/token", "% of decode", "nodes")]
+    text = fit_table(body, cols, width)
     if len(shown) < len(mods):
         text += f"\n… {len(mods) - len(shown)} more modules (--top 0 shows all)"
     return text

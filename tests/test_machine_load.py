@@ -1,0 +1,229 @@
+"""Was the machine disturbed while a program ran: the collector's once-a-second sample of /proc (fxtui/jobs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fxtui.jobs.machine_load import DISTURBED_SHARE, MachineLoad
+
+TICK = 100  # the fake kernel's clock ticks per second (os.sysconf("SC_CLK_TCK") is 100 on Linux)
+
+
+class FakeProc:
+    """A /proc of a few files: the machine's counters, and processes with threads, written as a test says."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "self" / "task").mkdir(parents=True)
+        self.machine(busy_s=0.0)
+
+    def machine(self, busy_s: float, steal_s: float = 0.0) -> None:
+        """The machine's busy and stolen CPU-seconds so far (all CPUs)."""
+        user, steal = round(busy_s * TICK), round(steal_s * TICK)
+        (self.root / "stat").write_text(f"cpu  {user} 0 0 1000000 0 0 0 {steal} 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n")
+
+    def process(self, pid: int, parent: int, threads: dict[int, tuple[float, float]], name: str = "python") -> None:
+        """Process ``pid`` under ``parent``; each thread's time on a CPU and run-queue wait so far, seconds."""
+        directory = self.root / str(pid)
+        (directory / "task").mkdir(parents=True, exist_ok=True)
+        cpu = round(sum(on for on, _ in threads.values()) * TICK)
+        rest = " ".join(["0"] * 40)
+        # The name may hold spaces and parentheses: fields are read after its last ")".
+        (directory / "stat").write_text(f"{pid} ({name}) S {parent} 1 1 0 -1 0 0 0 0 0 {cpu} 0 {rest}\n")
+        for tid, (on_cpu, waiting) in threads.items():
+            (directory / "task" / str(tid)).mkdir(exist_ok=True)
+            schedstat = directory / "task" / str(tid) / "schedstat"
+            schedstat.write_text(f"{round(on_cpu * 1e9)} {round(waiting * 1e9)} 5\n")
+
+
+@pytest.fixture
+def proc(tmp_path: Path) -> FakeProc:
+    return FakeProc(tmp_path / "proc")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def monitor(proc: FakeProc, clock: Clock, pids: tuple[int, ...] = (10,), **kwargs: object) -> MachineLoad:
+    return MachineLoad(pids, proc=proc.root, own_pid=99, clock=clock, cpus=2, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_quiet_second_is_not_disturbed(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (5.0, 0.1)})
+    load = monitor(proc, clock)
+    assert load.sample() is None  # the first reading only starts the count
+    clock.now += 1.0
+    proc.process(10, 1, {10: (6.0, 0.1)})  # a whole core, no wait
+    proc.machine(busy_s=1.0)
+    interval = load.sample()
+    assert interval is not None
+    assert interval.program_cpu_s == pytest.approx(1.0) and interval.wait_s == pytest.approx(0.0)
+    assert interval.others_cpu_s == pytest.approx(0.0, abs=0.02)
+    assert not interval.disturbed
+    summary = load.summary()
+    assert summary.known and not summary.disturbed and summary.line() == ""
+
+
+def test_other_processes_that_take_the_cores_disturb_the_program(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    load = monitor(proc, clock)
+    load.sample()
+    clock.now += 1.0
+    # The program ran half the second and waited the other half while other processes used 1.5 cores.
+    proc.process(10, 1, {10: (0.5, 0.5)})
+    proc.machine(busy_s=2.0)
+    interval = load.sample()
+    assert interval is not None
+    assert interval.others_cpu_s == pytest.approx(1.5, abs=0.02)
+    assert interval.lost_share == pytest.approx(0.5) and interval.disturbed
+    summary = load.summary()
+    assert summary.disturbed and summary.affects_figures
+    assert summary.others_cores == pytest.approx(1.5, abs=0.02) and summary.program_cores == pytest.approx(0.5)
+    line = summary.line()
+    assert line.startswith("other processes took 50% of its time (median; worst 50%) in 1 of 1 s")
+    assert "they used 1.5 of 2 cores, the program 0.5" in line and "slower than on a quiet machine" in line
+
+
+def test_the_programs_threads_waiting_for_one_another_is_not_a_disturbance(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0), 11: (0.0, 0.0), 12: (0.0, 0.0)})
+    load = monitor(proc, clock)
+    load.sample()
+    clock.now += 1.0
+    # Three busy threads on two cores: each ran two thirds of the second and waited a third; nobody else ran.
+    proc.process(10, 1, {10: (2 / 3, 1 / 3), 11: (2 / 3, 1 / 3), 12: (2 / 3, 1 / 3)})
+    proc.machine(busy_s=2.0)
+    interval = load.sample()
+    assert interval is not None
+    assert interval.wait_s == pytest.approx(1.0)
+    assert interval.lost_share == pytest.approx(0.0, abs=0.01) and not interval.disturbed
+    assert interval.own_share == pytest.approx(1 / 3, abs=0.01)
+
+
+def test_stolen_time_disturbs_the_program_and_names_the_hypervisor(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    load = monitor(proc, clock)
+    load.sample()
+    clock.now += 1.0
+    proc.process(10, 1, {10: (0.7, 0.0)})
+    proc.machine(busy_s=0.7, steal_s=0.6)  # 0.3 s of each of the two CPUs went to another machine
+    interval = load.sample()
+    assert interval is not None and interval.steal_s == pytest.approx(0.3)
+    assert interval.lost_share == pytest.approx(0.3) and interval.disturbed
+    assert "other processes or the hypervisor took 30%" in load.summary().line()
+
+
+def test_children_of_the_program_are_its_own_and_other_processes_are_not(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    proc.process(20, 10, {20: (0.0, 0.0)}, name="pt_data (worker) 0")  # a DataLoader worker
+    proc.process(30, 1, {30: (0.0, 0.0)})  # somebody else's
+    load = monitor(proc, clock)
+    load.sample()
+    clock.now += 1.0
+    proc.process(10, 1, {10: (0.5, 0.0)})
+    proc.process(20, 10, {20: (0.5, 0.0)}, name="pt_data (worker) 0")
+    proc.process(30, 1, {30: (1.0, 0.0)})
+    proc.machine(busy_s=2.0)
+    interval = load.sample()
+    assert interval is not None
+    assert interval.program_cpu_s == pytest.approx(1.0)  # the program and its worker
+    assert interval.others_cpu_s == pytest.approx(1.0, abs=0.02)  # the other process
+    without = monitor(proc, clock, descendants=False)
+    without.sample()
+    clock.now += 1.0
+    proc.process(10, 1, {10: (1.0, 0.0)})
+    proc.process(20, 10, {20: (1.0, 0.0)}, name="pt_data (worker) 0")
+    proc.machine(busy_s=3.0)
+    alone = without.sample()
+    assert alone is not None and alone.program_cpu_s == pytest.approx(0.5)
+
+
+def test_a_process_seen_late_counts_from_its_next_interval(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    ranks = [10]
+    load = MachineLoad(lambda: ranks, proc=proc.root, own_pid=99, clock=clock, cpus=2)
+    load.sample()
+    clock.now += 1.0
+    proc.process(10, 1, {10: (1.0, 0.0)})
+    proc.process(40, 1, {40: (50.0, 20.0)})  # a rank that connects now, with its history
+    ranks.append(40)
+    proc.machine(busy_s=2.0)
+    interval = load.sample()
+    assert interval is not None and interval.program_cpu_s == pytest.approx(1.0)  # not its 50 s of history
+
+
+def test_a_steps_share_comes_from_the_intervals_it_overlaps(proc: FakeProc) -> None:
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    load = monitor(proc, clock)
+    load.sample()
+    busy = 0.0
+    for on_cpu, waiting, others in ((1.0, 0.0, 0.0), (0.5, 0.5, 1.0)):  # a quiet second, then a disturbed one
+        clock.now += 1.0
+        total_cpu, total_wait = proc_totals(proc)
+        proc.process(10, 1, {10: (total_cpu + on_cpu, total_wait + waiting)})
+        busy += on_cpu + others
+        proc.machine(busy_s=busy)
+        load.sample()
+    assert load.lost_during(100.2, 100.8) == pytest.approx(0.0)  # inside the quiet second
+    assert load.lost_during(101.5, 101.9) == pytest.approx(0.5)  # inside the disturbed one
+    assert load.lost_during(100.5, 101.5) == pytest.approx(0.25)  # half of each
+    assert load.lost_during(200.0, 201.0) is None  # never sampled
+
+
+def proc_totals(proc: FakeProc) -> tuple[float, float]:
+    on_cpu, waiting = (proc.root / "10" / "task" / "10" / "schedstat").read_text().split()[:2]
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
+def test_without_the_kernels_counters_nothing_is_called_disturbed(tmp_path: Path) -> None:
+    empty = tmp_path / "proc"
+    empty.mkdir()
+    clock = Clock()
+    load = MachineLoad((10,), proc=empty, own_pid=99, clock=clock, cpus=2)
+    load.sample()
+    clock.now += 1.0
+    interval = load.sample()
+    assert interval is not None and interval.program_cpu_s is None and not interval.disturbed
+    assert not load.summary().known and load.summary().line() == ""
+
+
+def test_the_threshold_is_the_model_modes() -> None:
+    from fxtui.measure.interference import DISTURBED_SHARE as MODEL_MODE
+
+    assert DISTURBED_SHARE == MODEL_MODE
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_real_busy_program_is_seen_on_a_cpu() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "import sys\nwhile True: pass"])
+    try:
+        load = MachineLoad((busy.pid,))
+        load.sample()
+        deadline = time.monotonic() + 30
+        seen = 0.0
+        while seen <= 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            interval = load.sample()
+            seen += (interval.program_cpu_s or 0.0) if interval else 0.0
+        assert seen > 0
+        summary = load.summary()
+        assert summary.known and summary.program_cores > 0 and summary.intervals >= 1
+    finally:
+        busy.kill()
+        busy.wait()
