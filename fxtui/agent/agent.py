@@ -27,6 +27,7 @@ import functools
 import os
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -113,6 +114,7 @@ class Agent:
         self.generate = GenerateWatch(self.recorder)
         """transformers' ``generate()`` calls: each a step, split into its prefill and decode steps."""
         self._undo: list[Callable[[], None]] = []
+        self._thread = threading.get_ident()
         self._described_kinds: set[str] = set()
         """Kinds whose latest sampled step met no node left undescribed (the next one need not describe)."""
         self.failed = ""
@@ -120,8 +122,14 @@ class Agent:
     # -- installing ---------------------------------------------------------------------------
 
     def install(self) -> None:
-        """Hook into torch: module calls, optimizers, backward, DataLoader iterators, zero_grad, gradient clipping."""
+        """Hook into torch: module calls, optimizers, backward, DataLoader iterators, zero_grad, gradient clipping.
+
+        Steps are the installing thread's (the program's main thread): what other threads do — a prefetching
+        thread iterating a DataLoader, a logger calling a model — is left alone.
+        """
         model = self.model
+        self._thread = threading.get_ident()
+        self.calls.thread = self._thread
         self.calls.install()
         self._undo.append(self.calls.uninstall)
         self._undo.append(register_optimizer_step_pre_hook(self._optimizer_pre).remove)
@@ -172,7 +180,7 @@ class Agent:
         """``fn``, never raising into the program: a failure turns the agent off (:meth:`_fail`)."""
 
         def guarded(*args: Any) -> None:
-            if self.failed:
+            if self.failed or threading.get_ident() != self._thread:
                 return
             try:
                 fn(*args)
@@ -237,7 +245,7 @@ class Agent:
     # -- optimizers -----------------------------------------------------------------------------
 
     def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
-        if is_compiling() or self.failed:
+        if is_compiling() or self.failed or threading.get_ident() != self._thread:
             return None
         try:
             self.model.optimizer_enter(optimizer, type(optimizer).__name__)
@@ -247,7 +255,7 @@ class Agent:
             return None
 
     def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if is_compiling() or self.failed:
+        if is_compiling() or self.failed or threading.get_ident() != self._thread:
             return
         try:
             self.model.optimizer_exit(optimizer)

@@ -63,6 +63,7 @@ class ModuleCalls:
         self.recording = False
         """Every module call goes to ``inner`` (the per-op timer records a step)."""
         self.thread: int | None = None
+        """The thread whose calls are the program's steps (None: the first to call a module)."""
         self._original: Callable[..., Any] | None = None
 
     def install(self) -> None:
