@@ -2,7 +2,7 @@
 
 It runs outside the profiled program (the headless ``fxtui run``, or the engine process of the
 app). Every step's wall time and phases go into the step timeline; the sampled steps' ops into
-a :class:`~fxtui.jobs.node_window.NodeWindow`, one column per node and output shape. A
+a :class:`~fxtui.core.sample_window.SampleWindow`, one column per node and output shape. A
 node's row shows its most frequent shape; the others are listed per node
 (``Snapshot.shapes``), so a last smaller batch is never mixed into a node's median silently.
 
@@ -28,9 +28,9 @@ from fxtui.core.nodes import NodeStats, Spread
 from fxtui.core.op_nodes import EagerNode, RootModule, eager_graph
 from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary, StepTimes, phase_medians
 from fxtui.core.rollup import module_table
+from fxtui.core.sample_window import SampleWindow
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.generate_calls import GenerationCalls
-from fxtui.jobs.node_window import NodeWindow
 
 #: Steps the timeline keeps for the app's plot and the export.
 TIMELINE = 10_000
@@ -50,7 +50,7 @@ class Collector:
         self.warmup = 0
         self.nodes: dict[int, EagerNode] = {}
         self.roots: dict[int, RootModule] = {}
-        self.window = NodeWindow()
+        self.window = SampleWindow()
         self._columns: dict[tuple[int, str], int] = {}
         self._shape_counts: dict[int, dict[str, int]] = {}
         self.timeline: deque[StepTimes] = deque(maxlen=TIMELINE)
@@ -107,7 +107,7 @@ class Collector:
     def reset(self) -> None:
         """Forget the figures so far (the steps are counted afresh; nodes and roots stay known)."""
         self._reset_steps()
-        self.window = NodeWindow()
+        self.window = SampleWindow()
         self._columns.clear()
         self._shape_counts.clear()
 
