@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from fxtui.core.compilation import common_ancestor, kernel_text, kernel_type
-from fxtui.core.nodes import GraphBreak, NodeInfo, build_module_tree, module_ancestors
+from fxtui.core.nodes import GraphBreak, NodeInfo, build_module_tree
 from fxtui.core.snapshot import GraphInfo
 from fxtui.measure.capture.names import Namer
 from fxtui.ops.kernel_code import KernelOrigin, ops_label
@@ -131,9 +131,6 @@ def describe_kernels(
     all_classes = {"": model, **{p: c for p, c in classes.items() if p}}
     for path, sub in module.named_modules():
         all_classes.setdefault(path, type(sub).__name__)
-    for info in infos:
-        for ancestor in module_ancestors(info.module_path):
-            all_classes.setdefault(ancestor, "")
     return GraphInfo(
         model=model,
         inputs=inputs,
