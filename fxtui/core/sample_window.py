@@ -263,7 +263,8 @@ class SampleWindow:
             left_out = filled - quiet_steps
             samples, runs, eager = samples[:, quiet], runs[quiet], eager[quiet]
         have = samples >= 0
-        q = _quantiles(samples, have)
+        dense = bool(have.all())  # every column ran every step kept (a model's nodes)
+        q = _quantiles(samples, None if dense else have)
         recent = self._buf[:, self._oldest_first(min(filled, RECENT))] / 1e9
         recent = np.nan_to_num(np.where(recent < 0, q[1][:, None], recent))
         count = self._count
@@ -286,15 +287,19 @@ class SampleWindow:
             run_count=self._runs.count,
             eager_count=self._eager.count,
             overhead=spread_of(runs / eager) if ratios else None,
-            fidelity=spread_of(np.where(have, samples, 0).sum(axis=0) / eager) if ratios else None,
+            fidelity=spread_of((samples if dense else np.where(have, samples, 0)).sum(axis=0) / eager)
+            if ratios
+            else None,
             used=samples.shape[1],
             disturbed=filled - quiet_steps,
             left_out=left_out,
         )
 
 
-def _quantiles(samples: np.ndarray, have: np.ndarray) -> np.ndarray:
+def _quantiles(samples: np.ndarray, have: np.ndarray | None) -> np.ndarray:
     """:data:`QUANTILES` of each row's samples in seconds, (4, rows); NaN for a row without any.
+
+    ``have`` marks the samples that are there; None when every one is (no holes).
 
     One sort of the window, then the samples either side of each quantile, interpolated linearly
     (as ``torch.quantile``): sorting integers is quicker than sorting floats.
@@ -302,7 +307,7 @@ def _quantiles(samples: np.ndarray, have: np.ndarray) -> np.ndarray:
     rows, steps = samples.shape
     if steps == 0:
         return np.full((len(QUANTILES), rows), np.nan)
-    if have.all():  # every column ran every step (a model's nodes): one position per quantile
+    if have is None:  # one position per quantile, the same in every row
         ordered = np.sort(samples, axis=1)
         position = QUANTILES * (steps - 1)
         below, above = np.floor(position).astype(np.int64), np.ceil(position).astype(np.int64)
