@@ -139,11 +139,20 @@ def main() -> None:
     parser.add_argument("--against", default="main", help="git ref whose old engines to compare with")
     parser.add_argument("--columns", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--torch-threads", type=int, default=0, help="intra-op threads of the old torch engine")
     args = parser.parse_args()
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     old_stats = load_old(args.against, "fxtui/measure/stats.py", "old_stats")
     old_window = load_old(args.against, "fxtui/jobs/node_window.py", "old_node_window")
     for name, module in [("measure/stats.py", old_stats), ("jobs/node_window.py", old_window)]:
         print(f"old engine {name} at {args.against}: {'loaded' if module else 'not found (new figures only)'}")
+    if old_stats is not None:
+        print(
+            f"torch intra-op threads (the old model-mode engine sorts with them): {old_stats.torch.get_num_threads()}"
+        )
     model_mode(args.columns, args.rounds, old_stats)
     program_mode(args.columns, args.rounds, old_window)
 
