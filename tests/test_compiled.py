@@ -326,6 +326,9 @@ def test_a_recompile_after_the_capture_is_counted_with_its_reason() -> None:
     from fxtui.measure.capture.compiled import capture_compiled
     from fxtui.measure.inputs import Inputs
 
+    # Every nn.Sequential shares one forward: models compiled by earlier tests would add their own cache
+    # entries' guard failures to this recompile's reasons.
+    torch._dynamo.reset()
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
     captured = capture_compiled(model, Inputs((torch.randn(2, 4),)), name="mlp")
     assert captured.late_graphs == 0

@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch import nn
 
+from fxtui.core.sample_window import SampleWindow
 from fxtui.core.units import format_ratio
 from fxtui.measure.interference import DISTURBED_SHARE, LoadProbe, Reading, RunLoad
 from fxtui.measure.pipeline import make_report
 from fxtui.measure.session import Session
-from fxtui.measure.stats import SampleWindow
 from fxtui.report.api import Report
 
 
@@ -94,18 +94,18 @@ def test_a_quiet_machine_shows_no_line() -> None:
 
 
 def test_the_window_leaves_disturbed_rows_out_of_the_quantiles_only() -> None:
-    w = SampleWindow(nodes=1, window=32)
+    w = SampleWindow(1, window=32)
     for k in range(12):
         slow = k % 3 == 0  # 4 disturbed rows, 100× slower
-        w.add([1000 if slow else 10], run_ns=2000 if slow else 20, disturbed=slow)
+        w.add_run([1000 if slow else 10], run_ns=2000 if slow else 20, disturbed=slow)
         w.add_eager(2000 if slow else 20)
-    s = w.summary()
-    assert s is not None and s.used == 8 and s.left_out == 4 and s.disturbed == 4
+    s = w.stats()
+    assert s.used == 8 and s.left_out == 4 and s.disturbed == 4
     # the max is a running one, over every sample
-    assert list(s.median) == [pytest.approx(10e-9)] and list(s.max) == [pytest.approx(1000e-9)]
+    assert list(s.median) == [pytest.approx(10e-9)] and list(s.maximum) == [pytest.approx(1000e-9)]
     assert s.run is not None and s.run.q75 == pytest.approx(20e-9)
-    everything = w.summary(leave_out_disturbed=False)
-    assert everything is not None and everything.used == 12 and everything.run is not None
+    everything = w.stats(leave_out_disturbed=False)
+    assert everything.used == 12 and everything.run is not None
     assert everything.run.q75 == pytest.approx(2000e-9)
 
 

@@ -106,8 +106,21 @@ class Hint:
     """The what-if that measures this suggestion (``fold-bn``, ``channels-last``, ``threads=2`` …), or ``""``."""
 
 
+class Change:
+    """A time before and after a what-if (``None`` on a side that lacks what it is of)."""
+
+    __slots__ = ()
+    before_s: float | None
+    after_s: float | None
+
+    @property
+    def change_s(self) -> float:
+        """After minus before; what is gone counts as 0 after, what is new as 0 before."""
+        return (self.after_s or 0.0) - (self.before_s or 0.0)
+
+
 @dataclass(frozen=True, slots=True)
-class NodeChange:
+class NodeChange(Change):
     """One node's median before and after a what-if (``None`` on the side whose graph lacks the node)."""
 
     name: str
@@ -115,24 +128,14 @@ class NodeChange:
     before_s: float | None
     after_s: float | None
 
-    @property
-    def change_s(self) -> float:
-        """After minus before; a node that is gone counts as 0 after, a new one as 0 before."""
-        return (self.after_s or 0.0) - (self.before_s or 0.0)
-
 
 @dataclass(frozen=True, slots=True)
-class ModuleChange:
+class ModuleChange(Change):
     """One module's inclusive time (sum of its nodes' medians) before and after a what-if."""
 
     path: str
     before_s: float | None
     after_s: float | None
-
-    @property
-    def change_s(self) -> float:
-        """After minus before, as :attr:`NodeChange.change_s`."""
-        return (self.after_s or 0.0) - (self.before_s or 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fxtui.core.findings import ModuleChange, NodeChange, WhatIf
+from fxtui.core.findings import Change, ModuleChange, NodeChange, WhatIf
 from fxtui.core.units import format_bytes, format_seconds, format_signed_seconds
 
 #: How the relative output difference is defined, said once wherever it is shown.
@@ -117,30 +117,21 @@ def ratio(before: float | None, after: float | None) -> str:
     return f"×{after / before:.2f}" if before > 0 else "–"
 
 
+def change_cells(c: Change) -> list[str]:
+    """A change's cells: before, after, change, ratio."""
+    return [
+        format_seconds(c.before_s),
+        format_seconds(c.after_s),
+        format_signed_seconds(c.change_s),
+        ratio(c.before_s, c.after_s),
+    ]
+
+
 def node_rows(changes: Iterable[NodeChange]) -> list[list[str]]:
     """Table rows: node, module path, before, after, change, ratio."""
-    return [
-        [
-            c.name,
-            c.module_path or "(root)",
-            format_seconds(c.before_s),
-            format_seconds(c.after_s),
-            format_signed_seconds(c.change_s),
-            ratio(c.before_s, c.after_s),
-        ]
-        for c in changes
-    ]
+    return [[c.name, c.module_path or "(root)", *change_cells(c)] for c in changes]
 
 
 def module_rows(changes: Iterable[ModuleChange]) -> list[list[str]]:
     """Table rows: module path, before, after, change, ratio."""
-    return [
-        [
-            c.path or "(root)",
-            format_seconds(c.before_s),
-            format_seconds(c.after_s),
-            format_signed_seconds(c.change_s),
-            ratio(c.before_s, c.after_s),
-        ]
-        for c in changes
-    ]
+    return [[c.path or "(root)", *change_cells(c)] for c in changes]

@@ -1,7 +1,7 @@
 """The figures of one kind of step (training steps, evaluation calls, ``generate()`` calls) as the collector keeps them.
 
 Every step's wall time and phases go into the kind's timeline; its sampled steps' ops into a
-:class:`~fxtui.jobs.node_window.NodeWindow`, one column per node and output shape, one value per
+:class:`~fxtui.core.sample_window.SampleWindow`, one column per node and output shape, one value per
 step: a node that ran several times in a step (a module called in a loop) counts the sum of its
 calls, and how many calls it made. A node's row shows its most frequent shape; the others are
 listed per node (``Snapshot.shapes``), so a last smaller batch is never mixed into a node's median
@@ -27,8 +27,8 @@ import numpy as np
 from fxtui.core.agent_messages import Step
 from fxtui.core.nodes import Spread
 from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTimes, phase_medians
+from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
-from fxtui.jobs.node_window import ColumnStats, NodeWindow
 
 #: Steps the timeline keeps for the app's plot and the export.
 TIMELINE = 10_000
@@ -52,7 +52,7 @@ class KindFigures:
     def reset(self) -> None:
         """Forget the figures so far (the nodes stay known)."""
         self.steps = self.sampled = self.warmup = 0
-        self.window = NodeWindow()
+        self.window = SampleWindow()
         self._columns: dict[tuple[int, str], int] = {}
         self._column_keys: list[tuple[int, str]] = []
         self._shape_counts: dict[int, dict[str, int]] = {}
@@ -168,7 +168,7 @@ class KindFigures:
                 out[i] = kept[0] / kept[1]
         return out
 
-    def stats(self) -> ColumnStats:
+    def stats(self) -> WindowStats:
         return self.window.stats()
 
     def spreads(self) -> tuple[Spread | None, Spread | None, Spread | None, Spread | None]:

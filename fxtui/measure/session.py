@@ -25,12 +25,13 @@ import numpy as np
 import torch
 import torch.fx
 
-from fxtui.core.column_table import ColumnTable, equal_tuples
+from fxtui.core.column_table import ColumnTable, equal_tuples, float_column
 from fxtui.core.errors import FxtuiError, NodeError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, WhatIf, WhatIfOption
 from fxtui.core.nodes import ModuleStats, NodeStats
 from fxtui.core.nonfinite import nonfinite_warnings
 from fxtui.core.rollup import module_table
+from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.core.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.measure import allocator
 from fxtui.measure.analysis.cpu_setup import usable_cores
@@ -38,7 +39,6 @@ from fxtui.measure.capture.captured import CapturedModel, one_graph_model
 from fxtui.measure.graphinfo import build_graph_info
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.interference import LoadProbe, RunLoad
-from fxtui.measure.stats import SampleWindow, Summary
 from fxtui.measure.timing import Clock, ModelTimer
 from fxtui.measure.values import describe_value
 
@@ -165,7 +165,7 @@ class Session:
             return False
         if not record:
             return True
-        self.samples.add(self._pending[0], self._pending[1], disturbed=self._disturbed())
+        self.samples.add_run(self._pending[0], self._pending[1], disturbed=self._disturbed())
         self.samples.add_eager(self._pending[2])
         if len(self.reference) < REFERENCE_RUNS:
             self._time_reference()
@@ -183,7 +183,7 @@ class Session:
         self.display_lost.append(worst.display_share)
         return True
 
-    def disturbance(self, summary: Summary | None = None) -> Disturbance:
+    def disturbance(self, summary: WindowStats | None = None) -> Disturbance:
         """How much other work disturbed the steps so far (``summary``: the window's, when one was just made)."""
         lost = sorted(self.lost)
         return Disturbance(
@@ -309,7 +309,7 @@ class Session:
 
     # -- results -----------------------------------------------------------------
 
-    def _findings(self, summary: Summary | None = None) -> dict[str, Any]:
+    def _findings(self, summary: WindowStats | None = None) -> dict[str, Any]:
         """What every snapshot carries besides the statistics: analysis results and memory facts."""
         return {
             "aten": dict(self.aten),
@@ -332,52 +332,53 @@ class Session:
 
     def snapshot(self, state: State = State.RUNNING, seq: int = 0, message: str = "") -> Snapshot:
         """Freeze the current statistics."""
-        summary = self.samples.summary(leave_out_disturbed=not self.keep_disturbed)
-        if summary is None:
+        stats = self.samples.stats(leave_out_disturbed=not self.keep_disturbed)
+        if stats.steps == 0:
             return Snapshot(
                 self.graph,
                 state,
                 seq=seq,
                 error=self.last_error,
                 message=message,
-                **self._findings(summary),
+                **self._findings(None),
             )
-        run = summary.run_median or sum(summary.median) or 1e-12
+        median = float_column(stats.median)
+        run = stats.run_median or sum(median) or 1e-12
         notes = self.captured.notes
         shares = (
-            notes.shares([n.phase for n in self.graph.nodes], summary.median)
+            notes.shares([n.phase for n in self.graph.nodes], median)
             if notes is not None
-            else [100.0 * m / run for m in summary.median]
+            else [100.0 * m / run for m in median]
         )
         # As columns (fxtui.core.column_table): a record per node is made only when one is read.
         nodes = ColumnTable.from_columns(
             NodeStats,
             self.timer.names,
             {
-                "count": [summary.count] * len(summary.median),
-                "median_s": summary.median,
-                "mean_s": summary.mean,
-                "p90_s": summary.p90,
-                "min_s": summary.min,
-                "max_s": summary.max,
-                "iqr_s": [b - a for a, b in zip(summary.q25, summary.q75, strict=True)],
+                "count": [stats.steps] * len(median),
+                "median_s": median,
+                "mean_s": float_column(stats.mean),
+                "p90_s": float_column(stats.p90),
+                "min_s": float_column(stats.minimum),
+                "max_s": float_column(stats.maximum),
+                "iqr_s": float_column(stats.q75 - stats.q25),
                 "pct": shares,
-                "q25_s": summary.q25,
-                "q75_s": summary.q75,
+                "q25_s": float_column(stats.q25),
+                "q75_s": float_column(stats.q75),
             },
-            stored={"recent": equal_tuples(summary.recent, len(summary.median), summary.recent_runs)},
+            stored={"recent": equal_tuples(float_column(stats.recent), len(median), stats.recent.shape[1])},
         )
         return Snapshot(
             graph=self.graph,
             state=state,
             seq=seq,
-            runs=summary.count,
-            run_median_s=summary.run_median,
-            eager_median_s=summary.eager_median,
-            spreads=RunSpreads(summary.run, summary.eager, summary.overhead, summary.fidelity),
+            runs=stats.steps,
+            run_median_s=stats.run_median,
+            eager_median_s=stats.eager_median,
+            spreads=RunSpreads(stats.run, stats.eager, stats.overhead, stats.fidelity),
             nodes=nodes,
-            modules=self._module_stats(summary.median, run),
+            modules=self._module_stats(median, run),
             error=self.last_error,
             message=message,
-            **self._findings(summary),
+            **self._findings(stats),
         )

@@ -27,11 +27,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fxtui.core.sample_window import SampleWindow
 from fxtui.core.settings import Target
 from fxtui.measure.interference import DISTURBED_SHARE
 from fxtui.measure.pipeline import session_for_target
 from fxtui.measure.session import Session
-from fxtui.measure.stats import SampleWindow
 
 LOADER = """
 import random, time
@@ -62,11 +62,11 @@ def figures(steps: list[tuple[list[int], int, int, float]], nodes: int) -> tuple
     """Fidelity, overhead and node medians of ``steps``, as a session computes them."""
     window = SampleWindow(nodes, window=len(steps) + 1)
     for node_ns, run_ns, eager_ns, _ in steps:
-        window.add(node_ns, run_ns)
+        window.add_run(node_ns, run_ns)
         window.add_eager(eager_ns)
-    s = window.summary()
-    assert s is not None and s.run_median and s.eager_median
-    return sum(s.median) / s.eager_median, s.run_median / s.eager_median, s.median
+    s = window.stats()
+    assert s.run_median and s.eager_median
+    return float(sum(s.median)) / s.eager_median, s.run_median / s.eager_median, s.median.tolist()
 
 
 def spearman(a: list[float], b: list[float]) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from fxtui.core.findings import MachinePeaks, Roofline, place_on_roofline
+from fxtui.measure.analysis.cpu_setup import thread_limit
 from fxtui.measure.analysis.work import NodeWork
 
 
@@ -28,25 +29,19 @@ def measure_peaks(
     threads (the current setting when ``None``) and restores the setting afterwards.
     About 0.2 s on two cores.
     """
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        with torch.inference_mode():
-            a = torch.randn(matmul_n, matmul_n)
-            b = torch.randn(matmul_n, matmul_n)
-            out = torch.empty(matmul_n, matmul_n)
-            mm_s = _best_time(lambda: torch.mm(a, b, out=out), reps)
-            src = torch.empty(copy_mb * (1 << 20) // 4)
-            dst = torch.empty_like(src)
-            copy_s = _best_time(lambda: dst.copy_(src), reps)
-        return MachinePeaks(
-            gflops=2.0 * matmul_n**3 / mm_s / 1e9,
-            gbytes_per_s=2.0 * src.numel() * src.element_size() / copy_s / 1e9,
-            threads=torch.get_num_threads(),
-        )
-    finally:
-        torch.set_num_threads(before)
+    with thread_limit(threads) as in_force, torch.inference_mode():
+        a = torch.randn(matmul_n, matmul_n)
+        b = torch.randn(matmul_n, matmul_n)
+        out = torch.empty(matmul_n, matmul_n)
+        mm_s = _best_time(lambda: torch.mm(a, b, out=out), reps)
+        src = torch.empty(copy_mb * (1 << 20) // 4)
+        dst = torch.empty_like(src)
+        copy_s = _best_time(lambda: dst.copy_(src), reps)
+    return MachinePeaks(
+        gflops=2.0 * matmul_n**3 / mm_s / 1e9,
+        gbytes_per_s=2.0 * src.numel() * src.element_size() / copy_s / 1e9,
+        threads=in_force,
+    )
 
 
 def _best_time(fn: Callable[[], object], reps: int) -> float:

@@ -31,6 +31,7 @@ from fxtui.core.compilation import COMPILE_MODES, CompiledSummary
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.nodes import GraphBreak, module_ancestors
 from fxtui.core.op_graph import eager_graph
+from fxtui.core.snapshot import GraphInfo
 from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.compiled_kernels import (
     Kernel,
@@ -38,6 +39,7 @@ from fxtui.measure.capture.compiled_kernels import (
     kernel_names,
     kernel_source_line,
     kernel_sources,
+    root_reason,
 )
 from fxtui.measure.capture.dynamo import failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
 from fxtui.measure.capture.eager import EagerTimer, capture_eager, clock_overhead
@@ -348,5 +350,20 @@ def capture_compiled(
     captured.module_classes = dict(namer.classes)
     captured.seconds = runs.compile_s
     captured.timer = lambda **kwargs: CompiledTimer(captured, kernels, wrappers, **kwargs)
-    captured.describe = lambda timer, **described: describe_kernels(timer, captured, namer.classes, **described)
+
+    def describe(timer: CompiledTimer, **described: Any) -> GraphInfo:
+        graph = describe_kernels(
+            timer.kernels,
+            timer.names,
+            namer.classes,
+            module=module,
+            eager_paths=runs.eager_paths,
+            graphs=runs.graphs,
+            breaks=captured.breaks,
+            **described,
+        )
+        runs.root_reason = root_reason(graph.nodes) or runs.root_reason
+        return graph
+
+    captured.describe = describe
     return captured

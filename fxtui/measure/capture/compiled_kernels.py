@@ -10,18 +10,16 @@ Each is charged to the common ancestor of its source nodes' modules.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import torch
 
 from fxtui.core.compilation import common_ancestor, kernel_text, kernel_type
-from fxtui.core.nodes import NodeInfo, build_module_tree, module_ancestors
+from fxtui.core.nodes import GraphBreak, NodeInfo, build_module_tree
 from fxtui.core.snapshot import GraphInfo
 from fxtui.measure.capture.names import Namer
 from fxtui.ops.kernel_code import KernelOrigin, ops_label
-
-if TYPE_CHECKING:
-    from fxtui.measure.capture.captured import CapturedModel
-    from fxtui.measure.capture.compiled import CompiledRuns, CompiledTimer
 
 
 @dataclass
@@ -90,23 +88,28 @@ def kernel_source_line(origin: KernelOrigin) -> str:
 
 
 def describe_kernels(
-    timer: CompiledTimer,
-    captured: CapturedModel,
-    classes: dict[str, str],
+    kernels: Sequence[Kernel],
+    names: Sequence[str],
+    classes: Mapping[str, str],
     *,
+    module: torch.nn.Module,
+    eager_paths: Sequence[str],
+    graphs: int,
+    breaks: tuple[GraphBreak, ...],
     model: str,
     inputs: tuple[str, ...],
     dtype: str,
     threads: int,
 ) -> GraphInfo:
-    """The kernel calls as nodes, each under its source nodes' common module; every module with eager ops a line."""
+    """The kernel calls as nodes, each under its source nodes' common module; every module with eager ops a line.
+
+    ``names``: each call's display name (:func:`kernel_names`); ``eager_paths``: the module path of each op
+    of the eager model's run beside the compiled one.
+    """
     infos = []
-    rooted = 0
-    for i, (kernel, name) in enumerate(zip(timer.kernels, timer.names, strict=True)):
+    for i, (kernel, name) in enumerate(zip(kernels, names, strict=True)):
         paths = tuple(p for _, p in kernel.sources)
         fused = tuple(d for d, _ in kernel.sources)
-        path = common_ancestor(list(paths))
-        rooted += path == ""
         infos.append(
             NodeInfo(
                 name=name,
@@ -114,7 +117,7 @@ def describe_kernels(
                 op="call_function",
                 target=kernel.origin.kernel,
                 type_name=kernel_type(kernel_label(kernel)),
-                module_path=path,
+                module_path=common_ancestor(list(paths)),
                 node_text=kernel_text(kernel.origin.kernel, fused),
                 source=kernel.source_line,
                 graph=kernel.graph,
@@ -123,29 +126,30 @@ def describe_kernels(
                 fused_modules=paths,
             )
         )
-    runs: CompiledRuns = captured.notes  # type: ignore[assignment]
-    if rooted:
-        runs.root_reason = (
-            f"{rooted} of {len(infos)} kernel calls are charged to the root: they fuse nodes of several top-level "
-            "modules, or of the model's own forward"
-        )
     # Every module the eager run has ops in gets a line, those Inductor fused whole into an ancestor's kernel too:
     # their eager time has to show somewhere, beside where their work went.
-    eager_paths = list(dict.fromkeys(runs.eager_paths))
     all_classes = {"": model, **{p: c for p, c in classes.items() if p}}
-    for path, sub in runs.module.named_modules():
+    for path, sub in module.named_modules():
         all_classes.setdefault(path, type(sub).__name__)
-    for info in infos:
-        for ancestor in module_ancestors(info.module_path):
-            all_classes.setdefault(ancestor, "")
     return GraphInfo(
         model=model,
         inputs=inputs,
         dtype=dtype,
         threads=threads,
         nodes=tuple(infos),
-        modules=build_module_tree(infos, all_classes, extra=eager_paths),
+        modules=build_module_tree(infos, all_classes, extra=list(dict.fromkeys(eager_paths))),
         capture="compiled",
-        graphs=runs.graphs,
-        breaks=captured.breaks,
+        graphs=graphs,
+        breaks=breaks,
+    )
+
+
+def root_reason(nodes: Sequence[NodeInfo]) -> str:
+    """Why some kernel calls are charged to the root (``""`` when none is)."""
+    rooted = sum(1 for n in nodes if n.module_path == "")
+    if not rooted:
+        return ""
+    return (
+        f"{rooted} of {len(nodes)} kernel calls are charged to the root: they fuse nodes of several top-level "
+        "modules, or of the model's own forward"
     )

@@ -76,8 +76,8 @@ class SessionSide:
         whole = notes.whole_run() if notes is not None else None
         if whole is not None:  # generate(): whole calls, not the prompt-and-one-token a run counts as
             return whole
-        summary = session.samples.summary(leave_out_disturbed=not session.keep_disturbed)
-        if summary is None or summary.eager is None:
+        summary = session.samples.stats(leave_out_disturbed=not session.keep_disturbed)
+        if summary.eager is None:
             return None
         return summary.eager.q25, summary.eager.median, summary.eager.q75
 

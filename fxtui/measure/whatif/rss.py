@@ -9,6 +9,7 @@ what-if looks (after each step of it).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 _STATUS = Path("/proc/self/status")
@@ -50,6 +51,15 @@ class PeakRss:
     def look(self) -> None:
         """Note the resident set now (the peak where the kernel's cannot be reset)."""
         self._seen = max(self._seen, rss_bytes() or 0)
+
+    def looking(self, progress: Callable[[str], None]) -> Callable[[str], None]:
+        """``progress``, noting the resident set at every step it is told of first."""
+
+        def look(message: str) -> None:
+            self.look()
+            progress(message)
+
+        return look
 
     def peak(self) -> int | None:
         """The largest resident set since :meth:`start`."""

@@ -29,54 +29,34 @@ def run_what_ifs(
     done: Callable[[WhatIf], None] = lambda result: None,
     cancelled: Callable[[], bool] = lambda: False,
 ) -> tuple[WhatIf, ...]:
-    """Measure each of ``names`` (checked by :func:`~fxtui.measure.whatif.parse_what_ifs`) against ``session``.
+    """Measure each of ``names`` (checked by :func:`~fxtui.core.what_if_catalogue.parse_what_ifs`) against ``session``.
 
     A what-if that cannot apply, or whose changed model fails, is a result with ``error``
     set, and the others still run. ``progress`` receives one line per step
     (``what-if channels-last: pair 7 of 20``); ``done`` each result as it is ready. When
     ``cancelled()`` turns true the run ends between two pairs, with the results so far.
-    Each result's ``serial`` continues ``session.what_if_count``.
+    Each result's ``serial`` continues ``session.what_if_count``; each carries the process's resident memory
+    before the what-if and its peak meanwhile.
     """
     results: list[WhatIf] = []
     for name in names:
         if cancelled():
             break
         progress(f"what-if {name}: applying the change")
+        rss = PeakRss().start()
         try:
-            result = _one(session, name, pairs, budget_s, progress, cancelled)
+            result = _attempt(session, name, pairs, budget_s, rss.looking(progress), cancelled)
         except Cancelled:
             break
+        gc.collect()  # the changed copy is gone with _attempt, but it and both sides' sessions hold cycles
         session.what_if_count += 1
-        result = dataclasses.replace(result, serial=session.what_if_count)
+        result = dataclasses.replace(
+            result, rss_before_bytes=rss.before, peak_rss_bytes=rss.peak(), serial=session.what_if_count
+        )
         session.what_ifs[name] = result
         results.append(result)
         done(result)
     return tuple(results)
-
-
-def _one(
-    session: Session,
-    name: str,
-    pairs: int,
-    budget_s: float,
-    progress: Callable[[str], None],
-    cancelled: Callable[[], bool],
-) -> WhatIf:
-    """One what-if, measured, or a result saying in one sentence why not (never an exception but Cancelled).
-
-    The result carries the process's resident memory before the what-if and its peak meanwhile. The
-    changed copy lives only in here: it is gone (and its memory free for the session's runs) once
-    this returns.
-    """
-    rss = PeakRss().start()
-
-    def look(message: str) -> None:
-        rss.look()
-        progress(message)
-
-    result = _attempt(session, name, pairs, budget_s, look, cancelled)
-    gc.collect()  # the copy and both sides' sessions hold cycles (graph modules, interpreters)
-    return dataclasses.replace(result, rss_before_bytes=rss.before, peak_rss_bytes=rss.peak())
 
 
 def _attempt(
@@ -87,6 +67,11 @@ def _attempt(
     progress: Callable[[str], None],
     cancelled: Callable[[], bool],
 ) -> WhatIf:
+    """One what-if, measured, or a result saying in one sentence why not (never an exception but Cancelled).
+
+    The changed copy lives only in here: it is gone (and its memory free for the session's runs) once
+    this returns.
+    """
     try:
         if name == "compile" and session.captured.notes is not None:  # generate() calls: the forward compiled
             from fxtui.measure.whatif.on_generate import compile_generate

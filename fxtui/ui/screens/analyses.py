@@ -1,18 +1,18 @@
-"""The modal screens that show what the session analysed: hints, what-ifs, threads.
+"""The modal screens that show what the session analysed: hints, what-ifs, threads, the program's output.
 
-The main screen asks the session (hints, what-ifs) and opens these screens over itself; they
-follow every new snapshot while open, even under another modal, so they show the answers as
-they arrive. Functions of the main screen's public state: the screen keeps the state, this
-module what the modals need of it.
+Which screen opens with what, and how each follows the snapshots: an open hints, what-if or log
+screen shows every new snapshot, even under another modal, so answers appear as they arrive.
+The screen that opens them keeps the state (the latest snapshot, the what-ifs still awaited) and
+hands over what each needs; nothing here knows that screen.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 from textual.app import App
 
-from fxtui.core.commands import Explain, RequestHints
+from fxtui.core.findings import WhatIf
 from fxtui.core.snapshot import Snapshot
 from fxtui.core.what_if_text import summary
 from fxtui.ui.screens.hints import HintsScreen
@@ -20,57 +20,53 @@ from fxtui.ui.screens.program_log import ProgramLogScreen
 from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.screens.what_if import WhatIfScreen
 
-if TYPE_CHECKING:
-    from fxtui.ui.screens.main import MainScreen
+
+def open_hints(
+    app: App[None],
+    snapshot: Snapshot | None,
+    waiting: frozenset[str],
+    *,
+    on_select: Callable[[str | None], None],
+    on_measure: Callable[[str], None],
+) -> None:
+    """List the suggestions; Enter on one hands its node to ``on_select``, ``w`` its what-if to ``on_measure``."""
+    screen = HintsScreen(None, on_measure=on_measure)
+    if snapshot is not None:
+        screen.show_latest(snapshot, waiting)
+    app.push_screen(screen, on_select)
 
 
-def explain(main: MainScreen) -> None:
-    """Ask for the aten operators inside the selected node; the detail pane shows them when they arrive."""
-    if main.selected is not None:
-        main.explaining = main.explaining | {main.selected}
-        main.source.send(Explain(main.selected))
-
-
-def open_hints(main: MainScreen) -> None:
-    """Ask for suggestions and list them; Enter on one selects its node, ``w`` measures its what-if."""
-    main.source.send(RequestHints())
-    screen = HintsScreen(None, on_measure=lambda name: measure_hint(main, name))
-    if main.snapshot is not None:
-        screen.show_latest(main.snapshot, main.waiting)
-    main.app.push_screen(screen, main.show_node)
-
-
-def open_what_ifs(main: MainScreen, focus: str | None = None) -> None:
-    """List the what-ifs and their results; Enter measures one."""
-    if isinstance(main.app.screen, WhatIfScreen):
+def open_what_ifs(
+    app: App[None],
+    snapshot: Snapshot | None,
+    waiting: frozenset[str],
+    *,
+    measure: Callable[[tuple[str, ...]], None],
+    focus: str | None = None,
+) -> None:
+    """List the what-ifs and their results (on ``focus``); Enter hands the chosen names to ``measure``."""
+    if isinstance(app.screen, WhatIfScreen):
         return
-    screen = WhatIfScreen(lambda names: main.what_ifs.measure(main.snapshot, names), focus=focus)
-    if main.snapshot is not None:
-        screen.show_latest(main.snapshot, main.waiting)
-    main.app.push_screen(screen)
+    screen = WhatIfScreen(measure, focus=focus)
+    if snapshot is not None:
+        screen.show_latest(snapshot, waiting)
+    app.push_screen(screen)
 
 
-def measure_hint(main: MainScreen, name: str) -> None:
-    """From the hints: measure what-if ``name`` unless it was, and open the what-ifs on it."""
-    if not main.what_ifs.measured(main.snapshot, name):
-        main.what_ifs.measure(main.snapshot, (name,))
-    open_what_ifs(main, focus=name)
-
-
-def open_log(main: MainScreen) -> None:
+def open_log(app: App[None], snapshot: Snapshot | None) -> None:
     """The program's own output (``fxtui run``): its latest lines, following it as it prints."""
-    if main.snapshot is not None and not isinstance(main.app.screen, ProgramLogScreen):
-        main.app.push_screen(ProgramLogScreen(main.snapshot))
+    if snapshot is not None and not isinstance(app.screen, ProgramLogScreen):
+        app.push_screen(ProgramLogScreen(snapshot))
 
 
-def open_threads(main: MainScreen) -> None:
-    """Threads, cores, build flags and library versions, warnings first."""
-    if main.snapshot is not None and main.graph is not None and not isinstance(main.app.screen, ThreadsScreen):
-        main.app.push_screen(ThreadsScreen.for_snapshot(main.snapshot))
+def open_threads(app: App[None], snapshot: Snapshot | None) -> None:
+    """Threads, cores, build flags and library versions, warnings first (once a graph was traced)."""
+    if snapshot is not None and snapshot.graph is not None and not isinstance(app.screen, ThreadsScreen):
+        app.push_screen(ThreadsScreen.for_snapshot(snapshot))
 
 
 def follow(app: App[None], snapshot: Snapshot | None, waiting: frozenset[str]) -> None:
-    """Show the latest snapshot in every open hints or what-if screen (under another one too: it shows again)."""
+    """Show the latest snapshot in every open hints, what-if or log screen (under another one too: it shows again)."""
     if snapshot is None:
         return
     for screen in app.screen_stack:
@@ -80,8 +76,8 @@ def follow(app: App[None], snapshot: Snapshot | None, waiting: frozenset[str]) -
             screen.show_latest(snapshot)
 
 
-def collect(main: MainScreen, snapshot: Snapshot) -> None:
-    """Stop waiting for the what-ifs whose new result arrived; say so when their screen is not open."""
-    for result in main.what_ifs.collect(snapshot):
-        if not isinstance(main.app.screen, WhatIfScreen):
-            main.notify(f"what-if {result.name}: {summary(result)} · w shows it", timeout=6)
+def announce(app: App[None], arrived: Iterable[WhatIf]) -> None:
+    """Say that each what-if result arrived, unless the what-if screen, which shows it, is open."""
+    for result in arrived:
+        if not isinstance(app.screen, WhatIfScreen):
+            app.notify(f"what-if {result.name}: {summary(result)} · w shows it", timeout=6)

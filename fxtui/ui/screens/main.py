@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 
-from fxtui.core.commands import Reset
+from fxtui.core.commands import Explain, RequestHints, Reset
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, NodeStats, module_ancestors
 from fxtui.core.snapshot import GraphInfo, Snapshot, SnapshotSource, State
@@ -185,7 +185,7 @@ class MainScreen(Screen[None]):
                 self.table.set_stats(snapshot.nodes)
                 self._show_numbers()
         if self.waiting:
-            analyses.collect(self, snapshot)
+            analyses.announce(self.app, self.what_ifs.collect(snapshot))
         analyses.follow(self.app, self.snapshot, self.waiting)
         if new_graph or old is None or old.error != snapshot.error:
             self.refresh_bindings()
@@ -380,20 +380,37 @@ class MainScreen(Screen[None]):
 
     def action_explain(self) -> None:
         """Ask the source for the aten operators inside the selected node; the detail pane shows them."""
-        analyses.explain(self)
+        if self.selected is not None:
+            self.explaining = self.explaining | {self.selected}
+            self.source.send(Explain(self.selected))
 
     def action_hints(self) -> None:
-        """Ask for suggestions and list them; Enter on one selects its node."""
-        analyses.open_hints(self)
+        """Ask for suggestions and list them; Enter on one selects its node, ``w`` measures its what-if."""
+        self.source.send(RequestHints())
+        analyses.open_hints(
+            self.app, self.snapshot, self.waiting, on_select=self.show_node, on_measure=self._measure_hint
+        )
+
+    def _measure_hint(self, name: str) -> None:
+        """From the hints: measure what-if ``name`` unless it was, and open the what-ifs on it."""
+        if not self.what_ifs.measured(self.snapshot, name):
+            self.what_ifs.measure(self.snapshot, (name,))
+        self.action_what_ifs(focus=name)
 
     def action_what_ifs(self, focus: str | None = None) -> None:
         """List the what-ifs and their results; Enter measures one."""
-        analyses.open_what_ifs(self, focus)
+        analyses.open_what_ifs(
+            self.app,
+            self.snapshot,
+            self.waiting,
+            measure=lambda names: self.what_ifs.measure(self.snapshot, names),
+            focus=focus,
+        )
 
     def action_program_log(self) -> None:
         """The program's own output (``fxtui run``), following it as it prints."""
-        analyses.open_log(self)
+        analyses.open_log(self.app, self.snapshot)
 
     def action_threads(self) -> None:
         """Show threads, cores, build flags and library versions, warnings first."""
-        analyses.open_threads(self)
+        analyses.open_threads(self.app, self.snapshot)
