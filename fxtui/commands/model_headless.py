@@ -7,7 +7,6 @@ so every mistake a user can make is reported before a model loads.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import sys
 from collections.abc import Mapping
@@ -98,7 +97,7 @@ def _profile_and_print(settings: ModelSettings, output: OutputSettings, stop: St
 
         shown = report.select(output.spec, output.sort, settings.aten)
         with thread_limit(settings.session_threads):
-            report = dataclasses.replace(report, aten=explain_nodes(session, [r.name for r in shown]))
+            report = report.replace(aten=explain_nodes(session, [r.name for r in shown]))
         say("\n" + aten_text(report.aten, shown))
     if settings.hints and not stop.is_set():
         say("\n" + hints_text(report.hints, report.what_ifs))
