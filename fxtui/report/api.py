@@ -17,6 +17,8 @@ from fxtui.report.csv_table import report_csv
 from fxtui.report.data import ReportData
 from fxtui.report.dataframe import dataframe
 from fxtui.report.export import report_json
+from fxtui.report.folded import folded_text
+from fxtui.report.speedscope import speedscope_profile
 
 
 class Report(ReportData):
@@ -55,6 +57,14 @@ class Report(ReportData):
     def to_chrome_trace(self) -> dict[str, Any]:
         """One representative run as nested spans (module → node) in the Chrome trace event format."""
         return chrome_trace(self)
+
+    def to_speedscope(self) -> dict[str, Any]:
+        """The time by module and node as a speedscope profile (a flame graph: :mod:`fxtui.report.speedscope`)."""
+        return speedscope_profile(self)
+
+    def to_folded(self) -> str:
+        """The same as folded stacks, weights in nanoseconds (``flamegraph.pl``: :mod:`fxtui.report.folded`)."""
+        return folded_text(self)
 
     def to_dataframe(self, table: str = "rows") -> Any:
         """A table as a ``pandas.DataFrame``: ``rows`` (one per node, every rank's; the JSON's row keys as

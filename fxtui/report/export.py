@@ -1,10 +1,11 @@
-"""Reports as files: one table of formats (JSON, CSV, Chrome trace) and writes that lose nothing.
+"""Reports as files: one table of formats (JSON, CSV, Chrome trace, speedscope, folded stacks) and writes that
+lose nothing.
 
 Each format is one file that renders a report as its text (:mod:`fxtui.report.csv_table`,
-:mod:`~fxtui.report.chrome_trace`; JSON's form is :mod:`~fxtui.report.json_schema`'s) and one entry
-of :data:`FORMATS`: the command-line option that asks for it (every command that exports gets it)
-and that function. An export is rendered whole before anything is written, then written whole or
-not at all:
+:mod:`~fxtui.report.chrome_trace`, :mod:`~fxtui.report.speedscope`, :mod:`~fxtui.report.folded`; JSON's
+form is :mod:`~fxtui.report.json_schema`'s) and one entry of :data:`FORMATS`: the command-line option
+that asks for it (every command that exports gets it) and that function. An export is rendered whole
+before anything is written, then written whole or not at all:
 
 * a regular file (or a new path) through a temporary file beside it, renamed over it, so a
   reader never sees half a file and a failed write leaves the old one;
@@ -34,6 +35,8 @@ from fxtui.core.errors import FxtuiError
 from fxtui.report.chrome_trace import trace_json
 from fxtui.report.csv_table import report_csv
 from fxtui.report.data import ReportData
+from fxtui.report.folded import folded_text
+from fxtui.report.speedscope import speedscope_json
 
 
 def report_json(report: ReportData) -> str:
@@ -71,6 +74,12 @@ FORMATS: dict[str, ExportFormat] = {
     "csv": ExportFormat("--csv", report_csv, "one line per node (every rank's), cells a spreadsheet reads"),
     "chrome_trace": ExportFormat(
         "--chrome-trace", trace_json, "one representative run for Perfetto / chrome://tracing", needs_timeline=True
+    ),
+    "speedscope": ExportFormat(
+        "--speedscope", speedscope_json, "a flame graph of the time by module and node, for www.speedscope.app"
+    ),
+    "folded": ExportFormat(
+        "--folded", folded_text, "the same as folded stacks (ns) for flamegraph.pl, speedscope and others"
     ),
 }
 
