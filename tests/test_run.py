@@ -131,8 +131,8 @@ def test_two_models_are_two_roots_of_the_tree(tmp_path: Path) -> None:
     assert saved["metadata"]["steps"]["kind"] == "train"
 
 
-def test_a_loss_made_afresh_every_step_is_one_root(tmp_path: Path) -> None:
-    """``nn.CrossEntropyLoss()(out, y)`` in the loop: one root of its class, and every sampled step usable."""
+def test_a_loss_made_afresh_every_step_is_the_models_loss(tmp_path: Path) -> None:
+    """``nn.CrossEntropyLoss()(out, y)`` in the loop: the model's (loss), and every sampled step usable."""
     script(
         tmp_path,
         """
@@ -149,11 +149,12 @@ def test_a_loss_made_afresh_every_step_is_one_root(tmp_path: Path) -> None:
     done, saved = fxtui_run(tmp_path, "inline.py", json_out=True)
     assert done.returncode == 0, done.stderr
     paths = [m["path"] for m in saved["modules"]]
-    assert "CrossEntropyLoss" in paths and not [p for p in paths if p.startswith("CrossEntropyLoss_")]
+    assert "(loss)" in paths and not [p for p in paths if p.startswith("CrossEntropyLoss")]  # the model's loss
     steps = saved["metadata"]["steps"]
     assert steps["steps"] == 28 and steps["sampled"] >= 12  # one in 2 after the warm-up, none left out as new
-    loss = {m["path"]: m for m in saved["modules"]}["CrossEntropyLoss"]
-    assert loss["forward_s"] > 0 and loss["backward_s"] > 0
+    rows = [r for r in saved["rows"] if r["module_path"] == "(loss)"]
+    assert {r["phase"] for r in rows} == {"other", "backward"}  # the phase it runs in, and its gradient
+    assert any(r["name"] == "(loss) · _log_softmax" for r in rows)
 
 
 def test_page_faults_are_counted_and_keeping_freed_memory_removes_them(tmp_path: Path) -> None:

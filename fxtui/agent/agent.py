@@ -193,7 +193,7 @@ class Agent:
             self.model.root_enter(root, torch.is_grad_enabled(), module.training, steps)
             if self.generate.active:  # a forward inside generate(): the prefill or a decode step
                 self.generate.forward(module)
-            self.recorder.enter(module)
+            self.recorder.enter(module, args)
         except Exception as e:
             self._fail(e)
             return call(module, *args, **kwargs)

@@ -253,10 +253,13 @@ class StepModel:
         if self.loading:
             self._entered.append(False)  # a DataLoader's transform module: its time stays the batch's
             return
-        if self.generating or self.stepping or not steps:
-            if step is not None and steps:
+        if not steps:
+            self._entered.append(False)  # a loss module's call: its time is the phase it runs in (the script's)
+            return
+        if self.generating or self.stepping:
+            if step is not None:
                 step.holds["forward"] += 1
-            self._enter(step, root, grad)  # a forward inside generate(), a closure, or a loss module's call
+            self._enter(step, root, grad)  # a forward inside generate() or a closure
             return
         evaluating = not grad or (
             not training and self.trained and root in self.trained_roots and not self.eval_mode_trains

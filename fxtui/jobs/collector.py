@@ -15,7 +15,8 @@ from fxtui.core.agent_messages import Bye, Hello, Step
 from fxtui.core.column_table import ColumnTable, equal_tuples, float_column
 from fxtui.core.generation import GENERATE_PHASES, GenerationSummary, phase_share
 from fxtui.core.nodes import NodeStats
-from fxtui.core.op_nodes import EagerNode, RootModule, eager_graph
+from fxtui.core.op_graph import eager_graph
+from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.program_run import STEP_KINDS, KindSummary, ProgramState
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State

@@ -183,6 +183,10 @@ class OpNamer:
             return self._by_class[type(module)], ""
         return None
 
+    def is_loss(self, module: torch.nn.Module) -> bool:
+        """``module`` computes a loss: a loss class of torch's, or a module of a class known by its class."""
+        return isinstance(module, torch.nn.modules.loss._Loss) or self.by_class(module)
+
     def by_class(self, module: torch.nn.Module) -> bool:
         """``module`` is known by its class: one without parameters or buffers, of a root's class."""
         return type(module) in self._by_class and is_stateless(module)
@@ -347,6 +351,10 @@ class _Resolution:
     def enter(self, record: ModuleEnter) -> None:
         caller = self.stack[-1].where if self.stack else None
         where = self.namer.where(record.module, caller)
+        if caller is None and record.inputs and self.derived and self.namer.is_loss(record.module):
+            root = next((self.derived[t] for t in record.inputs if t in self.derived), None)
+            if root is not None:  # a loss module given a model's output (nn.BCELoss()(D(x), y)): that model's loss
+                where = (root, LOSS)
         self.stack.append(_Frame(where, entered=record.t, kernels_at=self.kernel_ns, compiled=record.compiled))
         self.skipping += record.compiled
         self.marks.append(record.seq)
@@ -370,7 +378,8 @@ class _Resolution:
             self.owners.append((parent.where, parent.anchor))
         else:  # a root's forward ended: the ops that consume its output are its loss
             root = frame.where[0]
-            self.losses[root] = _Frame((root, LOSS))
+            if frame.where[1] != LOSS:
+                self.losses[root] = _Frame((root, LOSS))
             for tensor in record.outputs:
                 self.derived[tensor] = root
             self.marks.append(record.seq)
@@ -401,6 +410,8 @@ class _Resolution:
         elif self.stack and (current is None or current[0] in _MODEL_PHASES or current[0] in _GENERATE):
             frame = self.stack[-1]
             phase = current[0] if current is not None and current[0] in _GENERATE else "forward"
+            if frame.where[1] == LOSS:
+                phase = "other"  # a loss module's, as a loss computed by functions is: outside the model's forward
             key = (phase, frame.where, label, frame.position(label))
         elif current is not None and current[0] not in _MODEL_PHASES:
             key = self.phase_key(current, label)

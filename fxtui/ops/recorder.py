@@ -188,26 +188,28 @@ class OpRecorder:
 
     def _pre(self, module: torch.nn.Module, args: Any) -> None:
         if not is_compiling():  # TorchDynamo tracing a module call: the hook stays out of the user's compiled graph
-            self.enter(module)
+            self.enter(module, args)
 
     def _post(self, module: torch.nn.Module, args: Any, out: Any) -> None:
         if not is_compiling():
             self.exit(module, out)
 
-    def enter(self, module: torch.nn.Module) -> None:
-        """``module``'s call begins (a compiled module's runs without the mode: its kernels are timed apart)."""
+    def enter(self, module: torch.nn.Module, args: Any = None) -> None:
+        """``module``'s call begins, given ``args`` (a compiled module's runs without the mode: its kernels are timed
+        apart)."""
         mode = self._mode
         if mode is None:
             return
+        inputs = tensor_ids(args) if self._depth == 0 and args else ()
         self._depth += 1
         mode.outside = False
         skip = is_compiled(module, self._compiled) and _get_current_dispatch_mode() is mode
         self._calls.append(skip)
         if skip:
-            self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), True)))
+            self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), True, inputs)))
             _pop_mode()  # compiled code runs without the mode: its kernels are timed by `kernels`
             return
-        self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), False)))
+        self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), False, inputs)))
 
     def exit(self, module: torch.nn.Module, out: Any = None) -> None:
         """``module``'s call ends, with ``out`` (a call that began before recording did has no entry: the namer

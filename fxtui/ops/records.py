@@ -40,6 +40,8 @@ class ModuleEnter(NamedTuple):
     """The autograd sequence-number counter: nodes made from here on belong to this module's stretch."""
     compiled: bool = False
     """A compiled module: it runs without the dispatch mode (its kernels are timed as :class:`KernelCall`)."""
+    inputs: tuple[int, ...] = ()
+    """An outermost module's call: the ids of the tensors it is given (a loss module given a model's output)."""
 
 
 class ModuleExit(NamedTuple):

@@ -30,7 +30,7 @@ import torch.fx
 from fxtui.core.compilation import COMPILE_MODES, CompiledSummary
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.nodes import GraphBreak, module_ancestors
-from fxtui.core.op_nodes import eager_graph
+from fxtui.core.op_graph import eager_graph
 from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.compiled_kernels import (
     Kernel,

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from fxtui.core.op_nodes import EagerNode, RootModule, eager_graph
+from fxtui.core.op_graph import eager_graph
+from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.snapshot import GraphInfo
 from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.inputs import Inputs

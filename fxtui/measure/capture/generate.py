@@ -34,7 +34,7 @@ import torch
 
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.generation import MAX_BINS, GenerationSummary, phase_share, split_steps
-from fxtui.core.op_nodes import eager_graph
+from fxtui.core.op_graph import eager_graph
 from fxtui.core.snapshot import GraphInfo
 from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.eager import EagerTimer
