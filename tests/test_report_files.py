@@ -278,3 +278,14 @@ def test_a_file_of_version_1_loads_with_the_figures_it_holds(path: Path, tmp_pat
     reread = fxtui.load(again)
     assert json.loads(again.read_text())["version"] == 2
     assert reread.table(top=0) == report.table(top=0) and reread.header() == report.header()
+
+
+def test_a_version_1_program_s_calls_are_evaluation_calls_now() -> None:
+    steps = {"kind": "call", "steps": 9, "warmup": 2, "sampled": 3, "phase_median_s": {"forward": 0.01}}
+    meta = {"model": "infer.py", "runs": 3, "mode": "run", "steps": steps,
+            "program": {"command": ["infer.py"], "exit_code": 0}}  # fmt: skip
+    rows = [{"name": "0 · linear", "module_path": "0", "median_s": 1e-3, "pct": 10.0, "shape": "4×8"}]
+    report = Report.from_dict({"schema": "fxtui.report", "version": 1, "metadata": meta, "rows": rows, "modules": []})
+    assert report.steps.kind == "eval" and report.steps.median("forward") == 0.01 and report.mode == "run"
+    assert report.rows[0].stats.pct == 10.0 and report.rows[0].info.shape == "4×8"
+    assert json.loads(report.to_json())["rows"][0]["shape"] == [4, 8]
