@@ -92,6 +92,9 @@ def test_what_a_training_step_has_is_written_and_a_script_s_optimizer_is_named_o
     program = json.loads(resnet18(graph=script, steps=steps).to_json())["metadata"]
     assert program["optimizer"] == "AdamW" and program["steps"]["holds"] == {"backward": 1, "forward": 1,
                                                                              "optimizer:AdamW": 1}  # fmt: skip
+    # A program's modules carry their forward time even when it does not train (its nodes carry their phase).
+    inference = resnet18(program=ProgramState(("infer.py",), running=False, exit_code=0))
+    assert json.loads(inference.to_json())["modules"][0]["forward_s"] == 0.0
     assert Report.from_dict({"schema": "fxtui.report", "version": 2, "metadata": program, "rows": [],
                              "modules": []}).steps.holds == holds  # fmt: skip
 

@@ -151,10 +151,10 @@ class ReportData(RunFiguresMixin):
     @property
     def applies(self) -> frozenset[str]:
         """What kind of profile this is, for the fields that apply only to some (:data:`~fxtui.report.json_rows.
-        APPLIES_ONLY`): ``distributed``, ``training``, ``generating``, ``program``."""
+        APPLIES_ONLY`): ``distributed``, ``phases``, ``generating``, ``program``."""
         kinds = {
             "distributed": self.snapshot.rank_summary is not None,
-            "training": self.graph.training,
+            "phases": self.graph.training or self.snapshot.program is not None,
             "generating": self.snapshot.generation is not None or self.graph.generating,
             "program": self.snapshot.program is not None,
         }

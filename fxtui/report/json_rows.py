@@ -7,7 +7,7 @@ there: ``shape`` as sizes (a list of ints, a list of those for a tuple of tensor
 anything else) and ``shape_text`` as the table shows it. A module row is its fields.
 
 A field that does not apply to this profile is ``null``: the rank columns outside a distributed job,
-a module's forward and backward time outside a training step, its prefill and decode time outside a
+a module's forward and backward time outside a training step or a program, its prefill and decode time outside a
 generation (:data:`APPLIES_ONLY`). Reading back, ``null`` or a missing key is the field's default.
 """
 
@@ -23,16 +23,17 @@ from fxtui.report.json_values import decode_fields, encode_fields, json_key
 from fxtui.report.shapes import shape_list, shape_text
 
 #: Fields of a row or a module row that apply only to some profiles: each names what it applies to
-#: (``distributed``: a job of several ranks; ``training``: a training step; ``generating``: ``generate()``
-#: calls; ``program``: a program profiled as it ran); elsewhere it is written ``null``.
+#: (``distributed``: a job of several ranks; ``phases``: a training step, or a program profiled as it ran,
+#: whose nodes carry their phase; ``generating``: ``generate()`` calls; ``program``: a program profiled as
+#: it ran); elsewhere it is written ``null``.
 APPLIES_ONLY: dict[str, str] = {
     "rank": "distributed",
     "rank_min_s": "distributed",
     "rank_max_s": "distributed",
     "slowest_rank": "distributed",
     "calls_per_step": "program",
-    "forward_s": "training",
-    "backward_s": "training",
+    "forward_s": "phases",
+    "backward_s": "phases",
     "prefill_s": "generating",
     "decode_s": "generating",
 }
