@@ -29,8 +29,12 @@ def report_csv(report: ReportData) -> str:
     writer = csv.writer(out)
     writer.writerow(header)
     for record in records:
-        writer.writerow([cell(key, record.get(key)) for key in header])
+        # csv writes numbers, texts and None (an empty cell) as they should be; yes-or-no and lists need a rule
+        writer.writerow([v if (v := record.get(key)).__class__ not in _RULED else cell(key, v) for key in header])
     return out.getvalue()
+
+
+_RULED = (bool, list)
 
 
 def cell(key: str, value: Any) -> str:

@@ -41,9 +41,16 @@ from fxtui.report.speedscope import speedscope_json
 
 def report_json(report: ReportData) -> str:
     """``report`` as JSON text (:meth:`~fxtui.report.data.ReportData.to_dict`; its form:
-    :mod:`fxtui.report.json_schema`)."""
+    :mod:`fxtui.report.json_schema`): the metadata indented, each row and module on a line of its own (one
+    node per line reads, greps and diffs well, and writes several times faster than indenting every value)."""
+    data = report.to_dict()
+    parts = [f" {json.dumps(key)}: {json.dumps(data[key])}" for key in ("schema", "version")]
+    parts.append(' "metadata": ' + json.dumps(data["metadata"], indent=1, allow_nan=False).replace("\n", "\n "))
+    for key in ("rows", "modules"):
+        records = ",\n".join("  " + json.dumps(r, allow_nan=False) for r in data[key])
+        parts.append(f' "{key}": [\n{records}\n ]' if records else f' "{key}": []')
     # A newline at the end, as text files have (``--json /dev/stdout`` leaves the shell's prompt on a line of its own).
-    return json.dumps(report.to_dict(), indent=1, allow_nan=False) + "\n"
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import sys
 import types
 import typing
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -76,6 +76,8 @@ def encode(value: Any) -> Any:
         return value.value if isinstance(value, enum.Enum) else value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, (tuple, list, set, frozenset, array)):
+        return [encode(v) for v in value]
     if isinstance(value, enum.Enum):
         return encode(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -87,28 +89,71 @@ def encode(value: Any) -> Any:
         return {str(k): encode(v) for k, v in value.items()}
     if isinstance(value, (bytes, bytearray)):
         return list(value)
-    if isinstance(value, (tuple, list, set, frozenset, array)):
-        return [encode(v) for v in value]
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+class _Field(NamedTuple):
+    """How one field of a dataclass is written and read: worked out once per class (:func:`_plan`)."""
+
+    name: str
+    key: str
+    scale: float
+    empty_is_missing: bool
+    pairs: bool
+    """``tuple[tuple[str, X], ...]``: written as an object."""
+    convert: Callable[[Any], Any]
+    """JSON data to the field's type."""
+    required: bool
+
+
+@cache
+def _plan(kind: type) -> tuple[_Field, ...]:
+    renamed = RENAMED.get(kind, {})
+    types = field_types(kind)
+    plan = []
+    for f in dataclasses.fields(kind):
+        if not f.init or f.name.startswith("_"):
+            continue
+        rename = renamed.get(f.name)
+        annotation = types.get(f.name, Any)
+        plan.append(
+            _Field(
+                name=f.name,
+                key=rename.key if rename else f.name,
+                scale=rename.scale if rename else 1.0,
+                empty_is_missing=f.name not in EMPTY_IS_A_VALUE,
+                pairs=_keyed_pairs(annotation),
+                convert=_converter(annotation),
+                required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+        )
+    return tuple(plan)
+
+
+_PLAIN = (int, str, bool, type(None))
 
 
 def encode_fields(record: Any, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A dataclass's fields as a JSON object (renamed and scaled, missing values ``null``, pairs keyed by text
     as an object)."""
-    kind: type = type(record)
-    renamed = RENAMED.get(kind, {})
-    types = field_types(kind)
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(record):
-        if f.name in leave_out or f.name.startswith("_"):
+    kind: type = type(record)
+    for f in _plan(kind):
+        if f.name in leave_out:
             continue
-        value = missing_as_null(f.name, getattr(record, f.name))
-        rename = renamed.get(f.name)
-        if rename is not None and rename.scale != 1 and isinstance(value, (int, float)):
-            value = value * rename.scale
-        if _keyed_pairs(types.get(f.name)) and isinstance(value, tuple):
+        value = getattr(record, f.name)
+        if value.__class__ is float:  # most fields, below: a number or a text, written as it is
+            value *= f.scale
+            out[f.key] = value if math.isfinite(value) else None
+            continue
+        if value.__class__ in _PLAIN:
+            out[f.key] = None if value == "" and f.empty_is_missing else value
+            continue
+        if f.scale != 1 and isinstance(value, (int, float)):
+            value = value * f.scale
+        if f.pairs and isinstance(value, tuple):
             value = {str(k): v for k, v in value}  # ``(("forward", 1), ("optimizer:AdamW", 1))``
-        out[rename.key if rename else f.name] = encode(value)
+        out[f.key] = encode(value)
     return out
 
 
@@ -123,44 +168,60 @@ def _keyed_pairs(kind: Any) -> bool:
 
 def decode(kind: Any, value: Any) -> Any:
     """JSON data ``value`` as a value of type ``kind`` (an annotation); ``None`` stays ``None``."""
-    if value is None or kind is Any:
-        return value
+    return None if value is None else _converter(kind)(value)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+@cache
+def _converter(kind: Any) -> Callable[[Any], Any]:
+    """What turns JSON data into a value of type ``kind`` (an annotation), worked out once per annotation."""
+    if kind is Any:
+        return _identity
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin is typing.Union or isinstance(kind, types.UnionType):
         options = [a for a in args if a is not type(None)]
-        return decode(options[0], value) if len(options) == 1 else value
+        if len(options) != 1:
+            return _identity
+        inner = _converter(options[0])
+        return lambda v: None if v is None else inner(v)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{kind.__name__} is not an object")
-        from_dict = getattr(kind, "from_dict", None)
-        if from_dict is None:
-            return decode_fields(kind, value)
-        texts = {f.name for f in dataclasses.fields(kind) if f.default == ""}  # written null when empty
-        return from_dict({**value, **{k: "" for k in texts if k in value and value[k] is None}})
+        return lambda v: _dataclass_from(kind, v)
     if origin is tuple or kind is tuple:
-        if isinstance(value, Mapping) and _keyed_pairs(kind):
-            return tuple((str(k), decode(typing.get_args(args[0])[1], v)) for k, v in value.items())
+        if _keyed_pairs(kind):
+            item = _converter(typing.get_args(args[0])[1])
+            pair = _converter(args[0])
+            return lambda v: (
+                tuple((str(k), item(x)) for k, x in v.items()) if isinstance(v, Mapping) else tuple(map(pair, v))
+            )
         if args and args[-1] is not Ellipsis:
-            return tuple(decode(a, v) for a, v in zip(args, value, strict=False))
-        return tuple(decode(args[0] if args else Any, v) for v in value)
+            parts = [_converter(a) for a in args]
+            return lambda v: tuple(c(x) for c, x in zip(parts, v, strict=False))
+        each = _converter(args[0] if args else Any)
+        return lambda v: tuple(map(each, v))
     if origin is list or kind is list:
-        return [decode(args[0] if args else Any, v) for v in value]
+        each = _converter(args[0] if args else Any)
+        return lambda v: list(map(each, v))
     if origin in (dict, Mapping) or kind in (dict, Mapping):
-        key, item = args if len(args) == 2 else (Any, Any)
-        return {decode(key, k) if key is not str else str(k): decode(item, v) for k, v in value.items()}
-    if kind is bool:
-        return bool(value)
-    if kind is int:
-        return int(value)
-    if kind is float:
-        return float(value)
-    if kind is str:
-        return str(value)
-    if kind is bytes:
-        return bytes(value)
+        key, item = (_converter(args[0]), _converter(args[1])) if len(args) == 2 else (_identity, _identity)
+        return lambda v: {key(k): item(x) for k, x in v.items()}
+    if kind in (bool, int, float, str, bytes):
+        return kind
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        return kind(value)
-    return value
+        return kind
+    return _identity
+
+
+def _dataclass_from(kind: type, value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{kind.__name__} is not an object")
+    from_dict = getattr(kind, "from_dict", None)
+    if from_dict is None:
+        return decode_fields(kind, value)
+    texts = {f.name for f in dataclasses.fields(kind) if f.default == ""}  # written null when empty
+    return from_dict({**value, **{k: "" for k in texts if k in value and value[k] is None}})
 
 
 def decode_fields(kind: type, data: Mapping[str, Any], /, **defaults: Any) -> Any:
@@ -169,23 +230,18 @@ def decode_fields(kind: type, data: Mapping[str, Any], /, **defaults: Any) -> An
     A key that is missing or ``null`` gives the field's default; ``defaults`` stands in for required fields
     the data lacks.
     """
-    renamed = RENAMED.get(kind, {})
     given: dict[str, Any] = {}
-    for f in dataclasses.fields(kind):
-        if not f.init:
-            continue
-        rename = renamed.get(f.name)
-        key = rename.key if rename else f.name
-        value = data.get(key)
+    for f in _plan(kind):
+        value = data.get(f.key)
         if value is None:
             if f.name in defaults:
                 given[f.name] = defaults[f.name]
-            elif key in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            elif f.required and f.key in data:
                 given[f.name] = None  # a required field that does not apply (``saving_s`` of a hint)
             continue
-        value = decode(field_types(kind).get(f.name, Any), value)
-        if rename is not None and rename.scale != 1 and isinstance(value, (int, float)):
-            value = value / rename.scale
+        value = f.convert(value)
+        if f.scale != 1 and isinstance(value, (int, float)):
+            value = value / f.scale
         given[f.name] = value
     return kind(**given)
 

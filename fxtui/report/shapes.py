@@ -11,6 +11,7 @@ record) has none (``None``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 _SIZES = re.compile(r"\d+(?:×\d+)*")
@@ -21,6 +22,26 @@ def shape_list(text: str) -> list[Any] | None:
 
     A sequence cut short in the text (``…``) keeps the parts it shows.
     """
+    parsed = _parsed(text)
+    return None if parsed is None else _lists(parsed)
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> tuple[Any, ...] | None:
+    """:func:`shape_list` as tuples, kept: a graph's nodes share a few shapes."""
+    found = _parse(text)
+    return None if found is None else _tuples(found)
+
+
+def _tuples(shape: list[Any]) -> tuple[Any, ...]:
+    return tuple(_tuples(s) if isinstance(s, list) else s for s in shape)
+
+
+def _lists(shape: tuple[Any, ...]) -> list[Any]:
+    return [_lists(s) if isinstance(s, tuple) else s for s in shape]
+
+
+def _parse(text: str) -> list[Any] | None:
     text = text.strip()
     if text == "scalar":
         return []
@@ -28,7 +49,7 @@ def shape_list(text: str) -> list[Any] | None:
         return [int(size) for size in text.split("×")]
     if len(text) >= 2 and (text[0], text[-1]) in (("(", ")"), ("[", "]")):
         parts = [p for p in _split_top(text[1:-1]) if p != "…"]
-        shapes = [shape_list(p) for p in parts]
+        shapes = [_parse(p) for p in parts]
         return None if any(s is None for s in shapes) else shapes
     return None
 
