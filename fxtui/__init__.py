@@ -6,18 +6,24 @@ The Python API profiles a model without any UI::
     report = fxtui.profile(model, example_input, runs=30, warmup=3)
     print(report.table(sort="median", top=20))
 
+and reads back a profile saved with ``--json`` (by any fxtui command)::
+
+    report = fxtui.load("run.json")
+    print(report.module_table())
+
 Attributes are imported on first use, so ``import fxtui`` stays cheap for the
 parts of the program that never touch torch.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["FxtuiError", "Report", "Watch", "__version__", "keep_freed_memory", "profile", "watch"]
+__all__ = ["FxtuiError", "Report", "Watch", "__version__", "keep_freed_memory", "load", "profile", "watch"]
 
 if TYPE_CHECKING:
     import torch
@@ -117,6 +123,26 @@ def profile(
 
             run_what_ifs(session, names)
         return make_report(session)
+
+
+def load(path: str | os.PathLike[str]) -> Report:
+    """The profile a ``--json``/``--save`` file holds, as the :class:`Report` ``profile`` returns (no torch needed).
+
+    Its tables and text are there again, and ``to_dataframe()`` gives the node rows to pandas::
+
+        import fxtui
+        report = fxtui.load("run.json")            # fxtui resnet18 --once --json run.json
+        print(report.header())
+        print(report.table(sort="median", top=10))
+        rows = report.to_dataframe()               # needs pandas: pip install pandas
+        print(rows.groupby("module_path")["median_s"].sum().nlargest(5))
+
+    Files saved by an older fxtui load too. A path that is not a report raises :class:`FxtuiError` with one
+    sentence saying why.
+    """
+    from fxtui.report.api import Report
+
+    return Report.load(path)
 
 
 def watch(warmup: int = 5, every: int = 0) -> Watch:

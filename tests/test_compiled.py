@@ -273,7 +273,7 @@ def test_the_module_tree_holds_modules_without_nodes_and_the_kernels_that_fuse_t
 
 
 def test_the_chrome_trace_nests_each_kernel_in_its_module_spans() -> None:
-    from fxtui.report.export import chrome_trace
+    from fxtui.report.chrome_trace import chrome_trace
 
     report = _profiled("cnn")
     events = [e for e in chrome_trace(report)["traceEvents"] if e.get("ph") == "X"]

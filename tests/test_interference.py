@@ -113,7 +113,7 @@ def test_header_and_json_carry_the_disturbance_and_the_ranges(tmp_path: Path) ->
     session = session_with([0.0] * 6 + [0.5] * 2, keep=True)
     report = make_report(session, timeline=False)
     # a remainder to explain (a model this small can have none: its node medians may exceed the run's)
-    shown = dataclasses.replace(report, eager_median_s=report.attributed_s + 1e-3)
+    shown = report.replace(eager_median_s=report.attributed_s + 1e-3)
     header = shown.header()
     assert "disturbed  2 of 8 steps disturbed" in header
     assert "other work slowed the uninstrumented runs too" in header and "Python glue" not in header

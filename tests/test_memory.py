@@ -333,12 +333,10 @@ def test_fxtui_diff_compares_the_live_peaks(nested_report: Report, tmp_path: Pat
 
     memory = nested_report.memory
     assert memory is not None
-    bigger = dataclasses.replace(
-        nested_report, memory=dataclasses.replace(memory, peak_live_bytes=2 * memory.peak_live_bytes)
-    )
+    bigger = nested_report.replace(memory=dataclasses.replace(memory, peak_live_bytes=2 * memory.peak_live_bytes))
     line = diff_reports(nested_report, bigger).memory_line
     assert "+100.0%" in line and memory.peak_node in line
-    assert diff_reports(dataclasses.replace(nested_report, memory=None), bigger).memory_line == ""
+    assert diff_reports(nested_report.replace(memory=None), bigger).memory_line == ""
 
 
 class Breaks(nn.Module):

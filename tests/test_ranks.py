@@ -50,9 +50,11 @@ def test_two_ranks_are_compared_and_the_one_with_four_times_the_batch_is_named(t
     assert ranks["straggler"].startswith("rank 1 is ")  # four times the batch: the slow one
     assert ranks["ranks"][1]["compute_s"] > 1.3 * ranks["ranks"][0]["compute_s"]
     assert "straggler  rank 1 is" in done.stdout
-    rows = {r["name"]: r for r in saved["rows"]}
+    rows = {r["name"]: r for r in saved["rows"] if r["rank"] == 0}
+    rank1 = {r["name"]: r for r in saved["rows"] if r["rank"] == 1}  # every rank's rows, each with its rank
     heavy = rows["2 · addmm"] if "2 · addmm" in rows else rows["0 · addmm"]
     assert heavy["rank"] == 0 and heavy["slowest_rank"] == 1 and heavy["rank_max_s"] > heavy["rank_min_s"] > 0
+    assert rank1[heavy["name"]]["median_s"] == heavy["rank_max_s"]  # rank 1's own row holds the slowest median
     assert any(r["phase"] == "comm" and r["target"].startswith("c10d.") for r in saved["rows"])  # DDP's allreduce
     trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
     names = [e["args"]["name"] for e in trace if e["ph"] == "M"]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import re
+import textwrap
 from pathlib import Path
+
+import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -37,4 +41,40 @@ def test_the_readme_api_example_runs_as_printed() -> None:
     for name in names:
         assert hasattr(row, name), f"report.rows[0] has no {name}"
     assert report.capture in ("fx", "dynamo")  # type: ignore[attr-defined]
-    assert 0.5 < report.fidelity < 1.5  # type: ignore[attr-defined]
+    # The figure the README prints is this ratio of the report's own medians (how close to 1 it comes on a quiet
+    # machine is a measurement, tests/benchmarks/bench_engine.py; under load it is anything).
+    rows, eager = report.rows, report.eager_median_s  # type: ignore[attr-defined]
+    assert report.fidelity == pytest.approx(sum(r.median_s for r in rows) / eager)  # type: ignore[attr-defined]
+
+
+def load_example() -> str:
+    """The example in ``fxtui.load``'s docstring: reading back a file ``--json`` wrote."""
+    import fxtui
+
+    doc = inspect.getdoc(fxtui.load) or ""
+    found = re.search(r"::\n\n((?:    .*\n|\n)+)", doc + "\n")
+    assert found, "fxtui.load's docstring has no example"
+    return textwrap.dedent(found.group(1))
+
+
+def test_the_load_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pandas")
+    from fxtui.report.api import Report
+    from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
+
+    # What `fxtui resnet18 --once --json run.json` writes (the demo's fixed figures, not a measurement).
+    saved = Report.from_snapshot(make_snapshot(resnet18_graph(), resnet18_medians()))
+    (tmp_path / "run.json").write_text(saved.to_json())
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(load_example(), "fxtui.load", "exec"), {})
+    printed = out.getvalue()
+    assert "model      resnet18" in printed and "layer4_1_conv2" in printed  # the header and the table
+    # and the frame's five modules whose own nodes take longest, largest first
+    by_path: dict[str, float] = {}
+    for row in saved.rows:
+        by_path[row.module_path] = by_path.get(row.module_path, 0.0) + row.median_s
+    top5 = sorted(by_path, key=lambda p: -by_path[p])[:5]
+    series = printed.rsplit("module_path", 1)[1].splitlines()[1:6]
+    assert [line.split()[0] for line in series] == top5

@@ -9,7 +9,6 @@ meanwhile, and is erased before the results.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import sys
 import time
@@ -120,7 +119,7 @@ def _measure(
 
             progress.step("finding the aten operators of the top nodes")
             shown = report.select(output.spec, output.sort, settings.aten)
-            report = dataclasses.replace(report, aten=explain_nodes(session, [r.name for r in shown]))
+            report = report.replace(aten=explain_nodes(session, [r.name for r in shown]))
     return report, tuple(skipped)
 
 

@@ -273,6 +273,9 @@ class Snapshot(RunFiguresMixin):
     """A compiled model (``--compile``): the compile, the kernels, the eager model's median and modules."""
     timelines: Mapping[int, list[tuple[str, float, float]]] = field(default_factory=dict)
     """A program's last profile (``State.DONE``): the latest sampled step of each rank, for a trace."""
+    other_ranks: Mapping[int, Snapshot] = field(default_factory=dict)
+    """A distributed job's last profile (``State.DONE``): every other rank's own snapshot, so that a report holds
+    every rank's rows (:attr:`rank_summary` says which rank this one is)."""
 
     def shown_after(self, before: Snapshot | None) -> Snapshot:
         """What to show when this snapshot follows ``before``: itself, or, when a source that failed after

@@ -96,6 +96,7 @@ class JobCollector:
         return dataclasses.replace(
             base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
             message=base.message or summary.straggler(),
+            other_ranks={r: s for r, s in snapshots.items() if r != shown} if state is State.DONE else {},
         )  # fmt: skip
 
     def _any(self) -> Collector:

@@ -1,112 +1,130 @@
-"""What one profile measured, as data: :class:`ReportData`, and the JSON schema it is saved in.
+"""What one profile measured, as data: :class:`ReportData`, the snapshot it was made from with its rows.
 
-The report's fields are listed once, in the class. Its JSON ``metadata`` is every field but the
-rows, the modules and the timeline, each under its own name unless :data:`CODECS` says how it
-is written (a dataclass as a dict, the memory summary and the spreads flattened beside the
-other figures); :meth:`ReportData.from_dict` reads the same table backwards, and
-:meth:`ReportData.from_snapshot` takes each field from the graph or the snapshot that has it.
+The report *holds* the session's last :class:`~fxtui.core.snapshot.Snapshot` (and through it the
+:class:`~fxtui.core.snapshot.GraphInfo`) and adds only what a report has of its own: the rows (each
+node's facts, statistics and rates), the module rows, every other rank's rows, the representative run
+and the warnings the run printed. Every field of the snapshot and of the graph reads as the report's
+own (``report.model``, ``report.steps``, ``report.loss``), so a field added to either is in the report,
+its JSON and its loading at once (:mod:`fxtui.report.json_schema` writes them by their types).
 
-Text and files are the engine's (:mod:`fxtui.report.text`, :mod:`fxtui.report.export`); the
-Python API's :class:`fxtui.Report` adds them to this data. Loading needs neither torch nor the
-model, so ``fxtui diff`` and the app read saved reports too.
+Why it holds them rather than copying their fields, or being one type with the snapshot (counted
+before the change: ``ReportData`` had 43 fields, 37 of them copied by matching names from the
+snapshot's 29 and the graph's 20; now it has 7, none copied):
+
+* copying by name gave a renamed field a silent default and made every new figure three Optional
+  fields; holding the snapshot names each field once, and a rename fails where it is read;
+* one type would put the report's rows and rates into every snapshot a live session publishes several
+  times a second, or recompute them from a loaded file — where a compiled model's module rows (what
+  each module's kernels fused) cannot be rebuilt from the rows. The five live-only fields a snapshot
+  has (state, sequence, status message, what-if progress and options) are left out of the file
+  instead (:data:`~fxtui.report.json_schema.LEFT_OUT`).
+
+Text and files are the engine's (:mod:`fxtui.report.text`, :mod:`fxtui.report.export`); the Python
+API's :class:`fxtui.Report` adds them to this data. Loading needs neither torch nor the model, so
+``fxtui diff``, ``fxtui.load`` and the app read saved reports too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from fxtui.core.columns import sort_column
-from fxtui.core.compilation import CompiledSummary, fused_into
+from fxtui.core.compilation import fused_into
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
-from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, place_on_roofline
-from fxtui.core.generation import GenerationSummary
-from fxtui.core.nodes import GraphBreak, module_memory, phase_totals
-from fxtui.core.program_run import ProgramState, RankSummary, StepSummary
+from fxtui.core.findings import Hint, MachinePeaks, place_on_roofline
+from fxtui.core.nodes import ModuleStats, build_module_tree, module_memory, phase_totals
 from fxtui.core.rollup import ModulePlan
 from fxtui.core.rows import ModuleRow, NodeRow, Rates
-from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, RunSpreads, Snapshot
-from fxtui.report.json_schema import CODECS, NOT_METADATA, REQUIRED_DEFAULTS, SCHEMA, SCHEMA_VERSION, coerce, load_json
+from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot, State
+from fxtui.report.json_rows import module_row_from_json, module_row_json, node_row_from_json, node_row_json
+from fxtui.report.json_schema import SCHEMA, SCHEMA_VERSION, checked, fields_from_metadata, load_json, metadata_json
+from fxtui.report.json_values import encode
 
 R = TypeVar("R", bound="ReportData")
+
+#: The snapshot's and the graph's fields, which read as the report's own (the snapshot's first).
+_SNAPSHOT_FIELDS = frozenset(f.name for f in fields(Snapshot))
+_GRAPH_FIELDS = frozenset(f.name for f in fields(GraphInfo))
 
 
 @dataclass(frozen=True)
 class ReportData(RunFiguresMixin):
-    """The result of a profile: per-node rows (graph order), per-module rows, run figures and findings."""
+    """The result of a profile: the snapshot it was made from, per-node rows (graph order) and per-module rows.
 
-    model: str
-    inputs: tuple[str, ...]
-    dtype: str
-    threads: int
-    runs: int
+    Every field of the snapshot and of its graph reads as the report's own: ``report.runs``,
+    ``report.eager_median_s``, ``report.steps``, ``report.model``, ``report.training`` …
+    (:class:`~fxtui.core.snapshot.Snapshot`, :class:`~fxtui.core.snapshot.GraphInfo`).
+    """
+
+    snapshot: Snapshot
+    """What the session measured, with its graph (:attr:`graph`)."""
     rows: list[NodeRow]
+    """One per node that ran, graph order: its facts, statistics and rates (a distributed job: the shown rank's)."""
     modules: list[ModuleRow]
-    run_median_s: float | None
-    """Median wall time of one profiled run."""
-    eager_median_s: float | None
-    """Median wall time of the same graph run uninstrumented, interleaved with the profiled runs."""
-    leaf_modules: tuple[str, ...] = ()
-    failures: int = 0
-    last_error: str = ""
-    clock_overhead_ns: int = 0
+    """One per module path, root (``""``) first."""
+    rank_rows: Mapping[int, list[NodeRow]] = field(default_factory=dict)
+    """A distributed job's other ranks: each one's rows (``rank_summary.shown`` is the rank of :attr:`rows`)."""
     warnings: tuple[str, ...] = ()
+    """What the run warned of (a NaN loss, a non-finite output)."""
+    clock_overhead_ns: int = 0
+    """What reading the clock costs, subtracted from each node's time (0: not measured)."""
     timeline: list[tuple[str, float, float]] = field(default_factory=list)
-    """One representative profiled run: (node name, start s, duration s), graph order."""
-    timelines: dict[int, list[tuple[str, float, float]]] = field(default_factory=dict)
-    """A program's latest sampled step of each rank (or of its one process, as rank 0), on one clock."""
-    peaks: MachinePeaks | None = None
-    """This machine's measured ceilings, against which ``bound`` is judged."""
-    thread_info: tuple[str, ...] = ()
-    thread_warnings: tuple[str, ...] = ()
-    hints: tuple[Hint, ...] = ()
-    aten: dict[str, tuple[AtenOp, ...]] = field(default_factory=dict)
-    faults_per_run: float | None = None
-    """Median minor page faults of the process per profiled run."""
-    malloc: str = ""
-    """How the process handed freed memory back: keep, glibc or system (:mod:`fxtui.core.memory_policy`)."""
-    capture: str = "fx"
-    """Which capture mode produced the nodes (:mod:`fxtui.core.captures`)."""
-    capture_reason: str = ""
-    graphs: int = 1
-    breaks: tuple[GraphBreak, ...] = ()
-    reference_median_s: float | None = None
-    """Median of the model run uncaptured (TorchDynamo captures only): what capture itself costs."""
-    late_graphs: int = 0
-    training: bool = False
-    """True when a run was a training step: rows carry their phase, modules forward and backward time."""
-    loss: str = ""
-    optimizer: str = ""
-    nonfinite_steps: int = 0
-    """Training steps whose loss was NaN or infinite."""
-    memory: MemorySummary | None = None
-    """The run's memory figures when the memory pass ran (``--memory``); rows then carry their bytes."""
-    spreads: RunSpreads = field(default_factory=RunSpreads)
-    """The run figures' ranges over the steps (p25–p75)."""
-    disturbance: Disturbance | None = None
-    """How much other work on the machine disturbed the steps."""
-    what_ifs: tuple[WhatIf, ...] = ()
-    """Changes measured against the model (``--what-if``, :mod:`fxtui.measure.whatif`)."""
-    program: ProgramState | None = None
-    """A program profiled as it ran (``fxtui run``): its command and how it ended; None for a model."""
-    steps: StepSummary | None = None
-    """A program's steps: counts, each phase's median and the timeline (``fxtui run``)."""
-    shapes: dict[str, tuple[tuple[str, int, float], ...]] = field(default_factory=dict)
-    """Nodes that ran at several output shapes: each shape, how often, its median (``fxtui run``)."""
-    rank_summary: RankSummary | None = None
-    """A distributed job: every rank's pace, phases, arithmetic and waiting; the rank the rows are from."""
-    generation: GenerationSummary | None = None
-    """``generate()`` calls (``--generate``): time to first token, per token, the KV cache; rows carry their phase."""
-    compiled: CompiledSummary | None = None
-    """A compiled model (``--compile``): compile time, graphs, kernels, the eager median and each module's eager
-    time; rows are kernel calls (``kernel``, ``fused_nodes``), modules carry ``eager_s``, ``compiled_s`` and
-    ``fused_into`` (every module with eager time has a row: one Inductor fused whole into an ancestor's kernel has
-    ``compiled_s`` 0)."""
+    """One representative profiled run: (node name, start s, duration s), graph order (for a trace; not saved)."""
+
+    def __post_init__(self) -> None:
+        if self.snapshot.graph is None:
+            raise ValueError("a snapshot without a traced graph has nothing to report")
+
+    def __getattr__(self, name: str) -> Any:
+        """The snapshot's fields, then the graph's, read as the report's own."""
+        snapshot = self.__dict__.get("snapshot")
+        if snapshot is None:  # not set yet (while unpickling): nothing to read through
+            raise AttributeError(name)
+        if name in _SNAPSHOT_FIELDS:
+            return getattr(snapshot, name)
+        if name in _GRAPH_FIELDS:
+            return getattr(snapshot.graph, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *_SNAPSHOT_FIELDS, *_GRAPH_FIELDS})
+
+    @property
+    def graph(self) -> GraphInfo:
+        """What was profiled: the model (or program), its inputs, nodes and module tree, how it was captured."""
+        assert self.snapshot.graph is not None  # __post_init__
+        return self.snapshot.graph
 
     # -- derived figures -----------------------------------------------------------
+
+    @property
+    def hints(self) -> tuple[Hint, ...]:
+        """Suggestions, when they were asked for (none otherwise)."""
+        return self.snapshot.hints or ()
+
+    @property
+    def failures(self) -> int:
+        """Runs that raised inside the model."""
+        return self.snapshot.error.runs_failed if self.snapshot.error else 0
+
+    @property
+    def last_error(self) -> str:
+        """The latest failure inside the model (``""``: none)."""
+        return self.snapshot.error.message if self.snapshot.error else ""
+
+    @property
+    def optimizer(self) -> str:
+        """The optimizer a training step runs: a model's (``SGD(lr=0.001)``, ``--train``), or the class a program's
+        steps call (``AdamW``: what its steps hold); ``""`` when none is known."""
+        if self.graph.optimizer:
+            return self.graph.optimizer
+        holds = self.snapshot.steps.holds if self.snapshot.steps is not None else ()
+        return ", ".join(name.removeprefix("optimizer:") for name, _ in holds if name.startswith("optimizer:"))
 
     @property
     def attributed_s(self) -> float:
@@ -116,9 +134,9 @@ class ReportData(RunFiguresMixin):
     @property
     def mode(self) -> str:
         """``run`` (a program profiled as it ran), ``generate``, ``train`` or ``inference``."""
-        if self.program is not None:
+        if self.snapshot.program is not None:
             return "run"
-        return "generate" if self.generation is not None else "train" if self.training else "inference"
+        return "generate" if self.snapshot.generation is not None else "train" if self.graph.training else "inference"
 
     @property
     def phases(self) -> dict[str, float]:
@@ -128,68 +146,99 @@ class ReportData(RunFiguresMixin):
     @property
     def figures(self) -> RunFigures:
         """Fidelity, overhead and the unattributed remainder."""
-        return RunFigures.of(self.attributed_s, self.run_median_s, self.eager_median_s)
+        return RunFigures.of(self.attributed_s, self.snapshot.run_median_s, self.snapshot.eager_median_s)
+
+    @property
+    def applies(self) -> frozenset[str]:
+        """What kind of profile this is, for the fields that apply only to some (:data:`~fxtui.report.json_rows.
+        APPLIES_ONLY`): ``distributed``, ``phases``, ``generating``, ``program``."""
+        kinds = {
+            "distributed": self.snapshot.rank_summary is not None,
+            "phases": self.graph.training or self.snapshot.program is not None,
+            "generating": self.snapshot.generation is not None or self.graph.generating,
+            "program": self.snapshot.program is not None,
+        }
+        return frozenset(kind for kind, holds in kinds.items() if holds)
+
+    def replace(self: R, **changes: Any) -> R:
+        """A copy with ``changes``, each to the report, its snapshot or its graph, whichever has the field."""
+        own = {f.name for f in fields(self)}
+        unknown = set(changes) - own - _SNAPSHOT_FIELDS - _GRAPH_FIELDS
+        if unknown:
+            raise TypeError(f"a report has no field {', '.join(sorted(unknown))}")
+        graph_changes = {k: v for k, v in changes.items() if k in _GRAPH_FIELDS and k not in _SNAPSHOT_FIELDS}
+        snapshot_changes = {k: v for k, v in changes.items() if k in _SNAPSHOT_FIELDS and k not in own}
+        snapshot = changes.get("snapshot", self.snapshot)
+        if graph_changes:
+            snapshot_changes["graph"] = dataclasses.replace(snapshot.graph, **graph_changes)
+        if snapshot_changes:
+            snapshot = dataclasses.replace(snapshot, **snapshot_changes)
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if k in own}, snapshot=snapshot)
 
     # -- construction --------------------------------------------------------------
 
     @classmethod
     def from_snapshot(cls: type[R], snapshot: Snapshot, **extra: Any) -> R:
-        """Freeze a session's snapshot into rows; ``extra`` sets fields neither the graph nor the snapshot has."""
+        """Freeze a session's snapshot into rows; ``extra`` sets the report's own fields (``warnings``,
+        ``timeline``, ``clock_overhead_ns``) or changes the snapshot's or the graph's."""
         graph = snapshot.graph
         if graph is None:
             raise ValueError("a snapshot without a traced graph has nothing to report")
-        rows = [
-            NodeRow(info, stats, rates(info.flops, info.bytes_moved, stats.median_s, graph.peaks))
-            for info in graph.nodes
-            if (stats := snapshot.nodes.get(info.name)) is not None and stats.count  # a program's node not timed yet
-        ]
-        error = snapshot.error
-        given: dict[str, Any] = {
-            "rows": rows,
-            "modules": _module_rows(graph, snapshot),
-            "failures": error.runs_failed if error else 0,
-            "last_error": error.message if error else "",
-            "hints": snapshot.hints or (),
-            "aten": dict(snapshot.aten),
-            **extra,
-        }
-        for f in fields(cls):
-            if f.name in given:
-                continue
-            for source in (graph, snapshot):
-                if f.name in getattr(type(source), "__dataclass_fields__", {}):
-                    given[f.name] = getattr(source, f.name)
-                    break
-        return cls(**given)
+        report = cls(
+            snapshot=snapshot,
+            rows=node_rows(graph, snapshot),
+            modules=_module_rows(graph, snapshot),
+            rank_rows=_rank_rows(snapshot),
+        )
+        return report.replace(**extra) if extra else report
 
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
-        """The report :meth:`to_dict` wrote (validate it first: :func:`load_json`)."""
+        """The report :meth:`to_dict` wrote (or a report file of an older version this fxtui reads)."""
+        return cls._from_checked(checked(data, "the report"))
+
+    @classmethod
+    def _from_checked(cls: type[R], data: Mapping[str, Any]) -> R:
         meta = data["metadata"]
-        given: dict[str, Any] = {
-            "rows": [NodeRow.from_dict(r) for r in data["rows"]],
-            "modules": [ModuleRow.from_dict(m) for m in data["modules"]],
-        }
-        for f in fields(cls):
-            if f.name in NOT_METADATA:
-                continue
-            codec = CODECS.get(f.name)
-            if codec is not None:
-                given[f.name] = codec.decode(meta)
-            elif f.name in meta:
-                default = REQUIRED_DEFAULTS.get(f.name) if f.default is MISSING else f.default
-                given[f.name] = coerce(default, meta[f.name])
-            elif f.default is MISSING and f.default_factory is MISSING:
-                given[f.name] = REQUIRED_DEFAULTS[f.name]
-        return cls(**given)
+        rows = [node_row_from_json(r) for r in data["rows"]]
+        modules = [module_row_from_json(m) for m in data["modules"]]
+        snapshot_fields = fields_from_metadata(Snapshot, meta)
+        graph_fields = fields_from_metadata(GraphInfo, meta)
+        summary = snapshot_fields.get("rank_summary")
+        own, by_rank = rows, dict[int, list[NodeRow]]()
+        if summary is not None:  # a distributed job: the shown rank's rows, then every other rank's
+            own = [r for r in rows if r.stats.rank in (summary.shown, -1)]
+            for row in rows:
+                if row.stats.rank not in (summary.shown, -1):
+                    by_rank.setdefault(row.stats.rank, []).append(row)
+        graph = GraphInfo(
+            **{**graph_fields, "nodes": tuple(r.info for r in own), "modules": _module_tree(own, modules, graph_fields)}
+        )
+        snapshot = Snapshot(
+            **{
+                **snapshot_fields,
+                "graph": graph,
+                "state": State.DONE,
+                "nodes": {r.name: r.stats for r in own},
+                "modules": {m.path: _module_stats(m) for m in modules},
+            }
+        )
+        return cls(
+            snapshot=snapshot,
+            rows=own,
+            modules=modules,
+            rank_rows=by_rank,
+            warnings=tuple(str(w) for w in meta.get("warnings") or ()),
+            clock_overhead_ns=int(meta.get("clock_overhead_ns") or 0),
+        )
 
     @classmethod
     def load(cls: type[R], path: str | os.PathLike[str]) -> R:
         """Read a report written by ``--json``/``--save``; FxtuiError when the file is not one."""
         data = load_json(path)
         try:
-            return cls.from_dict(data)
-        except (TypeError, ValueError, KeyError) as e:
+            return cls._from_checked(data)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
             raise FxtuiError(f"{path} is damaged: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,33 +247,41 @@ class ReportData(RunFiguresMixin):
             "schema": SCHEMA,
             "version": SCHEMA_VERSION,
             "metadata": self.metadata(),
-            "rows": [r.to_dict() for r in self.rows],
-            "modules": [m.to_dict() for m in self.modules],
+            "rows": self.row_records(),
+            "modules": self.module_records(),
         }
+
+    def row_records(self) -> list[dict[str, Any]]:
+        """Every rank's node rows as the JSON's ``rows``: one flat record each (:mod:`fxtui.report.json_rows`)."""
+        applies = self.applies
+        return [node_row_json(r, applies) for r in self.all_rows()]
+
+    def module_records(self) -> list[dict[str, Any]]:
+        """The module rows as the JSON's ``modules``: one record each."""
+        applies = self.applies
+        return [module_row_json(m, applies) for m in self.modules]
 
     def metadata(self) -> dict[str, Any]:
         """The run's settings, figures and findings as JSON-ready data (the ``metadata`` of :meth:`to_dict`)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name in NOT_METADATA:
-                continue
-            codec = CODECS.get(f.name)
-            value = getattr(self, f.name)
-            if codec is not None:
-                out.update(codec.encode(value))
-            else:
-                out[f.name] = list(value) if isinstance(value, tuple) else value
-        out.update(
-            mode=self.mode,
-            fidelity=self.fidelity,
-            overhead=self.overhead,
-            unattributed_s=self.unattributed_s,
-            phases_s=self.phases,
-            disturbance_line=self.disturbance.line() if self.disturbance else "",
-        )
-        return out
+        return {
+            **metadata_json(self.graph),
+            **metadata_json(self.snapshot),
+            "optimizer": self.optimizer or None,
+            "warnings": list(self.warnings),
+            "clock_overhead_ns": self.clock_overhead_ns or None,
+            "mode": self.mode,
+            "fidelity": encode(self.fidelity),
+            "overhead": encode(self.overhead),
+            "unattributed_s": encode(self.unattributed_s),
+            "phases_s": encode(self.phases),
+            "disturbance_line": (self.snapshot.disturbance.line() or None) if self.snapshot.disturbance else None,
+        }
 
     # -- selection -------------------------------------------------------------------
+
+    def all_rows(self) -> list[NodeRow]:
+        """Every rank's rows: the shown rank's (:attr:`rows`) first, then each other rank's in order."""
+        return [*self.rows, *(row for rank in sorted(self.rank_rows) for row in self.rank_rows[rank])]
 
     def select(self, spec: FilterSpec | None = None, sort: str = "median", top: int | None = None) -> list[NodeRow]:
         """Rows passing ``spec``, sorted by column ``sort`` (numbers largest first, text in order), at most ``top``."""
@@ -252,6 +309,37 @@ def rates(flops: float | None, moved: float | None, median_s: float, peaks: Mach
         bound=placed.bound if placed else "",
         roofline_fraction=placed.fraction if placed else None,
     )
+
+
+def node_rows(graph: GraphInfo, snapshot: Snapshot) -> list[NodeRow]:
+    """A row for each node of ``graph`` that ``snapshot`` timed, graph order (a program's node not timed yet has
+    none)."""
+    return [
+        NodeRow(info, stats, rates(info.flops, info.bytes_moved, stats.median_s, graph.peaks))
+        for info in graph.nodes
+        if (stats := snapshot.nodes.get(info.name)) is not None and stats.count
+    ]
+
+
+def _rank_rows(snapshot: Snapshot) -> dict[int, list[NodeRow]]:
+    """Each other rank's rows, from its own snapshot, with the spread over the ranks the shown rank's rows have."""
+    out: dict[int, list[NodeRow]] = {}
+    for rank, other in sorted(snapshot.other_ranks.items()):
+        if other.graph is None:
+            continue
+        rows = []
+        for row in node_rows(other.graph, other):
+            spread = snapshot.nodes.get(row.name)
+            stats = dataclasses.replace(
+                row.stats,
+                rank=rank,
+                rank_min_s=spread.rank_min_s if spread else row.stats.median_s,
+                rank_max_s=spread.rank_max_s if spread else row.stats.median_s,
+                slowest_rank=spread.slowest_rank if spread else rank,
+            )
+            rows.append(dataclasses.replace(row, stats=stats))
+        out[rank] = rows
+    return out
 
 
 def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
@@ -291,3 +379,17 @@ def _module_rows(graph: GraphInfo, snapshot: Snapshot) -> list[ModuleRow]:
             )
         )
     return out
+
+
+def _module_tree(rows: list[NodeRow], modules: list[ModuleRow], graph_fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A loaded report's module tree: every saved module path with its class, holding the rows' nodes."""
+    leaves = (*graph_fields.get("leaf_modules", ()), *(m.path for m in modules if m.leaf_fallback))
+    classes = {m.path: m.class_name for m in modules}
+    return build_module_tree([r.info for r in rows], classes, leaves, extra=classes)
+
+
+def _module_stats(row: ModuleRow) -> ModuleStats:
+    return ModuleStats(
+        path=row.path, inclusive_s=row.inclusive_s, self_s=row.self_s, pct=row.pct, nodes=row.nodes,
+        forward_s=row.forward_s, backward_s=row.backward_s, prefill_s=row.prefill_s, decode_s=row.decode_s,
+    )  # fmt: skip

@@ -1,8 +1,11 @@
-"""Reports as files: one table of formats (JSON, CSV, Chrome trace) and writes that lose nothing.
+"""Reports as files: one table of formats (JSON, CSV, Chrome trace, speedscope, folded stacks) and writes that
+lose nothing.
 
-Each format is one entry of :data:`FORMATS`: the command-line option that asks for it and
-the function that renders a report as its text. An export is rendered whole before anything
-is written, then written whole or not at all:
+Each format is one file that renders a report as its text (:mod:`fxtui.report.csv_table`,
+:mod:`~fxtui.report.chrome_trace`, :mod:`~fxtui.report.speedscope`, :mod:`~fxtui.report.folded`; JSON's
+form is :mod:`~fxtui.report.json_schema`'s) and one entry of :data:`FORMATS`: the command-line option
+that asks for it (every command that exports gets it) and that function. An export is rendered whole
+before anything is written, then written whole or not at all:
 
 * a regular file (or a new path) through a temporary file beside it, renamed over it, so a
   reader never sees half a file and a failed write leaves the old one;
@@ -18,8 +21,6 @@ the first), before anything is profiled.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 import os
 import re
@@ -29,114 +30,27 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fxtui.core.errors import FxtuiError
-from fxtui.core.nodes import module_ancestors
+from fxtui.report.chrome_trace import trace_json
+from fxtui.report.csv_table import report_csv
 from fxtui.report.data import ReportData
+from fxtui.report.folded import folded_text
+from fxtui.report.speedscope import speedscope_json
 
 
 def report_json(report: ReportData) -> str:
-    """``report`` as JSON text (:meth:`~fxtui.report.data.ReportData.to_dict`)."""
+    """``report`` as JSON text (:meth:`~fxtui.report.data.ReportData.to_dict`; its form:
+    :mod:`fxtui.report.json_schema`): the metadata indented, each row and module on a line of its own (one
+    node per line reads, greps and diffs well, and writes several times faster than indenting every value)."""
+    data = report.to_dict()
+    parts = [f" {json.dumps(key)}: {json.dumps(data[key])}" for key in ("schema", "version")]
+    parts.append(' "metadata": ' + json.dumps(data["metadata"], indent=1, allow_nan=False).replace("\n", "\n "))
+    for key in ("rows", "modules"):
+        records = ",\n".join("  " + json.dumps(r, allow_nan=False) for r in data[key])
+        parts.append(f' "{key}": [\n{records}\n ]' if records else f' "{key}": []')
     # A newline at the end, as text files have (``--json /dev/stdout`` leaves the shell's prompt on a line of its own).
-    return json.dumps(report.to_dict(), indent=1, allow_nan=False, default=_json_default) + "\n"
-
-
-def report_csv(report: ReportData) -> str:
-    """One CSV line per node, graph order: every field a saved row has, a header line first."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    rows = [r.to_dict() for r in report.rows]
-    header = list(rows[0]) if rows else []
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow([row.get(c) for c in header])
-    return out.getvalue()
-
-
-def dataframe(report: ReportData) -> Any:
-    """The node rows as a ``pandas.DataFrame``; one sentence when pandas is not installed."""
-    try:
-        import pandas as pd
-    except ImportError:
-        raise FxtuiError("report.to_dataframe() needs pandas: pip install pandas") from None
-    return pd.DataFrame([r.to_dict() for r in report.rows])
-
-
-def chrome_trace(report: ReportData) -> dict[str, Any]:
-    """One representative run as nested spans (module → node) in the Chrome trace event format.
-
-    A distributed job's trace has one process per rank (its latest sampled step), on one clock, so
-    Perfetto shows the ranks stacked and their waits line up.
-    """
-    timelines = report.timelines or ({0: report.timeline} if report.timeline else {})
-    if not any(timelines.values()):
-        raise FxtuiError("this report has no recorded run to export as a trace")
-    origin = min(start for spans in timelines.values() for _, start, _ in spans)
-    events: list[dict[str, Any]] = []
-    for pid, (rank, spans) in enumerate(sorted(timelines.items()), start=1):
-        label = f"fxtui {report.model}" + (f" rank {rank}" if report.timelines and len(timelines) > 1 else "")
-        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}})
-        events += _spans(report, [(n, s - origin, d) for n, s, d in spans], pid)
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
-
-
-def _spans(report: ReportData, timeline: list[tuple[str, float, float]], pid: int) -> list[dict[str, Any]]:
-    """One run's nodes as nested spans: module → node (a training step's phases around its modules)."""
-    paths = {r.name: r.module_path for r in report.rows}
-    phases = {r.name: r.info.phase for r in report.rows}
-    ops = {r.name: (r.info.op, r.info.target) for r in report.rows}
-    fused = {r.name: r.info.fused_nodes for r in report.rows if r.info.kernel}
-    events: list[dict[str, Any]] = []
-    open_spans: list[tuple[str, float]] = []  # (module path, start) from the root's children down
-    end = 0.0
-
-    def close_until(keep: int) -> None:
-        while len(open_spans) > keep:
-            path, start = open_spans.pop()
-            if path.startswith(_PHASE):  # a training step's forward or backward pass around its modules
-                events.append(_span(path[len(_PHASE) :], "phase", start, end - start, {}, pid))
-            else:
-                name = path.rpartition(".")[2] or path
-                events.append(_span(name, "module", start, end - start, {"path": path}, pid))
-
-    for name, start, dur in timeline:
-        phase = phases.get(name, "")
-        chain = ([_PHASE + phase] if phase else []) + module_ancestors(paths.get(name, ""))[1:]
-        common = 0
-        while common < min(len(chain), len(open_spans)) and open_spans[common][0] == chain[common]:
-            common += 1
-        close_until(common)
-        for path in chain[common:]:
-            open_spans.append((path, start))
-        op, target = ops.get(name, ("", ""))
-        args: dict[str, Any] = {"target": target, "module": paths.get(name, "")}
-        if name in fused:  # a compiled model's kernel: the source nodes it computes
-            args["fused_nodes"] = list(fused[name])
-        events.append(_span(name, op, start, dur, args, pid))
-        end = max(end, start + dur)
-    close_until(0)
-    return events
-
-
-#: Marks a phase among the open spans of :func:`chrome_trace` (module paths never start with it).
-_PHASE = "\x00"
-
-
-def _span(name: str, cat: str, start: float, dur: float, args: dict[str, Any], pid: int = 1) -> dict[str, Any]:
-    return {"name": name, "cat": cat, "ph": "X", "ts": start * 1e6, "dur": dur * 1e6, "pid": pid, "tid": 1,
-            "args": args}  # fmt: skip
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
-
-
-def trace_json(report: ReportData) -> str:
-    """:func:`chrome_trace` as JSON text."""
-    return json.dumps(chrome_trace(report)) + "\n"
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 @dataclass(frozen=True)
@@ -155,17 +69,24 @@ class ExportFormat:
     """Other options that ask for it (``--save``)."""
 
 
-#: Every export format, by the name the Python API and ``--OPTION FILE`` use.
+#: Every export format, by the name the Python API and ``--OPTION FILE`` use: one line each (the format's own
+#: file renders it).
 FORMATS: dict[str, ExportFormat] = {
     "json": ExportFormat(
         "--json",
         report_json,
-        "rows, modules and metadata as versioned JSON (compare two with fxtui diff)",
+        "rows, modules and metadata as versioned JSON (fxtui.load reads it back; compare two with fxtui diff)",
         aliases=("--save",),
     ),
-    "csv": ExportFormat("--csv", report_csv, "one line per node"),
+    "csv": ExportFormat("--csv", report_csv, "one line per node (every rank's), cells a spreadsheet reads"),
     "chrome_trace": ExportFormat(
         "--chrome-trace", trace_json, "one representative run for Perfetto / chrome://tracing", needs_timeline=True
+    ),
+    "speedscope": ExportFormat(
+        "--speedscope", speedscope_json, "a flame graph of the time by module and node, for www.speedscope.app"
+    ),
+    "folded": ExportFormat(
+        "--folded", folded_text, "the same as folded stacks (ns) for flamegraph.pl, speedscope and others"
     ),
 }
 
