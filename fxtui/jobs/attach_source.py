@@ -11,8 +11,9 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Client, Connection
+from multiprocessing.connection import Connection
 
+from fxtui.core import agent_contract
 from fxtui.core.commands import Command, Stop
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
@@ -31,11 +32,8 @@ def connect(job: JobInfo, token: bytes | None = None) -> Connection:
     be had."""
     key = token if token is not None else read_key(job)
     try:
-        if token is not None:
-            host, _, port = job.listen.rpartition(":")
-            connection = Client((host, int(port)), family="AF_INET", authkey=key)
-        else:
-            connection = Client(str(job_dir(job.id) / VIEWER), family="AF_UNIX", authkey=key)
+        # Never waiting for ever on a collector that does not answer (stopped, or wedged).
+        connection = agent_contract.connect(job.listen if token is not None else str(job_dir(job.id) / VIEWER), key)
     except FileNotFoundError:
         raise FxtuiError(f"job {job.id} is no longer served (its collector ended)") from None
     except (OSError, EOFError) as e:
