@@ -72,14 +72,15 @@ def _program_encode(program: ProgramState | None) -> dict[str, Any] | None:
     if program is None:
         return None
     return {"command": list(program.command), "pid": program.pid, "exit_code": program.exit_code,
-            "log": program.log, "dropped": program.dropped, "note": program.note}  # fmt: skip
+            "running": program.running, "log": program.log, "dropped": program.dropped,
+            "note": program.note}  # fmt: skip
 
 
 def _program_decode(data: Mapping[str, Any]) -> ProgramState:
     return ProgramState(
         tuple(data.get("command", ())),
         pid=int(data.get("pid", 0)),
-        running=False,
+        running=bool(data.get("running", False)),  # a running job's profile, kept while it ran
         exit_code=data.get("exit_code"),
         log=str(data.get("log", "")),
         dropped=int(data.get("dropped", 0)),
