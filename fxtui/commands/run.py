@@ -154,6 +154,16 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
 
 
 def headless(settings: ProgramSettings, output: OutputSettings) -> int:
+    """Become the program, its collector beside it printing the profile as it ends (:mod:`fxtui.jobs.beside`):
+    its pid, signals and exit status are its own. Where processes cannot fork, run it as a child instead."""
+    if hasattr(os, "fork"):
+        from fxtui.jobs.beside import become_the_program
+
+        become_the_program(settings, lambda snapshot: print_report(snapshot, output))
+    return _headless_child(settings, output)
+
+
+def _headless_child(settings: ProgramSettings, output: OutputSettings) -> int:
     """Run the program with the terminal its own, then print the profile; the program's exit status."""
     from fxtui.core.agent_contract import AgentOptions
     from fxtui.core.snapshot import State
