@@ -67,7 +67,24 @@ def main(argv: Sequence[str]) -> int:
             job = running[0]
     else:
         job = find_job(args.job)
-    if not job.running or not job.alive:
+    if job.running and not job.alive:  # its collector died: say so, show what it kept, and watch it anew
+        from fxtui.jobs.adopt import lost_text, start_adopting
+        from fxtui.jobs.pid_watch import running as still_runs
+
+        say(lost_text(job))
+        profile = job_dir(job.id) / PROFILE
+        if profile.exists():
+            from fxtui.commands.run import print_report_data
+
+            say(f"its last figures, kept in {profile}:")
+            print_report_data(_load(str(profile)), output)
+        if not still_runs(job.program_pid):
+            return 0
+        job = start_adopting(job)
+        say(f"a new collector watches it from now on: fxtui attach {job.id} shows its figures as they come")
+        if args.once or not sys.stdout.isatty():
+            return 0
+    elif not job.running:
         profile = job_dir(job.id) / PROFILE
         if not profile.exists():
             raise FxtuiError(f"job {job.id} is no longer running and left no profile")
