@@ -106,11 +106,11 @@ def test_every_module_named_in_a_string_resolves() -> None:
     # Module paths handed to other processes or imported on demand break without an import error when moved.
     import importlib.util
 
-    from fxtui.jobs.directory import DAEMON
+    from fxtui.jobs.directory import ADOPTER, DAEMON
     from fxtui.jobs.launch import AGENT_BOOT, SITE_DIR
     from fxtui.measure.capture import CAPTURERS
 
-    named = [AGENT_BOOT, DAEMON, *(where.partition(":")[0] for where in CAPTURERS.values())]
+    named = [AGENT_BOOT, DAEMON, ADOPTER, *(where.partition(":")[0] for where in CAPTURERS.values())]
     missing = [m for m in named if importlib.util.find_spec(m) is None]
     assert not missing, f"named but not found: {missing}"
     for where in CAPTURERS.values():

@@ -3,8 +3,8 @@
 A detached job's program never depends on its collector (:mod:`fxtui.jobs.daemon`): killed, it
 leaves the program running, its output going to its log, and its last figures in
 ``profile.json``. The program's agent notices, stops sending, and looks every two seconds for a
-collector at the job's socket again (:mod:`fxtui.agent.sender`). ``python -m fxtui.jobs.daemon
---adopt JOBDIR`` is that collector: it takes over the job's sockets, says so in ``job.json``,
+collector at the job's socket again (:mod:`fxtui.agent.sender`). ``python -m fxtui.jobs.adopt
+JOBDIR`` is that collector: it takes over the job's sockets, says so in ``job.json``,
 and aggregates from the agent's next message on (the agent says again who it is, and every node
 and root it has described, with its next step: the figures are whole again within a few sampled
 steps). It is not the program's parent: it watches its pid for the end, and learns the exit
@@ -33,7 +33,7 @@ from fxtui.core.agent_contract import AgentOptions, ProgramExit
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
 from fxtui.jobs.daemon import JobState, finish, leave_on_sigterm, read_settings, watch
-from fxtui.jobs.directory import DAEMON, KEY, LOG, PROFILE, VIEWER, JobInfo, job_dir, read_info, write_info
+from fxtui.jobs.directory import ADOPTER, KEY, LOG, PROFILE, VIEWER, JobInfo, job_dir, read_info, write_info
 from fxtui.jobs.launch import ProgramJob
 from fxtui.jobs.pid_watch import running, watch_pid
 from fxtui.jobs.profile_keeper import ProfileKeeper
@@ -64,7 +64,7 @@ def start_adopting(job: JobInfo) -> JobInfo:
         raise FxtuiError(f"job {job.id}'s program has ended: there is nothing left to watch")
     log = open(directory / "collector.log", "ab")  # noqa: SIM115 (the collector's own messages, if any)
     daemon = subprocess.Popen(
-        [sys.executable, "-m", DAEMON, "--adopt", str(directory)],
+        [sys.executable, "-m", ADOPTER, str(directory)],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,
@@ -154,3 +154,14 @@ def _stop(pid: int, ended: object) -> None:
             return
         if ended(STOP_GRACE_S):
             return
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        print("usage: python -m fxtui.jobs.adopt JOBDIR", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(adopt(Path(sys.argv[1])))
+
+
+if __name__ == "__main__":
+    main()

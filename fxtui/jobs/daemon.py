@@ -13,8 +13,8 @@ job's state in ``job.json`` (steps so far, running or not) and its latest profil
 ``profile.json`` (written whole, by a thread that runs only on an idle core), so if the collector
 is killed the job's last figures stay; the program runs on to its own end, its output still going
 to its log, and ``fxtui attach`` says what happened. SIGTERM asks the collector to go the same way,
-cleanly: it saves what it has and leaves the program running. ``python -m fxtui.jobs.daemon
---adopt JOBDIR`` is a new collector for such a job (:mod:`fxtui.jobs.adopt`).
+cleanly: it saves what it has and leaves the program running. ``python -m fxtui.jobs.adopt
+JOBDIR`` is a new collector for such a job.
 
 When the program ends its last profile is saved and sent to the attached viewers with its exit
 status; the collector then leaves as soon as they have it.
@@ -214,19 +214,11 @@ def read_settings(directory: Path) -> tuple[ProgramSettings, str, str]:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    adopt = args[:1] == ["--adopt"]
-    if adopt:
-        args = args[1:]
-    if len(args) != 1:
-        print("usage: python -m fxtui.jobs.daemon [--adopt] JOBDIR", file=sys.stderr)
+    if len(sys.argv) != 2:
+        print("usage: python -m fxtui.jobs.daemon JOBDIR", file=sys.stderr)
         raise SystemExit(2)
-    if adopt:
-        from fxtui.jobs.adopt import adopt as adopt_job
-
-        raise SystemExit(adopt_job(Path(args[0])))
     with contextlib.suppress(KeyboardInterrupt):
-        run(Path(args[0]))
+        run(Path(sys.argv[1]))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ KEEP_ENDED_S = 7 * 24 * 3600
 
 #: The job's collector, detached (``python -m``).
 DAEMON = "fxtui.jobs.daemon"
+#: A new collector for a job whose collector died (``python -m``).
+ADOPTER = "fxtui.jobs.adopt"
 
 #: A job's files.
 INFO, KEY, VIEWER, LOG, PROFILE = "job.json", "key", "viewer.sock", "output.log", "profile.json"
