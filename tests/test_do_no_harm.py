@@ -325,3 +325,33 @@ def test_a_full_disk_meets_the_program_as_under_python(tmp_path: Path) -> None:
     finally:
         job.log_path = None  # (nothing of the job's to keep)
         job.close()
+
+
+def _loads_torch(pid: int) -> bool:
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+def test_the_collectors_never_load_torch(tmp_path: Path) -> None:
+    """A collector importing torch costs the program seconds of a core as it starts (its agent's first message
+    once carried torch's own version class)."""
+    write(tmp_path, "loop.py", LOOP)
+    info, _ = start_detached(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
+    once = subprocess.Popen([*RUN, "loop.py"], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        figures(info, at_least=5)
+        assert once.stdout is not None and once.stdout.readline().startswith("step")
+        beside = [int(p) for p in os.listdir("/proc") if p.isdigit() and p != str(once.pid) and
+                  "run\0--once" in _cmdline(int(p)) and "loop.py" in _cmdline(int(p))]  # fmt: skip
+        assert beside and _loads_torch(once.pid)  # the program does
+        assert not _loads_torch(info.pid) and not any(_loads_torch(pid) for pid in beside)
+    finally:
+        (tmp_path / "stop").write_text("0")
+        once.communicate(timeout=300)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""

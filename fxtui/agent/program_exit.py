@@ -20,6 +20,8 @@ from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, PROGRAM_PID, Pro
 #: Seconds the program waits for the collector to take its exit status (it answers at once, but yields the cores to
 #: the program: on a busy machine it may take a moment).
 ANSWER_S = 5.0
+#: Seconds the program gives a collector that prints nothing as it ends (a detached job's) to take the status.
+QUICK_S = 0.5
 #: Seconds the program waits, at most, for its profile to be printed once the collector has the status.
 REPORT_S = 10.0
 
@@ -39,8 +41,9 @@ def say_exit(code: int) -> None:
         with contextlib.suppress(Exception):
             if stream is not None:
                 stream.flush()
-    try:
-        connection = connect(address, bytes.fromhex(os.environ.get(AGENT_KEY, "")), timeout=ANSWER_S)
+    try:  # a collector that waits for nothing (a detached job's) is not waited for long
+        timeout = ANSWER_S if waits else QUICK_S
+        connection = connect(address, bytes.fromhex(os.environ.get(AGENT_KEY, "")), timeout=timeout)
     except Exception:  # no collector: nothing to say
         return
     try:

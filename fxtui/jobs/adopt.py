@@ -32,8 +32,9 @@ from pathlib import Path
 from fxtui.core.agent_contract import AgentOptions, ProgramExit
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
-from fxtui.jobs.daemon import JobState, finish, leave_on_sigterm, read_settings, watch
+from fxtui.jobs.daemon import finish, leave_on_sigterm, read_settings, watch
 from fxtui.jobs.directory import ADOPTER, KEY, LOG, PROFILE, VIEWER, JobInfo, job_dir, read_info, write_info
+from fxtui.jobs.job_state import JobState
 from fxtui.jobs.launch import ProgramJob
 from fxtui.jobs.pid_watch import running, watch_pid
 from fxtui.jobs.profile_keeper import ProfileKeeper

@@ -39,7 +39,7 @@ from fxtui.jobs.pid_watch import watch_pid
 
 if TYPE_CHECKING:
     from fxtui.core.snapshot import Snapshot
-    from fxtui.jobs.ranks import JobCollector
+    from fxtui.jobs.job_state import JobState
 
 #: Seconds the collector waits for the program's end once it has no more to do, at most (a program whose pid it
 #: cannot watch).
@@ -82,13 +82,11 @@ class _Beside:
         self.settings = settings
         self.report = report
         self.directory = Path(tempfile.mkdtemp(prefix="run-", dir=private_dir()))
-        self.lock = threading.Lock()
-        self.collector: JobCollector | None = None
+        self.state: JobState | None = None
         self.ready = threading.Event()
         self.exit: ProgramExit | None = None
         self.exit_connection: Connection | None = None
         self.exited = threading.Event()
-        self.agents = 0
         self.program = os.getpid()
         """The program's pid: this process's, which becomes the program."""
         self.job = ProgramJob(
@@ -105,10 +103,8 @@ class _Beside:
 
     def receive(self, message: object, agent: int) -> None:
         self.ready.wait()
-        with self.lock:
-            assert self.collector is not None
-            self.collector.receive(message, agent)
-            self.agents = max(self.agents, agent + 1)
+        assert self.state is not None
+        self.state.receive(message, agent)
 
     def on_exit(self, message: ProgramExit, connection: Connection) -> None:
         if self.exit is not None or message.pid != self.program:
@@ -130,10 +126,10 @@ class _Beside:
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)  # never the terminal's input
             os.close(devnull)
-            from fxtui.jobs.ranks import JobCollector
+            from fxtui.jobs.job_state import JobState
 
-            self.collector = JobCollector(self.settings.command, warmup=self.settings.warmup)
-            self.collector.started(program, "")
+            self.state = JobState(self.settings)
+            self.state.collector.started(program, "")
             self.ready.set()
             self.job.listen()
             threading.Thread(target=_warm, daemon=True, name="fxtui-report-imports").start()
@@ -155,13 +151,14 @@ class _Beside:
         from fxtui.core.errors import FxtuiError
         from fxtui.core.snapshot import State
 
-        assert self.collector is not None
+        state = self.state
+        assert state is not None
         said = self.exit
-        if said is None and not self.agents:
+        if said is None and not state.agents:
             return  # ended before its agent began, without a word (exec failed, killed early): nothing to show
-        with self.lock:
-            self.collector.ended(said.code if said is not None else None)  # type: ignore[arg-type]
-            snapshot = self.collector.snapshot(State.DONE)
+        with state.lock:
+            state.collector.ended(said.code if said is not None else None)  # type: ignore[arg-type]
+        snapshot = state.snapshot(State.DONE)
         try:
             self.report(snapshot)
             sys.stdout.flush()

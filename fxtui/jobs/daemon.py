@@ -34,13 +34,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.agent_contract import AgentOptions
-from fxtui.core.agent_messages import Step
 from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import Snapshot, State
+from fxtui.core.snapshot import State
 from fxtui.jobs.directory import KEY, PROFILE, VIEWER, JobInfo, write_info
-from fxtui.jobs.launch import ProgramJob, log_tail
+from fxtui.jobs.job_state import JobState
+from fxtui.jobs.launch import ProgramJob
 from fxtui.jobs.profile_keeper import ProfileKeeper
-from fxtui.jobs.ranks import JobCollector
 from fxtui.jobs.viewers import ViewerServer
 
 #: Seconds between snapshots for attached viewers.
@@ -51,42 +50,6 @@ INFO_EVERY = 2.0
 PROFILE_EVERY = 5.0
 #: Seconds, at most, the ended job's last profile and status wait for attached viewers to take them.
 LINGER = 10.0
-
-
-class JobState:
-    """The collector's figures and what it knows of the program, behind one lock (agents' threads write,
-    viewers' and the main loop read)."""
-
-    def __init__(self, settings: ProgramSettings, log: Path | None) -> None:
-        self.lock = threading.Lock()
-        self.collector = JobCollector(settings.command, warmup=settings.warmup)
-        self.log = log
-        self.last_step = -1
-        """The program's latest step's index, as its agent numbers them (the steps it has taken)."""
-        self.received = 0
-
-    def receive(self, message: object, agent: int) -> None:
-        with self.lock:
-            self.collector.receive(message, agent)
-            self.received += 1
-            if isinstance(message, Step):
-                self.last_step = max(self.last_step, message.index)
-
-    def snapshot(self, state: State = State.RUNNING, rank: int | None = None) -> Snapshot:
-        """The figures now (with the program's latest output lines)."""
-        tail = log_tail(self.log)
-        with self.lock:
-            self.collector.tail(tail)
-            return self.collector.snapshot(state, rank)
-
-    @property
-    def steps(self) -> int:
-        """Steps so far: those the collector counted, or, when it came late (a job adopted), the program's own."""
-        return max(self.collector.steps, self.last_step + 1)
-
-    def reset(self) -> None:
-        with self.lock:
-            self.collector.reset()
 
 
 def run(directory: Path) -> int:

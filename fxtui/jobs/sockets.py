@@ -18,6 +18,7 @@ import os
 import pickle
 import socket
 import threading
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 
@@ -119,7 +120,8 @@ class GuardedListener:
             except OSError:
                 if self._closed:
                     return
-                continue  # a connection that went before it was taken (ECONNABORTED), or no descriptor left
+                time.sleep(0.05)  # a connection that went before it was taken, or no descriptor left: not a spin
+                continue
             if not self._pending.acquire(blocking=False):
                 self._refuse(f"refused a connection: {PENDING} others were still proving the key")
                 sock.close()
