@@ -79,6 +79,8 @@ def start_adopting(job: JobInfo) -> JobInfo:
         if info is not None and info.pid == daemon.pid:
             return info
         if daemon.poll() is not None:
+            if info is not None and info.alive:  # another viewer adopted it first: watch that collector
+                return info
             raise FxtuiError(f"job {job.id}'s new collector did not start (see {directory / 'collector.log'})")
         time.sleep(0.05)
     daemon.kill()

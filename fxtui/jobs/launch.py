@@ -163,6 +163,8 @@ class ProgramJob:
         self._drained = threading.Condition(self._agents_lock)
         self.connected = threading.Event()
         self._closing = False
+        self.warn = warn
+        self._said: set[str] = set()
 
     @property
     def agent_address(self) -> str:
@@ -225,7 +227,8 @@ class ProgramJob:
                         message = receive(connection, AGENT_LIMIT)
                     except (EOFError, OSError):
                         return
-                    except Exception:  # a message that does not read: dropped, the rest still read
+                    except Exception as e:  # a message that does not read: dropped (said once), the rest still read
+                        self._unread(e)
                         continue
                     if isinstance(message, ProgramExit):  # the boot's own connection: no agent's, none to wait for
                         if counted:
@@ -238,6 +241,12 @@ class ProgramJob:
         finally:
             if counted:
                 self._agent_ended()
+
+    def _unread(self, error: Exception) -> None:
+        why = f"{type(error).__name__}: {error}"
+        if why not in self._said:
+            self._said.add(why)
+            self.warn(f"dropped an agent's message that does not read ({why})")
 
     def _agent_ended(self) -> None:
         with self._drained:
