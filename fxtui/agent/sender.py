@@ -48,7 +48,7 @@ RETRY_S = 2.0
 #: Seconds a send may make no progress before the collector is taken for stuck (and so, gone).
 STALL_S = 30.0
 #: Seconds :meth:`Sender.close` waits for the queue to leave, when nothing leaves meanwhile.
-FINISH_S = 2.0
+FINISH_S = 1.0
 
 _CONNECTING, _CONNECTED, _GONE, _CLOSED = "connecting", "connected", "gone", "closed"
 _senders: weakref.WeakSet[Sender] = weakref.WeakSet()
