@@ -355,3 +355,20 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_text()
     except OSError:
         return ""
+
+
+def test_a_launcher_of_this_python_runs_under_the_boot_and_its_status_is_said(tmp_path: Path) -> None:
+    """``fxtui run --once torchrun …``: a console script of this Python runs as Python would run it, its status in
+    the profile's header and its own."""
+    write(
+        tmp_path, "train.py", "import sys, torch\nm = torch.nn.Linear(4, 4)\nfor _ in range(12): m(torch.randn(2, 4))\n"
+    )
+    launcher = tmp_path / "bin" / "launch-train"
+    launcher.parent.mkdir()
+    launcher.write_text(f"#!{os.path.realpath(PY)}\nimport runpy, sys\nrunpy.run_path(sys.argv[1])\nsys.exit(4)\n")
+    launcher.chmod(0o755)
+    env = {**os.environ, "PATH": f"{launcher.parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([*RUN, "launch-train", "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    assert "exited 4" in done.stdout and "9 steps" in done.stdout  # 12 calls: 2 warm-up, the last one open

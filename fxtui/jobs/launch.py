@@ -302,10 +302,28 @@ class ProgramJob:
 
 
 def program_argv(command: Sequence[str]) -> list[str]:
-    """What runs: ``python -m fxtui.agent.boot SCRIPT ARGS…`` (or the launcher itself, ``torchrun …``)."""
-    if is_executable(command):
-        return [*command]
-    return [sys.executable, "-m", AGENT_BOOT, *command]
+    """What runs: ``python -m fxtui.agent.boot SCRIPT ARGS…``; a launcher (``torchrun …``) as it is, unless it is a
+    script of this very Python (a console script, as ``torchrun`` is): then the boot runs it, as Python would, so
+    its exit status is said (:mod:`fxtui.agent.program_exit`)."""
+    if not is_executable(command):
+        return [sys.executable, "-m", AGENT_BOOT, *command]
+    path = shutil.which(command[0]) or command[0]
+    if _interpreter(path) == os.path.realpath(sys.executable):
+        return [sys.executable, "-m", AGENT_BOOT, path, *command[1:]]
+    return [*command]
+
+
+def _interpreter(path: str) -> str:
+    """The interpreter a ``#!`` script names (resolved), or ""."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return ""
+    if not first.startswith(b"#!"):
+        return ""
+    words = first[2:].decode(errors="replace").split()
+    return os.path.realpath(words[0]) if len(words) == 1 else ""
 
 
 @contextlib.contextmanager
