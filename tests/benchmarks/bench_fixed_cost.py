@@ -1,6 +1,6 @@
 """What fxtui run adds to a program's wall time, whatever the program: its fixed cost.
 
-    python tests/benchmarks/bench_fixed_cost.py [--pairs N]
+    python tests/benchmarks/bench_fixed_cost.py [--pairs N] [--before CHECKOUT]
 
 A script that only imports torch and calls one ``nn.Linear`` runs, in turn, round after round:
 plain ``python``, ``fxtui run --once``, and ``fxtui run --detach`` followed by waiting for the
@@ -10,7 +10,8 @@ the launch to the script's first line (start-up: fxtui's command, the collector'
 from its first to its last line (torch's import, and the agent's after it), from its last line to
 the end (Python's and torch's finalization; the profile; the job's end). Medians are printed, and
 each side's extra over python; the machine's load average at the start and the end: read the
-figures with it (run when ``uptime`` is under ~1.5).
+figures with it (run when ``uptime`` is under ~1.5). ``--before CHECKOUT`` adds both fxtui sides run
+from another checkout of fxtui (its directory first on ``PYTHONPATH``), in the same rounds.
 """
 
 from __future__ import annotations
@@ -54,18 +55,19 @@ def plain(script: Path) -> tuple[float, float, float]:
     return first - t0, last - first, end - last
 
 
-def once(script: Path) -> tuple[float, float, float]:
+def once(script: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     t0 = time.time()
-    done = subprocess.run([PY, "-m", "fxtui", "run", "--once", str(script)], capture_output=True, text=True, check=True)
+    done = subprocess.run([PY, "-m", "fxtui", "run", "--once", str(script)], capture_output=True, text=True,
+                          check=True, env=env)  # fmt: skip
     end = time.time()
     first, last = _marks(done.stdout)
     return first - t0, last - first, end - last
 
 
-def detached(script: Path) -> tuple[float, float, float]:
+def detached(script: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     t0 = time.time()
     done = subprocess.run([PY, "-m", "fxtui", "run", "--detach", str(script)], capture_output=True, text=True,
-                          check=True)  # fmt: skip
+                          check=True, env=env)  # fmt: skip
     log = Path(next(line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if "its output:" in line))
     info = log.parent / "job.json"
     while json.loads(info.read_text()).get("running", True):
@@ -82,8 +84,13 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=7, help="rounds (each runs every side once; default 7)")
+    parser.add_argument("--before", metavar="CHECKOUT", help="also run both fxtui sides from this checkout")
     args = parser.parse_args()
     sides = {"python": plain, "fxtui run --once": once, "fxtui run --detach + wait": detached}
+    if args.before:
+        env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())}
+        sides["before: --once"] = lambda script: once(script, env)
+        sides["before: --detach + wait"] = lambda script: detached(script, env)
     print(f"load average at the start: {load()}  ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "linear.py"
