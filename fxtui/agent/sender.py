@@ -123,12 +123,15 @@ class Sender:
         Returns at once when the collector is gone.
         """
         if self._state in (_CONNECTING, _CONNECTED):
-            with contextlib.suppress(queue.Full):
-                self._queue.put_nowait(None)
-            if self._queue.full():  # no room for the end: the thread ends when the state says so
-                self._state = _CLOSED
+            ended = False  # the end put after the last message (once there is room for it)
             last, seen = time.monotonic(), self.sent
             while self._thread.is_alive() and self._state in (_CONNECTING, _CONNECTED):
+                if not ended:
+                    try:
+                        self._queue.put_nowait(None)
+                        ended = True
+                    except queue.Full:
+                        pass
                 self._thread.join(0.02)
                 if self.sent != seen:
                     last, seen = time.monotonic(), self.sent
@@ -146,7 +149,7 @@ class Sender:
 
     def _run(self) -> None:
         if not self._open(first=True):
-            self._lose(None, quiet=True)
+            self._lose(None)
         while self._state != _CLOSED:
             if self._state == _GONE:
                 if not self._retry or self._wake.wait(RETRY_S):
@@ -213,7 +216,7 @@ class Sender:
                 for root in message.roots:
                     self._roots.setdefault(root.index, root)
 
-    def _lose(self, connection: Connection | None, quiet: bool = False) -> None:
+    def _lose(self, connection: Connection | None) -> None:
         """The collector is gone: let go of what is queued, take nothing more, say so once."""
         if self._state == _CLOSED:
             return
