@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from fxtui.core.snapshot import Snapshot
     from fxtui.jobs.job_state import JobState
 
-#: Seconds the collector waits for the program's end once it has no more to do, at most (a program whose pid it
-#: cannot watch).
+#: Seconds between the collector's looks at the program's pid, while it waits for the program to say it ends (a
+#: program killed without a word is noticed this late at most).
 POLL_S = 0.2
 
 
@@ -134,7 +134,7 @@ class _Beside:
             self.job.listen()
             threading.Thread(target=_warm, daemon=True, name="fxtui-report-imports").start()
             ended = watch_pid(program)
-            while not self.exited.is_set() and not ended(POLL_S):
+            while not self.exited.wait(POLL_S) and not ended(0):
                 pass
             self.job.drain(AGENTS_END_S)  # the agents' last messages (the program's own said its last already)
             self._print()
