@@ -94,9 +94,9 @@ def profile(
     without it, glibc may hand large buffers back to the system between runs, and
     the nodes that refill them pay page faults (``report.faults_per_run``).
     """
-    from fxtui.core.what_ifs import parse_what_ifs
+    from fxtui.core.what_if_catalogue import parse_what_ifs
+    from fxtui.measure.analysis.cpu_setup import thread_limit
     from fxtui.measure.pipeline import loaded_from_module, make_report, run_profile, session_for_module
-    from fxtui.measure.thread_count import thread_limit
 
     names = parse_what_ifs(what_ifs if isinstance(what_ifs, str) else ",".join(what_ifs)) if what_ifs else ()
     with thread_limit(threads):

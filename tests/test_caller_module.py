@@ -44,8 +44,8 @@ class Detector(nn.Module):
 
 
 def test_a_function_a_module_calls_after_a_graph_break_is_charged_to_that_module() -> None:
-    program = capture(Detector(), Inputs((torch.randn(4, 32),)), mode="dynamo", name="m")
-    paths = program.module_paths
+    captured = capture(Detector(), Inputs((torch.randn(4, 32),)), mode="dynamo", name="m")
+    paths = captured.module_paths
     by_path: dict[str, list[str]] = {}
     for name, path in paths.items():
         by_path.setdefault(path, []).append(name)
@@ -53,7 +53,7 @@ def test_a_function_a_module_calls_after_a_graph_break_is_charged_to_that_module
     # the rest of Head.forward after its break (mul, sigmoid) and decode's exp, mul, clamp, add
     for label in ("sigmoid", "exp", "clamp"):
         assert any(n.endswith(f"· {label}") for n in head), (label, by_path)
-    ops = {n.name: n.node.op for n in program.nodes}
+    ops = {n.name: n.node.op for n in captured.nodes}
     root_ops = {n for n in by_path.get("", []) if ops[n] in ("call_function", "call_method")}
     # what the root's own forward runs stays at the root: its relu, the subtraction and its own decode
     assert {"relu", "sub", "exp", "clamp"} <= root_ops, root_ops

@@ -16,7 +16,7 @@ from torch import nn
 
 from fxtui.commands.cli import main
 from fxtui.core.errors import FxtuiError
-from fxtui.measure.capture import capture, graph_program
+from fxtui.measure.capture import capture, one_graph_model
 from fxtui.measure.capture.names import module_path
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.pipeline import make_report, run_profile, session_for_module
@@ -121,8 +121,8 @@ def test_node_names_are_the_same_in_every_session() -> None:
 
 def test_a_graph_break_makes_several_graphs_and_its_python_stays_unattributed() -> None:
     inputs = Inputs((torch.randn(4, 32),))
-    program = capture(BreaksOnItem(), inputs, mode="auto", name="BreaksOnItem")
-    session = Session(program, inputs, clock=GLUE, clock_overhead_ns=0)
+    captured = capture(BreaksOnItem(), inputs, mode="auto", name="BreaksOnItem")
+    session = Session(captured, inputs, clock=GLUE, clock_overhead_ns=0)
     run_profile(session, 5, 1)
     report = make_report(session, timeline=False)
     graph = session.graph
@@ -148,25 +148,25 @@ class BreaksInside(nn.Module):
 
 
 def test_modules_of_a_frame_compiled_on_its_own_keep_their_full_path() -> None:
-    program = capture(BreaksInside(), Inputs((torch.randn(4, 32),)), mode="dynamo", name="m")
-    assert "inner.head · linear" in program.names and "inner.stem · linear" in program.names
-    assert program.module_paths["inner.head · linear"] == "inner.head"
+    captured = capture(BreaksInside(), Inputs((torch.randn(4, 32),)), mode="dynamo", name="m")
+    assert "inner.head · linear" in captured.names and "inner.stem · linear" in captured.names
+    assert captured.module_paths["inner.head · linear"] == "inner.head"
 
 
 def test_fx_capture_still_names_nodes_by_fx_and_refuses_what_it_cannot_trace() -> None:
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-    program = capture(model, Inputs((torch.randn(2, 4),)), mode="fx")
-    assert program.capture == "fx" and program.names == ["input_1", "_0", "_1", "output"]
+    captured = capture(model, Inputs((torch.randn(2, 4),)), mode="fx")
+    assert captured.capture == "fx" and captured.names == ["input_1", "_0", "_1", "output"]
     with pytest.raises(FxtuiError, match="cannot be traced"):
         capture(BreaksOnItem(), Inputs((torch.randn(4, 32),)), mode="fx")
 
 
 def test_a_graph_run_twice_per_run_adds_its_calls() -> None:
     gm = torch.fx.symbolic_trace(nn.Linear(8, 8))
-    program = graph_program(gm)
-    part = program.parts[0]
-    program.call = lambda inputs: part(part(*inputs.args))  # the same graph twice, as a loop would
-    session = Session(program, Inputs((torch.randn(2, 8),)))
+    captured = one_graph_model(gm)
+    part = captured.parts[0]
+    captured.call = lambda inputs: part(part(*inputs.args))  # the same graph twice, as a loop would
+    session = Session(captured, Inputs((torch.randn(2, 8),)))
     assert session.timer.calls == [2]
     assert {n.calls for n in session.graph.nodes} == {2}
     session.step()
@@ -182,7 +182,7 @@ def test_dynamo_captures_get_work_and_source_lines_like_fx_captures() -> None:
     assert query.flops == 2 * 16 * 64 * 64
     assert query.bytes_moved is not None and query.bytes_moved > 64 * 64 * 4
     assert "modeling_bert.py" in query.source
-    assert session.program.late_graphs == 0  # counting the work recompiled nothing
+    assert session.captured.late_graphs == 0  # counting the work recompiled nothing
 
 
 def test_dynamo_module_sources_become_plain_paths() -> None:

@@ -327,10 +327,10 @@ def test_a_recompile_after_the_capture_is_counted_with_its_reason() -> None:
     from fxtui.measure.inputs import Inputs
 
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
-    program = capture_compiled(model, Inputs((torch.randn(2, 4),)), name="mlp")
-    assert program.late_graphs == 0
-    with program.running():
-        program.run(Inputs((torch.randn(3, 4),)))  # another batch size: TorchDynamo's guard fails, it compiles anew
-    assert program.late_graphs == 1
-    reasons = program.notes.summary().recompiles  # type: ignore[union-attr]
+    captured = capture_compiled(model, Inputs((torch.randn(2, 4),)), name="mlp")
+    assert captured.late_graphs == 0
+    with captured.running():
+        captured.run(Inputs((torch.randn(3, 4),)))  # another batch size: TorchDynamo's guard fails, it compiles anew
+    assert captured.late_graphs == 1
+    reasons = captured.notes.summary().recompiles  # type: ignore[union-attr]
     assert len(reasons) == 1 and "size" in reasons[0], reasons

@@ -119,8 +119,8 @@ def test_more_thread_counts_are_measured_as_what_ifs(capsys: pytest.CaptureFixtu
 
 
 def test_the_app_checks_what_if_names_before_the_screen_is_taken_over(target: str) -> None:
-    from fxtui.commands.cli import build_parser, run_settings
+    from fxtui.commands.cli import build_parser, model_settings
     from fxtui.core.errors import FxtuiError
 
     with pytest.raises(FxtuiError, match="no what-if 'nope'"):
-        run_settings(build_parser().parse_args([target, "--what-if", "nope"]))
+        model_settings(build_parser().parse_args([target, "--what-if", "nope"]))

@@ -74,10 +74,10 @@ def test_decode_steps_are_counted_exactly(report: fxtui.Report) -> None:
 def test_a_decode_node_is_timed_per_token() -> None:
     """A decode node's time is its time over the call's steps ÷ their number: its per-position times average to it."""
     model, kwargs = tiny("llama")
-    program = capture(model, Inputs((), kwargs), generate=NEW_TOKENS)
-    assert program.timer is not None
-    timer = program.timer(clock=time.perf_counter_ns, clock_overhead_ns=0)
-    with program.running():
+    captured = capture(model, Inputs((), kwargs), generate=NEW_TOKENS)
+    assert captured.timer is not None
+    timer = captured.timer(clock=time.perf_counter_ns, clock_overhead_ns=0)
+    with captured.running():
         for _ in range(2):  # the first call names the nodes
             timer.run(Inputs((), kwargs))
     bins = timer.runs.node_bins[-1]  # one bin per decode step here: each bin is one step's time
@@ -279,8 +279,9 @@ def test_a_script_calling_generate_under_fxtui_run(tmp_path: Path) -> None:
     meta = data["metadata"]
     assert meta["mode"] == "run"
     g = meta["generation"]
-    # Each generate() call is a step (12 calls, 5 of them warm-up); every forward inside it is not.
-    assert meta["steps"]["steps"] == 7 and g["calls"] + meta["steps"]["sampled"] <= 7
+    # Each generate() call is a step of its own kind (12 calls, the first its warm-up); every forward inside it is not.
+    assert meta["steps"]["kind"] == "generate" and meta["steps"]["steps"] == 11
+    assert g["calls"] + meta["steps"]["sampled"] <= 11
     assert g["new_tokens"] == 5 and g["decode_steps"] == 4 and g["prompt_tokens"] in (8, 9) and not g["forced"]
     assert len(g["decode_positions"]) == 4 and meta["ttft_s"] > 0 and meta["tpot_s"]["median"] > 0
     assert g["kv_cache_bytes"] and sum(g["kv_layer_bytes"]) == g["kv_cache_bytes"]

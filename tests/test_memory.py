@@ -17,9 +17,9 @@ from torch import nn
 
 from fxtui.commands.cli import main
 from fxtui.core.findings import Hint
-from fxtui.measure.analysis.memory import measure_program_memory
+from fxtui.measure.analysis.memory import measure_captured_memory
 from fxtui.measure.capture import capture
-from fxtui.measure.capture.program import graph_program
+from fxtui.measure.capture.captured import one_graph_model
 from fxtui.measure.explain import hints_for
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.pipeline import make_report, run_profile, session_for_module
@@ -48,8 +48,8 @@ class Views(nn.Module):
 
 def memory_of(module: nn.Module, *args: torch.Tensor):  # type: ignore[no-untyped-def]
     inputs = Inputs(args)
-    program = capture(module.eval(), inputs, mode="fx", name=type(module).__name__)
-    return measure_program_memory(program, inputs)
+    captured = capture(module.eval(), inputs, mode="fx", name=type(module).__name__)
+    return measure_captured_memory(captured, inputs)
 
 
 def test_output_bytes_are_exact_and_views_create_none() -> None:
@@ -181,10 +181,10 @@ def test_the_figures_survive_json_and_older_files_still_load(nested_report: Repo
 
 def test_a_graph_called_twice_counts_its_outputs_twice() -> None:
     gm = torch.fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8)))
-    program = graph_program(gm)
-    part = program.parts[0]
-    program.call = lambda given: part(part(*given.args))
-    found = measure_program_memory(program, Inputs((torch.randn(3, 8),)))
+    captured = one_graph_model(gm)
+    part = captured.parts[0]
+    captured.call = lambda given: part(part(*given.args))
+    found = measure_captured_memory(captured, Inputs((torch.randn(3, 8),)))
     assert found.nodes["_0"].output_bytes == 2 * 3 * 8 * 4
 
 
@@ -319,10 +319,10 @@ def test_a_step_that_mostly_keeps_activations_gets_a_checkpointing_hint() -> Non
 
 def test_the_pass_leaves_the_program_as_the_timed_runs_need_it() -> None:
     inputs = Inputs((torch.randn(4, 16),))
-    program = capture(Views().eval(), inputs, mode="fx", name="Views")
-    part = program.parts[0]
+    captured = capture(Views().eval(), inputs, mode="fx", name="Views")
+    part = captured.parts[0]
     before = part.executor
-    measure_program_memory(program, inputs)
+    measure_captured_memory(captured, inputs)
     # The graph runs through its own forward again, with no profiler left recording.
     assert part.executor == before
     assert not torch.autograd.profiler._is_profiler_enabled
@@ -358,10 +358,10 @@ class Breaks(nn.Module):
 
 def test_every_graph_of_a_dynamo_capture_is_measured_and_values_between_them_stay_alive() -> None:
     inputs = Inputs((torch.randn(64, 32),))
-    program = capture(Breaks().eval(), inputs, mode="dynamo", name="Breaks")
-    assert len(program.parts) == 2
-    found = measure_program_memory(program, inputs)
-    assert program.late_graphs == 0  # no recompile: the pass ran the captured graphs themselves
+    captured = capture(Breaks().eval(), inputs, mode="dynamo", name="Breaks")
+    assert len(captured.parts) == 2
+    found = measure_captured_memory(captured, inputs)
+    assert captured.late_graphs == 0  # no recompile: the pass ran the captured graphs themselves
     layer = 64 * 32 * 4
     assert found.nodes["stem · linear"].output_bytes == layer
     # The second graph takes the stem's output as an input: an activation, alive until its last use.

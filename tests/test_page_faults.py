@@ -9,8 +9,8 @@ from torch import nn
 
 from fxtui.core.nodes import NodeInfo
 from fxtui.core.snapshot import page_fault_warning
-from fxtui.measure.analysis.memory import measure_program_memory
-from fxtui.measure.capture.program import graph_program
+from fxtui.measure.analysis.memory import measure_captured_memory
+from fxtui.measure.capture.captured import one_graph_model
 from fxtui.measure.inputs import Inputs
 
 PAGES = 1024
@@ -31,8 +31,8 @@ class Toucher(nn.Module):
 
 
 def test_the_node_that_touches_fresh_memory_is_charged_its_faults() -> None:
-    program = graph_program(torch.fx.symbolic_trace(Toucher()))
-    found = measure_program_memory(program, Inputs((torch.randn(4, 4),)))
+    captured = one_graph_model(torch.fx.symbolic_trace(Toucher()))
+    found = measure_captured_memory(captured, Inputs((torch.randn(4, 4),)))
     faults = {name: m.page_faults for name, m in found.nodes.items()}
     assert faults["touch_fresh_memory"] >= PAGES
     assert faults["relu"] < PAGES // 4

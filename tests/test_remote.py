@@ -12,7 +12,7 @@ import pytest
 
 from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.commands import Pause, Reset, Resume, Stop
-from fxtui.core.settings import RunSettings, Target
+from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import ChildOptions
 
@@ -49,7 +49,7 @@ class Collector:
 
 
 def start(target: str, **kwargs) -> tuple[ProcessSource, Collector, threading.Thread]:  # type: ignore[no-untyped-def]
-    source = ProcessSource(ChildOptions(RunSettings(Target(target), warmup=1, **kwargs), interval=0.05))
+    source = ProcessSource(ChildOptions(ModelSettings(Target(target), warmup=1, **kwargs), interval=0.05))
     collector = Collector()
     worker = threading.Thread(target=source.run, args=(collector,), daemon=True)
     worker.start()

@@ -65,7 +65,10 @@ def test_a_training_loop_is_split_into_phases_and_timed_per_node(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "argv ['12', '--extra'] name __main__" in done.stdout  # its arguments, its __main__, its stdout
     assert done.stderr == ""  # nothing of fxtui's on the program's stderr (runpy once warned there)
-    assert "training steps (one optimizer.step() each)" in done.stdout
+    assert (
+        "10 training steps after 2 warm-up" in done.stdout
+        and "each holds 1 forward, 1 backward, AdamW.step()" in done.stdout
+    )
     meta = saved["metadata"]
     assert meta["mode"] == "run" and meta["capture"] == "eager"
     steps = meta["steps"]
@@ -101,9 +104,9 @@ def test_an_inference_loop_counts_model_calls(tmp_path: Path) -> None:
     done, saved = fxtui_run(tmp_path, "infer.py", json_out=True)
     assert done.returncode == 0, done.stderr
     steps = saved["metadata"]["steps"]
-    assert steps["kind"] == "call" and steps["steps"] == 9  # 12 calls: 2 warm-up, the last one still open
+    assert steps["kind"] == "eval" and steps["steps"] == 10  # 12 calls: 2 warm-up; the last ends at its return
     names = {r["name"] for r in saved["rows"]}
-    assert {"0 · linear", "1 · relu", "2 · linear", "randn"} <= names  # under inference_mode linear stays whole
+    assert {"0 · linear", "1 · relu", "2 · linear", "(script) · randn"} <= names  # the script's own op, named
 
 
 def test_two_models_are_two_roots_of_the_tree(tmp_path: Path) -> None:
@@ -127,8 +130,8 @@ def test_two_models_are_two_roots_of_the_tree(tmp_path: Path) -> None:
     assert saved["metadata"]["steps"]["kind"] == "train"
 
 
-def test_a_loss_made_afresh_every_step_is_one_root(tmp_path: Path) -> None:
-    """``nn.CrossEntropyLoss()(out, y)`` in the loop: one root of its class, and every sampled step usable."""
+def test_a_loss_made_afresh_every_step_is_the_models_loss(tmp_path: Path) -> None:
+    """``nn.CrossEntropyLoss()(out, y)`` in the loop: the model's (loss), and every sampled step usable."""
     script(
         tmp_path,
         """
@@ -145,11 +148,12 @@ def test_a_loss_made_afresh_every_step_is_one_root(tmp_path: Path) -> None:
     done, saved = fxtui_run(tmp_path, "inline.py", json_out=True)
     assert done.returncode == 0, done.stderr
     paths = [m["path"] for m in saved["modules"]]
-    assert "CrossEntropyLoss" in paths and not [p for p in paths if p.startswith("CrossEntropyLoss_")]
+    assert "(loss)" in paths and not [p for p in paths if p.startswith("CrossEntropyLoss")]  # the model's loss
     steps = saved["metadata"]["steps"]
     assert steps["steps"] == 28 and steps["sampled"] >= 12  # one in 2 after the warm-up, none left out as new
-    loss = {m["path"]: m for m in saved["modules"]}["CrossEntropyLoss"]
-    assert loss["forward_s"] > 0 and loss["backward_s"] > 0
+    rows = [r for r in saved["rows"] if r["module_path"] == "(loss)"]
+    assert {r["phase"] for r in rows} == {"other", "backward"}  # the phase it runs in, and its gradient
+    assert any(r["name"] == "(loss) · _log_softmax" for r in rows)
 
 
 def test_page_faults_are_counted_and_keeping_freed_memory_removes_them(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from torch import nn
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import WhatIf
-from fxtui.core.what_ifs import CATALOGUE, parse_what_ifs
+from fxtui.core.what_if_catalogue import CATALOGUE, parse_what_ifs
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.pipeline import loaded_from_module, make_report, run_profile, session_for_module
 from fxtui.measure.session import Session
@@ -125,12 +125,12 @@ def test_every_catalogued_what_if_has_one_change_and_the_demo_offers_each() -> N
 
 
 def test_the_session_model_and_inputs_are_left_as_they_were(convnet: Session) -> None:
-    weight = convnet.program.root.conv.weight.detach().clone()  # type: ignore[union-attr]
+    weight = convnet.captured.root.conv.weight.detach().clone()  # type: ignore[union-attr]
     x = convnet.inputs.args[0]
     measure(convnet, "channels-last", "fold-bn", "int8-dynamic")
-    assert torch.equal(convnet.program.root.conv.weight, weight)  # type: ignore[union-attr]
+    assert torch.equal(convnet.captured.root.conv.weight, weight)  # type: ignore[union-attr]
     assert x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
-    assert isinstance(convnet.program.root.fc, nn.Linear)  # not the quantized one  # type: ignore[union-attr]
+    assert isinstance(convnet.captured.root.fc, nn.Linear)  # not the quantized one  # type: ignore[union-attr]
     assert "bn" in convnet.timer.names
 
 

@@ -29,10 +29,10 @@ def tensors(module: nn.Module) -> dict[str, torch.Tensor]:
 
 def test_channels_last_copies_the_4d_weights_only_and_shares_the_rest() -> None:
     session = conv_session(capture="fx")
-    original = tensors(session.program.root)
+    original = tensors(session.captured.root)
     variant = make_variant("channels-last", session)
-    assert variant.program is not None
-    copied = tensors(variant.program.root)
+    assert variant.captured is not None
+    copied = tensors(variant.captured.root)
     assert copied.keys() == original.keys()
     for name, tensor in copied.items():
         if original[name].dim() == 4:
@@ -44,14 +44,14 @@ def test_channels_last_copies_the_4d_weights_only_and_shares_the_rest() -> None:
 
 def test_int8_replaces_the_linear_weights_and_shares_the_rest() -> None:
     session = conv_session(capture="fx")
-    original = tensors(session.program.root)
+    original = tensors(session.captured.root)
     variant = make_variant("int8-dynamic", session)
-    assert variant.program is not None
-    copied = tensors(variant.program.root)
+    assert variant.captured is not None
+    copied = tensors(variant.captured.root)
     assert "fc.weight" not in copied  # a quantized Linear keeps packed weights, not a parameter
     for name in ("conv.weight", "conv.bias", "bn.weight", "bn.running_mean"):
         assert copied[name] is original[name], name
-    assert isinstance(session.program.root.fc, nn.Linear)  # the session's own Linear stays
+    assert isinstance(session.captured.root.fc, nn.Linear)  # the session's own Linear stays
 
 
 def test_autocast_and_threads_make_no_copy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,7 +61,7 @@ def test_autocast_and_threads_make_no_copy(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(changes, "_copy", lambda s: copies.append(real(s)) or copies[-1])
     for name in ("bf16", "threads=1"):
         variant = make_variant(name, session)
-        assert variant.program is not None and variant.program.root is session.program.root
+        assert variant.captured is not None and variant.captured.root is session.captured.root
     assert copies == []
 
 

@@ -1,31 +1,20 @@
-"""The agent inside a program run under ``fxtui run``: it finds steps and their phases, and times a sample of
-them per node.
+"""The agent inside a program run under ``fxtui run``: it finds steps of each kind and their phases, and times a
+sample of them per node.
 
-Installed right after the program imports torch (:mod:`fxtui.agent.boot`). What every
-step pays is a few cheap hooks, each a clock reading (measured on 2 cores, torch 2.14): global
-optimizer step hooks (+0.6 µs a step), a wrapper of the DataLoader iterator's ``__next__``
-(+0.5 µs a batch), of ``torch.autograd.backward`` (+0.3 µs), of ``Optimizer.zero_grad`` and
-``clip_grad_norm_``, and forward hooks on the outermost modules only (+22 µs a step for
-mobilenet_v3_small's 209 module calls where global module hooks cost +313 µs). A global module
-hook finds those outermost modules (the *roots*) on the first module call, and again during
-sampled steps (a second model called later, a GAN's discriminator, is found then).
+Installed right after the program imports torch (:mod:`fxtui.agent.boot`). Everything it adds is
+torch's, never the program's: a replacement of ``torch.nn.Module.__call__`` that sees calls at
+the top (:mod:`fxtui.agent.module_calls`: about 0.5 µs per module call, measured there), global
+optimizer step hooks, and wrappers of ``torch.autograd.backward``, the DataLoader iterator's
+``__next__``, ``Optimizer.zero_grad``, ``Module.zero_grad`` and gradient clipping. The program's
+modules, optimizers, tensors and data loaders carry nothing of fxtui's: they pickle, deep-copy,
+save and export as without it.
 
-A step is one ``optimizer.step()`` of the first optimizer that steps (the *primary* one: a
-GAN's second optimizer is part of the step), or, in a program without an optimizer, one call
-of the first root, from its start to the next one's. Each step's wall time splits into
-data, forward, backward, optimizer and other (:data:`fxtui.core.program_run.STEP_PHASES`),
-exclusively: a phase inside another (a closure's forward inside ``LBFGS.step``) pauses it.
-
-After the warm-up steps, one step in N is *sampled*: the :class:`~fxtui.ops.recorder.OpRecorder`
-times every ATen op of it, charged to its module. The first :data:`FIRST_SAMPLES` come one in
-:data:`MIN_EVERY` steps, so figures show soon; then N adapts so the sampled steps cost the
-program at most :data:`BUDGET` of its time (N = (sampled ÷ unsampled step − 1) ÷ BUDGET, at
-least :data:`MIN_EVERY`, at most :data:`MAX_EVERY`). The first sampled step, and any later one
-that meets nodes not seen before, also notes their inputs and the user's source line; slower,
-it is left out of the figures. The records of a sampled step are resolved right after it, outside
-every step's time; all that leaves the user's threads is a small message per step, handed to a
-sender thread (:mod:`fxtui.agent.sender`), which drops messages rather than ever block the
-program when the collector falls behind.
+Where steps begin and end, and of which kind — training steps, evaluation calls, ``generate()``
+calls — is :mod:`fxtui.agent.steps`'s; how often each kind is sampled, :mod:`fxtui.agent.pace`'s.
+A sampled step is timed per ATen op (:class:`~fxtui.ops.recorder.OpRecorder`), charged to its
+module (:class:`~fxtui.ops.namer.OpNamer`); its records are resolved right after it, outside every
+step's time. All that leaves the program's threads is a small message per step, handed to a
+sender thread (:mod:`fxtui.agent.sender`), which drops messages rather than ever block the program.
 
 Nothing here raises into the program: a failing hook is counted, reported once, and the agent
 turns itself off.
@@ -34,44 +23,32 @@ turns itself off.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
-import math
 import os
 import socket
-import statistics
 import sys
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.compiler import is_compiling
-from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from fxtui.agent.generate_hook import GenerateWatch, resolve_step
+from fxtui.agent.module_calls import ModuleCalls
+from fxtui.agent.owners import owner_of
 from fxtui.agent.sender import Sender
-from fxtui.agent.wrappers import quiet_hooks_warning, wrap_call
+from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
+from fxtui.agent.wrappers import wrap_call
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.agent_messages import Bye, Hello, Step
-from fxtui.core.program_run import STEP_PHASES
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernels import CompiledKernels
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.recorder import OpRecorder
 
-#: Sample at most one step in this many.
-MIN_EVERY = 5
-#: And at least one in this many (a model whose per-op cost is large still gets figures).
-MAX_EVERY = 200
-#: Sampled steps taken one in :data:`MIN_EVERY` before the budget sets the pace: figures soon, in every run.
-FIRST_SAMPLES = 8
-
-
-_DATA, _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = (STEP_PHASES.index(p) for p in STEP_PHASES)
 _clock = time.perf_counter_ns
 
 try:
@@ -85,267 +62,284 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
 
 
-class Agent:
-    """Watches the program's steps; ``send(message)`` gets each step's figures (never blocks)."""
+class _Recording(Recording):
+    """The step model's recorder: the per-op timer, the module calls it must see, and the page faults it counts."""
 
-    def __init__(self, send: Callable[[Any], None], options: AgentOptions | None = None) -> None:
+    def __init__(self, recorder: OpRecorder, calls: ModuleCalls) -> None:
+        self.recorder = recorder
+        self.calls = calls
+        self.faults = 0
+        self._faults0 = 0
+
+    def start(self, describing: bool) -> None:
+        self.recorder.start(stacks=describing)
+        self.calls.recording = True
+        self._faults0 = _faults()
+
+    def stop(self) -> list[Any]:
+        self.faults += _faults() - self._faults0
+        self.calls.recording = False
+        self.recorder.stop()
+        return self.recorder.take()
+
+    def mark(self, phase: str, enter: bool, owner: object = None) -> None:
+        self.recorder.mark(phase, enter, owner)
+
+    def take_faults(self) -> int:
+        faults, self.faults = self.faults, 0
+        return faults
+
+
+class Agent:
+    """Watches the program's steps; ``send(message)`` gets each step's figures (never blocks).
+
+    ``alive()`` says whether whoever reads the messages is still there: when it is not, no step is sampled any
+    more (the program runs on, unwatched).
+    """
+
+    def __init__(
+        self, send: Callable[[Any], None], options: AgentOptions | None = None, alive: Callable[[], bool] | None = None
+    ) -> None:
         self.send = send
+        self.alive = alive or (lambda: True)
         self.options = options = options or AgentOptions()
         self.namer = OpNamer()
         self.kernels = CompiledKernels()
         """The kernels of the program's compiled code, timed on sampled steps."""
-        self.recorder = OpRecorder(kernels=self.kernels)
-        self.kind = "call"
-        """``call`` until the first optimizer step, then ``train``."""
-        self.primary: object = None
-        """The optimizer whose step ends a step."""
-        self.roots: list[torch.nn.Module] = []
-        self._root_hooks: list[Any] = []
-        self._undo: list[Callable[[], None]] = []
-        self._discover: Any = None
-        self._depth = 0
-        # The step in progress: each phase's time, the phase stack (exclusive timing), its start.
-        self._acc = [0] * len(STEP_PHASES)
-        self._stack = [_OTHER]
-        self._last = _clock()
-        self._start = self._last
-        self._started = False
-        self.index = 0
-        self.sampling = False
-        self.describing = False
-        self._every = options.every or MIN_EVERY
-        self._next_sample = options.warmup
-        self._faults0 = 0
-        self._plain: deque[int] = deque(maxlen=64)
-        self._ratios: deque[float] = deque(maxlen=16)
-        self.failed = ""
+        self.recorder = OpRecorder(kernels=self.kernels, hooks=False)
+        self.calls = ModuleCalls(self._root_call, self._inner_call)
+        self.recording = _Recording(self.recorder, self.calls)
+        self.model = StepModel(_clock, self._emit, self.recording, options, describe=self._describe)
         self.generate = GenerateWatch(self.recorder)
         """transformers' ``generate()`` calls: each a step, split into its prefill and decode steps."""
+        self._undo: list[Callable[[], None]] = []
+        self._described_kinds: set[str] = set()
+        """Kinds whose latest sampled step met no node left undescribed (the next one need not describe)."""
+        self.failed = ""
 
     # -- installing ---------------------------------------------------------------------------
 
     def install(self) -> None:
-        """Hook into torch: optimizers, backward, DataLoader iterators, zero_grad, gradient clipping, modules."""
+        """Hook into torch: module calls, optimizers, backward, DataLoader iterators, zero_grad, gradient clipping."""
+        model = self.model
+        self.calls.install()
+        self._undo.append(self.calls.uninstall)
         self._undo.append(register_optimizer_step_pre_hook(self._optimizer_pre).remove)
         self._undo.append(register_optimizer_step_post_hook(self._optimizer_post).remove)
-        self._wrap(torch.autograd, "backward", _BACKWARD, "backward")
+        self._wrap(torch.autograd, "backward", lambda who: model.backward_enter(), model.backward_exit)
         from torch.utils.data import dataloader
 
-        self._wrap(dataloader._BaseDataLoaderIter, "__next__", _DATA, "data")
-        self._wrap(torch.optim.Optimizer, "zero_grad", _OPTIMIZER, "optimizer")
+        self._phase(dataloader._BaseDataLoaderIter, "__next__", DATA, "data")
+        self._phase(torch.optim.Optimizer, "zero_grad", OPTIMIZER, "optimizer")
+        self._phase(torch.nn.Module, "zero_grad", OPTIMIZER, "optimizer")
         import torch.nn.utils.clip_grad as clip_grad
 
         for owner in (clip_grad, torch.nn.utils):
             for name in ("clip_grad_norm_", "clip_grad_value_"):
                 if hasattr(owner, name):
-                    self._wrap(owner, name, _OPTIMIZER, "optimizer")
-        self._discover = register_module_forward_pre_hook(self._global_pre)
-        self.generate.install(self._generate_enter, lambda: None)
+                    self._phase(owner, name, OPTIMIZER, "optimizer")
+        self.generate.install(self._guarded(model.generate_enter), self._guarded(model.generate_exit))
         self.kernels.install()
-        run_eagerly(self._global_pre, self._root_pre, self._root_post, self._optimizer_pre, self._optimizer_post)
-        self._undo.append(quiet_hooks_warning())
+        # The frames of fxtui's own bookkeeping, called from the module calls and the optimizer's hooks: TorchDynamo
+        # must neither compile them nor trace them into the program's graphs.
+        run_eagerly(self._optimizer_pre, self._optimizer_post, self._root_of, self._fail, model.root_enter,
+                    model.root_exit, self.recorder.enter, self.recorder.exit, self.generate.forward,
+                    self.generate.cache)  # fmt: skip
 
     def uninstall(self) -> None:
         """Remove every hook and wrapper (the program goes on as if never watched)."""
-        self.recorder.stop()
+        with contextlib.suppress(Exception):
+            self.recorder.stop()
+        self.calls.recording = False
         self.generate.uninstall()
         self.kernels.uninstall()
         for undo in reversed(self._undo):
-            undo()
+            with contextlib.suppress(Exception):
+                undo()
         self._undo.clear()
-        for handle in self._root_hooks:
-            handle.remove()
-        self._root_hooks.clear()
-        if self._discover is not None:
-            self._discover.remove()
-            self._discover = None
 
-    def _wrap(self, owner: Any, name: str, phase: int, mark: str) -> None:
-        """Time calls of ``owner.name`` as ``phase``; an optimizer's method is owned by the optimizer, a function by
-        its name (``clip_grad_norm_``)."""
-        enter, leave = functools.partial(self._enter, phase, mark), functools.partial(self._exit, mark)  # no frame each
-        self._undo.append(wrap_call(owner, name, enter, leave))
+    def _wrap(self, owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> None:
+        self._undo.append(wrap_call(owner, name, self._guarded(enter), self._guarded(leave)))
 
-    # -- phases -------------------------------------------------------------------------------
+    def _phase(self, owner: Any, name: str, phase: int, mark: str) -> None:
+        """Time calls of ``owner.name`` as ``phase``; a method's owner is the object it is called on (the optimizer),
+        a function's its name (``clip_grad_norm_``)."""
+        enter = functools.partial(self.model.phase_enter, phase, mark)  # a partial: no Python frame of its own
+        leave = functools.partial(self.model.phase_exit, phase, mark)
+        self._wrap(owner, name, enter, leave)
 
-    def _enter(self, phase: int, mark: str, owner: object = None) -> None:
-        now = _clock()
-        self._acc[self._stack[-1]] += now - self._last
-        self._last = now
-        self._stack.append(phase)
-        if self.sampling:
-            self.recorder.mark(mark, True, owner)
+    def _guarded(self, fn: Callable[..., None]) -> Callable[..., None]:
+        """``fn``, never raising into the program: a failure turns the agent off (:meth:`_fail`)."""
 
-    def _exit(self, mark: str) -> None:
-        now = _clock()
-        self._acc[self._stack[-1]] += now - self._last
-        self._last = now
-        if len(self._stack) > 1:
-            self._stack.pop()
-        if self.sampling:
-            self.recorder.mark(mark, False)
+        def guarded(*args: Any) -> None:
+            if self.failed:
+                return
+            try:
+                fn(*args)
+            except Exception as e:
+                self._fail(e)
 
-    # -- roots and forward ----------------------------------------------------------------------
+        run_eagerly(guarded)
+        return guarded
 
-    def _global_pre(self, module: torch.nn.Module, args: Any) -> None:
-        if is_compiling():
-            return
-        if self._depth or any(module is r for r in self.roots):
-            return  # inside a root, or a root whose own pre-hook runs next
-        if self.namer.by_class(module):
-            return  # a fresh one of a stateless root (a loss made every step): its class's root already
-        self._guard(self._root_seen, module)
-        # The hooks a call runs were chosen before this one added the root's: run its pre-hook now.
-        self._root_pre(module, args)
-        if not self.sampling and self._discover is not None:
-            self._discover.remove()  # found: the roots' own hooks time the forward from now on
-            self._discover = None
+    # -- module calls ---------------------------------------------------------------------------
 
-    def _root_seen(self, module: torch.nn.Module) -> None:
-        if any(module is r for r in self.roots):
-            return
-        self.roots.append(module)
-        self.namer.add_root(module)
-        self._root_hooks.append(module.register_forward_pre_hook(self._root_pre))
-        self._root_hooks.append(module.register_forward_hook(self._root_post, always_call=True))
-
-    def _is_step_root(self, module: torch.nn.Module) -> bool:
-        first = next((r for r in self.roots if not isinstance(r, torch.nn.modules.loss._Loss)), None)
-        return module is first
-
-    def _root_pre(self, module: torch.nn.Module, args: Any) -> None:
-        if is_compiling():
-            return
-        if self._depth == 0:
-            if self.generate.active:  # a forward inside generate(): a decode step, not a step of the program
+    def _root_call(self, module: torch.nn.Module, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+        """A module called at the top: a root's forward begins (a step may begin or end here)."""
+        if self.failed:
+            return call(module, *args, **kwargs)
+        try:
+            root, steps = self._root_of(module)
+            self.model.root_enter(root, torch.is_grad_enabled(), module.training, steps)
+            if self.generate.active:  # a forward inside generate(): the prefill or a decode step
                 self.generate.forward(module)
-            elif self.kind == "call" and self._is_step_root(module):
-                self._guard(self._boundary)
-                if self.sampling:  # recording began inside this call, after its hooks were chosen
-                    self.recorder.enter(module, args)
-            self._enter(_FORWARD, "forward")
-        self._depth += 1
+            self.recorder.enter(module, args)
+        except Exception as e:
+            self._fail(e)
+            return call(module, *args, **kwargs)
+        self.calls.inside = True
+        out = None
+        try:
+            out = call(module, *args, **kwargs)
+        finally:
+            self.calls.inside = False
+            try:
+                self.recorder.exit(module, out)
+                self.model.root_exit()
+            except Exception as e:
+                self._fail(e)
+        if self.generate.active:
+            try:
+                self.generate.cache(out)
+            except Exception as e:
+                self._fail(e)
+        return out
 
-    def _root_post(self, module: torch.nn.Module, args: Any, out: Any) -> None:
-        if is_compiling():
-            return
-        self._depth = max(0, self._depth - 1)
-        if self._depth == 0 and self.generate.active:
-            self.generate.cache(out)
-        if self._depth == 0:
-            self._exit("forward")
+    def _inner_call(self, module: torch.nn.Module, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+        """A module called inside a root's call while a step is recorded: the per-op timer's module stack."""
+        recorder = self.recorder
+        recorder.enter(module)
+        try:
+            return call(module, *args, **kwargs)
+        finally:
+            recorder.exit(module)
 
-    def _generate_enter(self) -> None:
-        """A ``generate()`` call starts: in a program without an optimizer, a step of its own."""
-        if self.kind == "call":
-            self._guard(self._boundary)
+    def _root_of(self, module: torch.nn.Module) -> tuple[int, bool]:
+        """The root a module called at the top belongs to (found, with the model that owns it, the first time), and
+        whether its calls make steps (a loss module's do not)."""
+        known = self.namer.known_module(module)
+        if known is None:
+            owner = owner_of(module, sys._getframe(4))  # from the program's frame that called it
+            self.namer.add_root(owner if owner is not None else module)
+            known = self.namer.known_module(module) or (self.namer.add_root(module), "")
+        return known[0], not isinstance(module, torch.nn.modules.loss._Loss)
 
-    # -- optimizer ------------------------------------------------------------------------------
+    # -- optimizers -----------------------------------------------------------------------------
 
-    def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if is_compiling():
-            return
-        self._enter(_OPTIMIZER, "optimizer", optimizer)
+    def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+        if is_compiling() or self.failed:
+            return None
+        try:
+            self.model.optimizer_enter(optimizer, type(optimizer).__name__)
+            return self._closure(args, kwargs)
+        except Exception as e:
+            self._fail(e)
+            return None
 
     def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if is_compiling():
+        if is_compiling() or self.failed:
             return
-        self._exit("optimizer")
-        if self.primary is None:
-            self.primary = optimizer
-            if self.kind != "train":
-                self.kind = "train"
-                self.index = 0  # the calls counted so far were the start of the first training step
-                self._next_sample = max(self._next_sample, self.options.warmup)
-        if optimizer is self.primary:
-            self._guard(self._boundary)
+        try:
+            self.model.optimizer_exit(optimizer)
+        except Exception as e:
+            self._fail(e)
+
+    def _closure(self, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+        """``step(closure)``: the closure passed on wrapped, so that its forward, loss and backward are the model's."""
+        # ``args`` are the step's own: the optimizer first, then the closure when it is passed by position.
+        closure = kwargs.get("closure") if kwargs else None
+        positional = closure is None and len(args) > 1 and callable(args[1])
+        closure = args[1] if positional else closure
+        if closure is None:
+            return None
+        model = self.model
+
+        def measured_closure(*a: Any, **k: Any) -> Any:
+            model.closure_enter()
+            try:
+                return closure(*a, **k)
+            finally:
+                model.closure_exit()
+
+        if positional:
+            return (args[0], measured_closure, *args[2:]), kwargs
+        return args, {**kwargs, "closure": measured_closure}
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def _boundary(self) -> None:
-        """A step ends (and the next begins): send its figures, decide whether the next is sampled."""
-        now = _clock()
-        faults = _faults() - self._faults0 if self.sampling and resource else -1
-        self._acc[self._stack[-1]] += now - self._last
-        if self._started:
-            sampled = self.sampling
-            if sampled:
-                self.recorder.stop()
-            wall = now - self._start
-            phases = tuple(self._acc)
-            ops: list[tuple[int, int, str, int]] = []
-            calls = self.generate.take()
-            if sampled:
-                ops = resolve_step(self.namer, self.recorder.take(), calls)
-            nodes, roots = self.namer.take_new()
-            generation = tuple(c.summary() for c in calls)
-            step = Step(self.index, self.kind, wall, phases, sampled, self.describing, ops, nodes, roots,
-                             start_ns=self._start, faults=faults, note=self.kernels.unsaid())  # fmt: skip
-            self.send(dataclasses.replace(step, generation=generation) if generation else step)
-            self._learn(wall, sampled, self.describing)
-            self.index += 1
-        self._started = True
-        self.sampling = self.index >= self._next_sample and self.failed == ""
-        if self.sampling:
-            self._next_sample = self.index + self._every
-            # A step that meets new nodes also notes their inputs and source lines (slower: left out of the figures).
-            self.describing = not self.namer.known or self.namer.undescribed
-            self.recorder.start(stacks=self.describing)
-            if self._discover is None:  # new roots are found during sampled steps
-                self._discover = register_module_forward_pre_hook(self._global_pre)
-        else:
-            self.describing = False
-            if self._discover is not None and self.roots:
-                self._discover.remove()
-                self._discover = None
-        # Everything above is the profiler's own cost: it belongs to no step.
-        if self.sampling:
-            self._faults0 = _faults()
-        self._acc = [0] * len(STEP_PHASES)
-        self._last = self._start = _clock()
+    def _describe(self, kind: str) -> bool:
+        """A sampled step of ``kind`` notes its nodes' inputs and source lines: the kind's first, and the next after
+        one that met nodes not noted yet (a code path taken late)."""
+        return kind not in self._described_kinds
 
-    def _learn(self, wall: int, sampled: bool, describing: bool) -> None:
-        """Adapt how often steps are sampled, from what a sampled step costs against an unsampled one.
-
-        A step that also noted new nodes' inputs and source lines costs more than sampling does: it teaches nothing.
-        """
-        if describing:
-            return
-        if not sampled:
-            self._plain.append(wall)
-            return
-        if self.options.every or len(self._plain) < 3:
-            return
-        self._ratios.append(wall / statistics.median(self._plain))
-        if len(self._ratios) < FIRST_SAMPLES:
-            return
-        extra = max(0.0, statistics.median(self._ratios) - 1.0)
-        self._every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / self.options.budget)))
-        self._next_sample = self.index + 1 + self._every - 1
+    def _emit(self, step: ClosedStep) -> None:
+        """A step ended: resolve its records (a sampled one), send its figures."""
+        if self.model.enabled and not self.alive():
+            self.model.enabled = False  # the collector is gone: nothing is sampled any more
+        calls = self.generate.take() if step.kind == "generate" else []
+        ops: list[tuple[int, int, str, int]] = []
+        faults = -1
+        if step.sampled:
+            ops = resolve_step(self.namer, step.records, calls)
+            faults = self.recording.take_faults()
+            if self.namer.all_described(node for node, *_ in ops):
+                self._described_kinds.add(step.kind)
+            else:
+                self._described_kinds.discard(step.kind)
+        nodes, roots = self.namer.take_new()
+        self.send(
+            Step(
+                step.index,
+                step.kind,
+                step.wall_ns,
+                step.phases_ns,
+                step.sampled,
+                step.describing,
+                ops,
+                nodes,
+                roots,
+                start_ns=step.start,
+                generation=tuple(c.summary() for c in calls),
+                faults=faults,
+                note=self.kernels.unsaid(),
+                warm=step.warm,
+                holds=step.holds,
+                restart=step.restart,
+            )
+        )
 
     def finish(self) -> None:
-        """The program ends: send the step in progress (as unfinished) and the goodbye.
-
-        A last ``generate()`` call that returned ends its step here (a call is long, and a program may make few).
-        """
-        if self.kind == "call" and self._started and any(c.t1 for c in self.generate.calls):
-            self._guard(self._boundary)
-        self.recorder.stop()
-        self.send(Bye(self.index, self.failed))
+        """The program ends: an evaluation call still open is sent, then the goodbye."""
+        if not self.failed:
+            try:
+                self.model.finish()
+            except Exception as e:
+                self._fail(e)
+        with contextlib.suppress(Exception):
+            self.recorder.stop()
+        self.send(Bye(sum(p.index for p in self.model.paces.values()), self.failed))
 
     # -- do no harm -----------------------------------------------------------------------------
 
-    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run ``fn``; if it fails, say so once and turn the agent off: never raise into the program."""
-        try:
-            fn(*args)
-        except Exception as e:
-            if not self.failed:
-                self.failed = f"the agent failed and stopped watching: {type(e).__name__}: {e}"
-                if os.environ.get("FXTUI_DEBUG"):
-                    traceback.print_exc()
-                with contextlib.suppress(Exception):
-                    self.uninstall()
+    def _fail(self, error: Exception) -> None:
+        """Say once that the agent failed, and turn it off: never raise into the program."""
+        if self.failed:
+            return
+        self.failed = f"the agent failed and stopped watching: {type(error).__name__}: {error}"
+        if os.environ.get("FXTUI_DEBUG"):
+            traceback.print_exc()
+        with contextlib.suppress(Exception):
+            self.uninstall()
 
 
 _agent: Agent | None = None
@@ -364,7 +358,7 @@ def start_from_environment() -> None:
         print(f"fxtui: cannot reach the collector ({e}); the program runs unwatched", file=sys.stderr)
         return
     options = AgentOptions.decode(os.environ.get(AGENT_OPTIONS, ""))
-    agent = Agent(sender.send, options)
+    agent = Agent(sender.send, options, alive=lambda: getattr(sender, "alive", True))
     rank = os.environ.get("RANK")
     sender.send(
         Hello(

@@ -1,8 +1,8 @@
 """``generate()`` calls in a program under ``fxtui run``: each call a step, split into its prefill and decode steps.
 
 transformers' ``GenerationMixin.generate`` is wrapped (when transformers is imported, now or
-later): a call starts a step of its own (in a program without an optimizer), the model's
-forwards inside it do not, and the wrapper notes when each forward starts, so every call gives
+later): a call is a step of its own kind (:mod:`fxtui.agent.steps`), the model's forwards inside
+it are not steps, and the wrapper notes when each forward starts, so every call gives
 its time to first token and its decode steps (:class:`~fxtui.agent.sender.GenerationCall`) as
 ``--generate`` measures them (:mod:`fxtui.measure.capture.generate`). In a sampled step the op
 records of each forward are resolved apart, the first in the **prefill**, the others in
@@ -24,9 +24,10 @@ from typing import Any
 
 from fxtui.core.agent_messages import GenerationCall
 from fxtui.ops.after_import import AfterImport, after_import, forget
-from fxtui.ops.dynamo_skip import run_eagerly
+from fxtui.ops.dynamo_skip import run_eagerly, run_eagerly_here
 from fxtui.ops.namer import OpNamer
-from fxtui.ops.recorder import ENTER, PHASE_ENTER, PHASE_EXIT, OpRecorder
+from fxtui.ops.recorder import OpRecorder
+from fxtui.ops.records import PhaseEnter, Record, make
 
 _clock = time.perf_counter_ns
 _MODULE = "transformers.generation.utils"
@@ -71,13 +72,14 @@ class GenerateWatch:
             call = watch._start(model, args, kwargs)
             try:
                 out = original(model, *args, **kwargs)
+                call.output(out)
+                return out
             finally:
                 watch._end(call)
-                leave()
-            call.output(out)
-            return out
+                leave()  # the call's step ends: it is sent with this call's figures
 
-        run_eagerly(generate)
+        run_eagerly_here(generate)  # the model's forwards inside are compiled as usual
+        run_eagerly(self._start, self._end)
         generate.__wrapped__ = original  # type: ignore[attr-defined]
         generate.__doc__ = original.__doc__
         mixin.generate = generate
@@ -96,15 +98,13 @@ class GenerateWatch:
         call.end = len(self.recorder.records) if call.start >= 0 and self.recorder.active else -1
 
     def forward(self, model: Any) -> None:
-        """A forward of the model starts inside the call (the root's pre-hook)."""
+        """A forward of the model starts inside the call, before the recorder notes the model's entry."""
         call = self.calls[-1] if self.calls else None
         if call is None or model is not call.model:
             return
         call.starts.append(_clock())
         if call.start >= 0:
-            records = self.recorder.records
-            at = len(records) - 1  # the recorder's global hook noted the model's entry just before
-            call.marks.append(at if at >= 0 and records[at][0] == ENTER and records[at][1] is model else at + 1)
+            call.marks.append(len(self.recorder.records))
 
     def cache(self, out: Any) -> None:
         """A forward of the model ended (sampled steps): keep its cache to count at the call's end."""
@@ -162,9 +162,7 @@ class _Call:
         )
 
 
-def resolve_step(
-    namer: OpNamer, records: list[tuple[Any, ...]], calls: Sequence[_Call]
-) -> list[tuple[int, int, str, int]]:
+def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) -> list[tuple[int, int, str, int]]:
     """A sampled step's ops, its ``generate()`` calls' split into the prefill and decode steps, decode ops per token.
 
     Records outside the calls resolve as any step's; each forward's records inside a call are
@@ -183,9 +181,7 @@ def resolve_step(
         began: dict[int, int] = {}  # a decode node's first start in the call, where a trace draws its total
         steps = max(len(bounds) - 2, 1)
         for k, (a, b) in enumerate(itertools.pairwise(bounds)):
-            # The agent marks each forward as the step's forward phase: here it is the prefill or a decode step.
-            inside = [r for r in records[a:b] if not (r[0] in (PHASE_ENTER, PHASE_EXIT) and r[1] == "forward")]
-            ops = namer.resolve([(PHASE_ENTER, "prefill" if k == 0 else "decode", 0, None), *inside])
+            ops = namer.resolve([make(PhaseEnter, ("prefill" if k == 0 else "decode", 0, None)), *records[a:b]])
             if k == 0:
                 out += ops
             else:

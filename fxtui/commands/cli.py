@@ -26,7 +26,7 @@ from fxtui.core.captures import CHOICES as CAPTURE_CHOICES
 from fxtui.core.captures import MODES as CAPTURE_MODES
 from fxtui.core.compilation import COMPILE_MODES
 from fxtui.core.errors import FxtuiError
-from fxtui.core.settings import OutputSettings, RunSettings, Target, parse_hf_config, parse_shape
+from fxtui.core.settings import ModelSettings, OutputSettings, Target, parse_hf_config, parse_shape
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return attach_command.main(argv[1:])
         args = build_parser().parse_args(argv)
-        settings, output = run_settings(args), output_settings(args)
+        settings, output = model_settings(args), output_settings(args)
         if args.once or not sys.stdout.isatty():
             from fxtui.commands import model_headless as headless
 
@@ -254,10 +254,10 @@ def _target(args: argparse.Namespace) -> Target:
     )
 
 
-def run_settings(args: argparse.Namespace) -> RunSettings:
+def model_settings(args: argparse.Namespace) -> ModelSettings:
     """What ``args`` ask of the profile, as one immutable value."""
     from fxtui.core.columns import MEMORY
-    from fxtui.core.what_ifs import parse_what_ifs
+    from fxtui.core.what_if_catalogue import parse_what_ifs
 
     names = parse_what_ifs(args.what_if) if args.what_if else ()
     names += tuple(f"threads={n}" for n in (args.threads or ())[1:])
@@ -265,7 +265,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     # A memory column or sort asks for the memory pass as --memory does.
     memory = args.memory or bool({*columns, args.sort} & {*MEMORY, "saved"})
     exporting = bool(output_exports(args))
-    return RunSettings(
+    return ModelSettings(
         target=_target(args),
         threads=tuple(args.threads or ()),
         runs=args.runs,
@@ -316,7 +316,7 @@ def _diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _live(settings: RunSettings, output: OutputSettings) -> int:
+def _live(settings: ModelSettings, output: OutputSettings) -> int:
     from fxtui.commands.model_app import run_app
 
     return run_app(settings)

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 
 from fxtui.commands.output import say
 from fxtui.core.errors import FxtuiError
-from fxtui.core.settings import RunSettings
+from fxtui.core.settings import ModelSettings
 from fxtui.core.snapshot import Snapshot, State
 
 if TYPE_CHECKING:
     from fxtui.ui.app import FxtuiApp
 
 
-def run_app(settings: RunSettings) -> int:
+def run_app(settings: ModelSettings) -> int:
     """Open the app on a child process profiling ``settings``; returns the exit status."""
     from fxtui.core.commands import Stop
 
@@ -39,7 +39,7 @@ def run_app(settings: RunSettings) -> int:
     return finish(app)
 
 
-def make_app(settings: RunSettings) -> FxtuiApp:
+def make_app(settings: ModelSettings) -> FxtuiApp:
     """The app on a started child process that profiles ``settings``, the what-ifs asked for queued."""
     # torch is imported by the engine's child process only; the app stays light.
     from fxtui.commands.model_engine import ProcessSource

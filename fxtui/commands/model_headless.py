@@ -17,7 +17,7 @@ from fxtui.commands.output import say
 from fxtui.commands.signals import StopOnSignal
 from fxtui.core.columns import check_extra, sort_column
 from fxtui.core.errors import FxtuiError, Interrupted
-from fxtui.core.settings import OutputSettings, RunSettings
+from fxtui.core.settings import ModelSettings, OutputSettings
 
 if TYPE_CHECKING:
     from fxtui.report.api import Report
@@ -32,7 +32,7 @@ def check(output: OutputSettings) -> None:
     check_exports(output.export_paths)
 
 
-def run(settings: RunSettings, output: OutputSettings) -> int:
+def run(settings: ModelSettings, output: OutputSettings) -> int:
     """Profile as ``settings`` say and print the results as ``output`` says; returns the exit status."""
     check(output)
     if settings.malloc == "keep":
@@ -48,9 +48,9 @@ def run(settings: RunSettings, output: OutputSettings) -> int:
         return _profile_and_print(settings, output, stop)
 
 
-def _profile_and_print(settings: RunSettings, output: OutputSettings, stop: StopOnSignal) -> int:
+def _profile_and_print(settings: ModelSettings, output: OutputSettings, stop: StopOnSignal) -> int:
+    from fxtui.measure.analysis.cpu_setup import thread_limit
     from fxtui.measure.pipeline import make_report, run_profile, session_for_target
-    from fxtui.measure.thread_count import thread_limit
     from fxtui.measure.whatif.measure import MAX_PAIRS
     from fxtui.measure.whatif.runner import run_what_ifs
     from fxtui.report.findings_text import aten_text, hints_text, what_ifs_text

@@ -97,6 +97,19 @@ def column_keys(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(c.strip() for c in (args.columns or "").split(",") if c.strip())
 
 
+def add_kind_option(p: argparse.ArgumentParser) -> None:
+    """``fxtui run`` and ``fxtui attach``: which kind of step's nodes the table shows."""
+    from fxtui.core.program_run import STEP_KINDS
+
+    p.add_argument(
+        "--kind",
+        choices=STEP_KINDS,
+        default="",
+        help="the nodes of which kind of step: train (training steps), eval (evaluation calls), generate "
+        "(generate() calls); default: training when the program trains",
+    )
+
+
 def program_output(args: argparse.Namespace) -> OutputSettings:
     """How ``fxtui run`` and ``fxtui attach`` show a program's profile (every phase may be filtered)."""
     return OutputSettings(
@@ -106,4 +119,5 @@ def program_output(args: argparse.Namespace) -> OutputSettings:
         modules=args.modules,
         columns=column_keys(args),
         exports=output_exports(args),
+        kind=getattr(args, "kind", ""),
     )

@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The options of ``fxtui run`` (the program and its arguments are split off first: :func:`split`)."""
-    from fxtui.commands.options import add_export_options, add_table_options, count_type
+    from fxtui.commands.options import add_export_options, add_kind_option, add_table_options, count_type
 
     p = _Parser(
         prog="fxtui run",
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "blocks it allocates afresh every step stop costing page faults; its peak stays resident",
     )
     add_table_options(p)
+    add_kind_option(p)
     add_export_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
@@ -195,7 +196,7 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings) -> int:
         job.close()
     with lock:
         collector.ended(code)
-        snapshot = collector.snapshot(State.DONE)
+        snapshot = collector.snapshot(State.DONE, kind=output.kind or None)
     print_report(snapshot, output)
     return exit_status(code)
 

@@ -51,12 +51,15 @@ class Step:
     """One step: its wall time and phases; for a sampled step its ops too; the nodes and roots first seen in it."""
 
     index: int
+    """The step's place among the steps of its kind (0: the first)."""
     kind: str
+    """``train``, ``eval`` or ``generate`` (:data:`~fxtui.core.program_run.STEP_KINDS`)."""
     wall_ns: int
     phases_ns: tuple[int, ...]
     sampled: bool
     describing: bool
-    """Sampled, and slower for noting new nodes' inputs and source lines: its ops are not figures."""
+    """Sampled, and noting new nodes' inputs and source lines: its ops' times count (each is read around the op's
+    own call), its wall time does not (it is slower)."""
     ops: list[tuple[int, int, str, int]] = field(default_factory=list)
     """(node id, ns, output shape, clock at its start) per op, in the order they ran."""
     nodes: list[EagerNode] = field(default_factory=list)
@@ -71,6 +74,12 @@ class Step:
     """A sampled step's minor page faults (the program's process, every thread); -1 where not counted."""
     note: str = ""
     """Something the agent could not do, said once (a compiled graph whose kernels it cannot time)."""
+    warm: bool = True
+    """Past its kind's warm-up: counted in the figures."""
+    holds: tuple[tuple[str, int], ...] = ()
+    """What the step holds: ``forward`` (root calls), ``backward``, ``optimizer:AdamW`` (steps), ``data`` (batches)."""
+    restart: bool = False
+    """The figures of this kind so far are void: its steps held only part of an iteration (an optimizer seen late)."""
 
 
 @dataclass(frozen=True)

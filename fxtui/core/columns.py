@@ -118,6 +118,26 @@ def marks(stats: NodeStats | None) -> str:
     return ", ".join(said)
 
 
+def _calls(stats: NodeStats | None) -> float:
+    """A node's calls: per sampled step in a program's profile (a module called in a loop runs its nodes at each
+    call), else the timed runs."""
+    if stats is None:
+        return -1.0
+    return stats.calls_per_step if stats.calls_per_step > 0 else float(stats.count)
+
+
+def _calls_text(stats: NodeStats | None) -> str:
+    if stats is None:
+        return "–"
+    calls = _calls(stats)
+    return str(round(calls)) if abs(calls - round(calls)) < 0.05 else f"{calls:.1f}"
+
+
+def _calls_by_columns(column: Callable[[str], Sequence[float]]) -> np.ndarray:
+    per_step = np.asarray(column("calls_per_step"), dtype=np.float64)
+    return np.where(per_step > 0, per_step, np.asarray(column("count"), dtype=np.float64))
+
+
 def _time_column(key: str, header: str, field: str, width: int = 0) -> Column:
     return Column(key, header, _time(field), _stat(field), width=width, stat=field)
 
@@ -139,8 +159,8 @@ COLUMNS: tuple[Column, ...] = (
     _time_column("p90", "p90", "p90_s", 9),
     Column("pct", "% of run", lambda _i, s, _r: "–" if s is None else format_pct(s.pct), _stat("pct"),
            label="% run", width=6, stat="pct"),
-    Column("calls", "calls", lambda _i, s, _r: "–" if s is None else str(s.count), _stat("count"), width=6,
-           stat="count"),
+    Column("calls", "calls", lambda _i, s, _r: _calls_text(s), lambda _i, s, _r: _calls(s), width=6,
+           by_columns=lambda column: _calls_by_columns(column)),
     Column("noisy", "~", lambda _i, s, _r: "~" if caution(s) else " ", lambda _i, s, _r: 1.0 if caution(s) else 0.0,
            numeric=False, width=1, by_columns=_caution_by_columns),
     Column("marks", "", lambda _i, s, _r: marks(s), lambda _i, s, _r: marks(s), numeric=False),

@@ -45,6 +45,13 @@ class ShowRank:
 
 
 @dataclass(frozen=True)
+class ShowKind:
+    """``fxtui run``: show the figures of ``kind``'s steps (``train``, ``eval``, ``generate``)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class Explain:
     """Find the aten operators inside ``node``; later snapshots carry them in ``aten``."""
 
@@ -64,4 +71,4 @@ class MeasureWhatIfs:
     names: tuple[str, ...]
 
 
-Command = Pause | Resume | Reset | Stop | StopProgram | ShowRank | Explain | RequestHints | MeasureWhatIfs
+Command = Pause | Resume | Reset | Stop | StopProgram | ShowRank | ShowKind | Explain | RequestHints | MeasureWhatIfs

@@ -222,6 +222,9 @@ class NodeStats:
     """In a distributed job: the slowest rank's median of this node."""
     slowest_rank: int = -1
     """In a distributed job: the rank whose median of this node is the largest."""
+    calls_per_step: float = 0.0
+    """In a program's profile (``fxtui run``): how many times the node ran per sampled step (a module called in a
+    loop runs its nodes at every call; :attr:`median_s` is their sum in a step); 0 elsewhere."""
 
     @property
     def noisy(self) -> bool:

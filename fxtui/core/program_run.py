@@ -18,8 +18,18 @@ from dataclasses import dataclass, field
 #: How a step's wall time splits: waiting on a DataLoader, the model's forward calls, backward,
 #: the optimizer (step, zero_grad, gradient clipping), and the script's own Python between them.
 STEP_PHASES = ("data", "forward", "backward", "optimizer", "other")
-#: What the agent finds steps by: optimizer steps (training) or calls of the outermost module.
-STEP_KINDS = ("train", "call")
+#: The kinds of step the agent tells apart, in the order the figures lead with them: training steps (an
+#: iteration: its forwards, backwards and optimizer steps), evaluation calls (a root module called without
+#: gradients, or in eval() mode once trained) and transformers' generate() calls.
+STEP_KINDS = ("train", "eval", "generate")
+#: The share of a kind's steps that must hold the same calls for its steps to read as alike.
+ALIKE = 0.9
+#: How each kind is named in a sentence: (one, several).
+KIND_NAMES = {
+    "train": ("training step", "training steps"),
+    "eval": ("evaluation call", "evaluation calls"),
+    "generate": ("generate() call", "generate() calls"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +93,60 @@ def exit_text(code: int | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class KindSummary:
+    """One kind of step at a glance: how many, how long, how far its per-node figures can be trusted."""
+
+    kind: str
+    """``train``, ``eval`` or ``generate`` (:data:`STEP_KINDS`)."""
+    steps: int
+    """Steps after warm-up."""
+    warmup: int = 0
+    sampled: int = 0
+    step_median_s: float | None = None
+    """Median wall time of the unsampled steps."""
+    fidelity: float | None = None
+    """Σ of its node medians ÷ :attr:`step_median_s`."""
+    overhead: float | None = None
+    """Its sampled steps' median ÷ :attr:`step_median_s`."""
+    holds: tuple[tuple[str, int], ...] = ()
+    """What a step of it holds (its latest): ``forward``, ``backward``, ``optimizer:AdamW``, ``data``."""
+    nodes: int = 0
+    """Nodes its sampled steps ran."""
+
+    @property
+    def name(self) -> str:
+        """``training steps``, ``evaluation call`` … as many as there are."""
+        one, several = KIND_NAMES.get(self.kind, (self.kind, self.kind))
+        return one if self.steps == 1 else several
+
+
+def holds_text(holds: tuple[tuple[str, int], ...] | dict[str, int]) -> str:
+    """What a training step holds, in words: ``1 forward, 1 backward, AdamW.step()`` or
+    ``4 micro-batches (forward + backward), Adam.step() ×2``."""
+    counts = dict(holds)
+    forwards, backwards = counts.get("forward", 0), counts.get("backward", 0)
+    optimizers = {k.removeprefix("optimizer:"): n for k, n in counts.items() if k.startswith("optimizer:")}
+    parts = []
+    if backwards > 1 and forwards == backwards and len(optimizers) == 1 and sum(optimizers.values()) == 1:
+        parts.append(f"{backwards} micro-batches (forward + backward)")
+    else:
+        if forwards:
+            parts.append(f"{forwards} forward{'s' if forwards > 1 else ''}")
+        if backwards:
+            parts.append(f"{backwards} backward{'s' if backwards > 1 else ''}")
+    for name, n in optimizers.items():
+        parts.append(f"{name}.step()" + (f" ×{n}" if n > 1 else ""))
+    if backwards and not optimizers:
+        parts.append("no optimizer (its update is the script's own)")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
 class StepSummary:
     """The steps so far: counts, each phase's median over the unsampled steps, and the recent timeline."""
 
     kind: str
-    """``train`` (steps are optimizer steps) or ``call`` (calls of the outermost module)."""
+    """The kind of step these figures are of: ``train``, ``eval`` or ``generate`` (:data:`STEP_KINDS`)."""
     steps: int
     """Steps after warm-up."""
     warmup: int
@@ -109,6 +168,12 @@ class StepSummary:
     history_every: int = 1
     faults_median: float | None = None
     """Median minor page faults of the sampled steps (the program's process, every thread); None uncounted."""
+    holds: tuple[tuple[str, int], ...] = ()
+    """What most steps of this kind hold: ``forward``, ``backward``, ``optimizer:AdamW``, ``data`` (calls)."""
+    holds_share: float = 1.0
+    """The share of the steps that hold what most do: below :data:`ALIKE`, the steps are not alike."""
+    kinds: tuple[KindSummary, ...] = ()
+    """Every kind of step the program ran, the one these figures are of included (:data:`STEP_KINDS` order)."""
 
     @property
     def sampling_share(self) -> float | None:

@@ -60,9 +60,9 @@ def parse_hf_config(text: str) -> tuple[tuple[str, str], ...]:
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """What the user asked of one profile, whole and never changed once made (the command line builds it;
-    the headless command, the app's engine process and ``fxtui run`` read it).
+class ModelSettings:
+    """What the user asked of one profile of a model (``fxtui MODEL``), whole and never changed once made (the
+    command line builds it; the headless command and the app's engine process read it).
 
     What was measured is a :class:`~fxtui.report.data.ReportData`; how it is shown is
     :class:`OutputSettings`.
@@ -106,6 +106,9 @@ class OutputSettings:
     columns: tuple[str, ...] = ()
     exports: tuple[tuple[str, str], ...] = ()
     """(format, path) pairs: ``("json", "run.json")`` (:data:`fxtui.report.export.FORMATS`)."""
+    kind: str = ""
+    """A program's profile: the kind of step whose nodes the table shows (``train``, ``eval``, ``generate``; ``""``:
+    training when there is any)."""
 
     @property
     def export_paths(self) -> dict[str, str]:

@@ -78,14 +78,15 @@ class JobCollector:
 
     # -- snapshots ----------------------------------------------------------------------------
 
-    def snapshot(self, state: State = State.RUNNING, rank: int | None = None) -> Snapshot:
-        """The figures of ``rank`` (the lowest when None or unknown), every rank compared beside them."""
+    def snapshot(self, state: State = State.RUNNING, rank: int | None = None, kind: str | None = None) -> Snapshot:
+        """The figures of ``rank`` (the lowest when None or unknown) and of ``kind``'s steps (the kind the figures
+        lead with when None), every rank compared beside them."""
         ranked = self.ranked()
-        traces = {r if r < 10_000 else 0: c.trace() for r, c in ranked} if state is State.DONE else {}
+        traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
         if len(ranked) <= 1:
             collector = ranked[0][1] if ranked else self._any()
-            return dataclasses.replace(collector.snapshot(state), program=self.program, timelines=traces)
-        snapshots = {r: c.snapshot(state) for r, c in ranked}
+            return dataclasses.replace(collector.snapshot(state, kind=kind), program=self.program, timelines=traces)
+        snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
         shown = rank if rank in snapshots else ranked[0][0]
         base = snapshots[shown]
         summary = RankSummary(shown, tuple(_figures(r, c, snapshots[r]) for r, c in ranked))

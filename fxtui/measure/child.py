@@ -15,7 +15,7 @@ import threading
 from multiprocessing.connection import Connection
 
 from fxtui.core.commands import Stop
-from fxtui.core.settings import RunSettings
+from fxtui.core.settings import ModelSettings
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.core.snapshot_packing import Publisher
 
@@ -24,7 +24,7 @@ from fxtui.core.snapshot_packing import Publisher
 class ChildOptions:
     """What the child needs to build and run the session (all picklable)."""
 
-    settings: RunSettings
+    settings: ModelSettings
     """What the user asked (the target, threads, warm-up, the allocator's policy, disturbed steps)."""
     interval: float = 0.3
     """Seconds between snapshots, at least."""

@@ -19,13 +19,13 @@ import torch
 from fxtui.core.errors import NodeError
 from fxtui.core.findings import AtenOp, Hint
 from fxtui.core.snapshot import GraphInfo
-from fxtui.measure.analysis.aten import program_aten_breakdown
+from fxtui.measure.analysis.aten import captured_aten_breakdown
 from fxtui.measure.analysis.cpu_setup import thread_info
 from fxtui.measure.analysis.hint_rules import suggest
-from fxtui.measure.analysis.memory import measure_program_memory
+from fxtui.measure.analysis.memory import measure_captured_memory
 from fxtui.measure.analysis.roofline import measure_peaks
-from fxtui.measure.analysis.source import program_sources
-from fxtui.measure.analysis.work import NodeWork, measure_program_work
+from fxtui.measure.analysis.source import captured_sources
+from fxtui.measure.analysis.work import NodeWork, measure_captured_work
 
 if TYPE_CHECKING:
     from fxtui.measure.session import Session
@@ -37,13 +37,13 @@ def analyse(session: Session, *, peaks: bool = True, memory: bool = False) -> tu
     With ``memory``, one more run measures each node's memory (:mod:`fxtui.measure.analysis.memory`).
     """
     try:
-        work = measure_program_work(session.program, session.inputs)
+        work = measure_captured_work(session.captured, session.inputs)
     except NodeError:
         work = {}  # the model already ran once; a counting failure only loses the FLOPs column
     graph = session.graph
     if memory:
         graph = measure_memory(session)
-    sources = program_sources(session.program)
+    sources = captured_sources(session.captured)
     nodes = []
     for info in graph.nodes:
         done = work.get(info.name)
@@ -86,7 +86,7 @@ def measure_memory(session: Session) -> GraphInfo:
     only loses the memory figures: the graph comes back unchanged.
     """
     try:
-        found = measure_program_memory(session.program, session.inputs)
+        found = measure_captured_memory(session.captured, session.inputs)
     except NodeError:
         return session.graph
     nodes = []
@@ -110,7 +110,7 @@ def measure_memory(session: Session) -> GraphInfo:
 
 def explain_nodes(session: Session, names: Collection[str], runs: int = 3) -> dict[str, tuple[AtenOp, ...]]:
     """The aten operators each of ``names`` runs and their share of the node (empty for none)."""
-    found = program_aten_breakdown(session.program, session.inputs, node_names=set(names), runs=runs)
+    found = captured_aten_breakdown(session.captured, session.inputs, node_names=set(names), runs=runs)
     return {name: found.get(name, ()) for name in names}
 
 
@@ -122,7 +122,7 @@ def hints_for(session: Session) -> tuple[Hint, ...]:
     medians = {name: s.median_s for name, s in snapshot.nodes.items()}
     noise = {name: s.iqr_s / s.median_s for name, s in snapshot.nodes.items() if s.median_s > 0}
     return suggest(
-        session.program,
+        session.captured,
         medians,
         snapshot.run_median_s,
         noise=noise,

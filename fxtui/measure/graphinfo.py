@@ -1,4 +1,4 @@
-"""Turn a captured program into the torch-free :class:`~fxtui.core.snapshot.GraphInfo`."""
+"""Turn a captured model into the torch-free :class:`~fxtui.core.snapshot.GraphInfo`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from torch.fx.node import Node
 
 from fxtui.core.nodes import NodeInfo, build_module_tree
 from fxtui.core.snapshot import GraphInfo
+from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.names import describe_target
-from fxtui.measure.capture.program import Program
 from fxtui.measure.values import ValueMeta
 
 __all__ = ["build_graph_info", "describe_target"]
 
 
 def build_graph_info(
-    program: Program,
+    captured: CapturedModel,
     *,
     model: str,
     inputs: Sequence[str],
@@ -26,13 +26,13 @@ def build_graph_info(
     meta: Sequence[ValueMeta] | None = None,
     calls: Sequence[int] | None = None,
 ) -> GraphInfo:
-    """Describe every node of ``program`` and its module tree for display and export.
+    """Describe every node of ``captured`` and its module tree for display and export.
 
-    ``meta`` (one per node, program order) gives output shapes; ``calls`` (one per graph)
+    ``meta`` (one per node, capture order) gives output shapes; ``calls`` (one per graph)
     how often each graph runs in one run of the model.
     """
     nodes: list[NodeInfo] = []
-    for part in program.parts:
+    for part in captured.parts:
         graph_nodes = list(part.gm.graph.nodes)
         local = {n: part.offset + i for i, n in enumerate(graph_nodes)}
         for node, name in zip(graph_nodes, part.names, strict=True):
@@ -47,7 +47,7 @@ def build_graph_info(
                     op=node.op,
                     target=target,
                     type_name=type_name,
-                    module_path=program.module_paths.get(name, ""),
+                    module_path=captured.module_paths.get(name, ""),
                     node_text=node.format_node() or node.name,
                     shape=m.shape if m else "",
                     dtype=m.dtype if m else "",
@@ -57,7 +57,7 @@ def build_graph_info(
                     graph=part.index,
                     calls=calls[part.index] if calls else 1,
                     phase=part.phase,
-                    gradients=program.gradients.get(name, ()),
+                    gradients=captured.gradients.get(name, ()),
                 )
             )
     return GraphInfo(
@@ -66,15 +66,15 @@ def build_graph_info(
         dtype=dtype,
         threads=threads,
         nodes=tuple(nodes),
-        modules=build_module_tree(nodes, program.module_classes, program.leaf_modules),
-        leaf_modules=tuple(program.leaf_modules),
-        capture=program.capture,
-        capture_reason=program.reason,
-        graphs=len(program.parts),
-        breaks=program.breaks,
-        training=program.training,
-        loss=program.loss,
-        optimizer=program.optimizer,
+        modules=build_module_tree(nodes, captured.module_classes, captured.leaf_modules),
+        leaf_modules=tuple(captured.leaf_modules),
+        capture=captured.capture,
+        capture_reason=captured.reason,
+        graphs=len(captured.parts),
+        breaks=captured.breaks,
+        training=captured.training,
+        loss=captured.loss,
+        optimizer=captured.optimizer,
     )
 
 

@@ -106,7 +106,7 @@ def session_for_module(
         progress(State.TRACING, f"tracing {loaded.name}")
     started = time.perf_counter()
     try:
-        program = capture(
+        captured = capture(
             loaded.module,
             loaded.inputs,
             mode=capture_mode,
@@ -118,10 +118,10 @@ def session_for_module(
             compile=compile,
             compile_mode=compile_mode,
         )
-        if program.reason.startswith("symbolic_trace"):
-            progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({program.reason})")
+        if captured.reason.startswith("symbolic_trace"):
+            progress(State.TRACING, f"captured {loaded.name} with TorchDynamo ({captured.reason})")
         session = Session(
-            program,
+            captured,
             loaded.inputs,
             model=loaded.name,
             input_desc=loaded.input_desc,

@@ -1,6 +1,6 @@
 """A profiling session: warm-up, thread settings, the rerun loop, and snapshots of it.
 
-Each :meth:`Session.step` runs the captured program twice on fresh copies of the
+Each :meth:`Session.step` runs the captured model twice on fresh copies of the
 inputs: once with every graph under a :class:`~fxtui.measure.timing.TimingInterpreter`
 and once uninstrumented (each graph's own forward, the same capture otherwise). The
 order alternates from step to step, so neither kind of run systematically inherits warm
@@ -33,13 +33,13 @@ from fxtui.core.nonfinite import nonfinite_warnings
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunError, RunSpreads, Snapshot, State
 from fxtui.measure import allocator
-from fxtui.measure.capture.program import Program, graph_program
+from fxtui.measure.analysis.cpu_setup import usable_cores
+from fxtui.measure.capture.captured import CapturedModel, one_graph_model
 from fxtui.measure.graphinfo import build_graph_info
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.interference import LoadProbe, RunLoad
 from fxtui.measure.stats import SampleWindow, Summary
-from fxtui.measure.thread_count import usable_cores
-from fxtui.measure.timing import Clock, ProgramTimer
+from fxtui.measure.timing import Clock, ModelTimer
 from fxtui.measure.values import describe_value
 
 #: Runs of the uncaptured model timed for reference, one per step, in the first steps.
@@ -56,7 +56,7 @@ class Session:
 
     def __init__(
         self,
-        program: Program | torch.fx.GraphModule,
+        captured: CapturedModel | torch.fx.GraphModule,
         inputs: Inputs | Sequence[Any],
         *,
         model: str = "model",
@@ -70,32 +70,32 @@ class Session:
         clock_overhead_ns: int | None = None,
         keep_disturbed: bool = True,
     ) -> None:
-        if isinstance(program, torch.fx.GraphModule):  # a GraphModule is a one-graph program
-            program = graph_program(
-                program, module_paths=module_paths, module_classes=module_classes, leaf_modules=tuple(leaf_modules)
+        if isinstance(captured, torch.fx.GraphModule):  # a GraphModule is a one-graph captured model
+            captured = one_graph_model(
+                captured, module_paths=module_paths, module_classes=module_classes, leaf_modules=tuple(leaf_modules)
             )
-        self.program = program
+        self.captured = captured
         self.inputs = inputs if isinstance(inputs, Inputs) else Inputs(tuple(inputs))
-        make_timer = program.timer or functools.partial(ProgramTimer, program)
+        make_timer = captured.timer or functools.partial(ModelTimer, captured)
         self.timer = make_timer(clock=clock, clock_overhead_ns=clock_overhead_ns)
         self.clock = clock
-        with program.running():
+        with captured.running():
             try:
                 returned = self.timer.run(self.inputs.fresh())
             except NodeError as e:
                 raise FxtuiError(f"the model does not run on these inputs: {e}") from e
         meta = self.timer.meta or []
-        placeholders = [i for i, p in enumerate(program.nodes) if p.node.op == "placeholder" and p.part.index == 0]
+        placeholders = [i for i, p in enumerate(captured.nodes) if p.node.op == "placeholder" and p.part.index == 0]
         described: dict[str, Any] = dict(
             model=model,
             inputs=input_desc or tuple(meta[i].shape for i in placeholders if i < len(meta)),
             dtype=dtype,
             threads=torch.get_num_threads(),
         )
-        if program.describe is not None:
-            self.graph: GraphInfo = program.describe(self.timer, **described)
+        if captured.describe is not None:
+            self.graph: GraphInfo = captured.describe(self.timer, **described)
         else:
-            self.graph = build_graph_info(program, meta=meta, calls=list(self.timer.calls), **described)
+            self.graph = build_graph_info(captured, meta=meta, calls=list(self.timer.calls), **described)
         self.graph = dataclasses.replace(
             self.graph,
             value_warnings=nonfinite_warnings(self.graph.nodes, describe_value(returned, check_finite=True).nonfinite),
@@ -142,8 +142,8 @@ class Session:
 
     @property
     def gm(self) -> torch.fx.GraphModule:
-        """The graph of a one-graph program (fx capture); analyses that need one graph use it."""
-        return self.program.parts[0].gm
+        """The graph of a one-graph captured model (fx capture); analyses that need one graph use it."""
+        return self.captured.parts[0].gm
 
     # -- running -----------------------------------------------------------------
 
@@ -155,7 +155,7 @@ class Session:
         Returns True when the step's samples were recorded.
         """
         self._eager_first = not self._eager_first
-        with self.program.running():
+        with self.captured.running():
             order = (self._eager, self._profiled) if self._eager_first else (self._profiled, self._eager)
             errors = [e for e in (run() for run in order) if e is not None]
         if errors:
@@ -208,12 +208,12 @@ class Session:
 
     def _time_reference(self) -> None:
         """One run of the model as it is, uncaptured: what capture itself costs, seen beside the baseline."""
-        reference = self.program.reference
+        reference = self.captured.reference
         if reference is None:
             return
         inputs = self.inputs.fresh()
         # A reference that fails only loses its line.
-        with contextlib.suppress(Exception), self.program.running():
+        with contextlib.suppress(Exception), self.captured.running():
             t0 = self.clock()
             reference(inputs)
             self.reference.append(self.clock() - t0)
@@ -231,11 +231,11 @@ class Session:
         construction (resnet18, mobilenet_v3_small, BERT-base), the first step already ran
         within 3% of the later ones, so the earlier runs warm as well as a step does.
         """
-        earlier = min(1, self.program.warm_runs)
+        earlier = min(1, self.captured.warm_runs)
         for _ in range(max(0, runs - earlier)):
             self.step(record=False)
-        if self.program.notes is not None:  # what the warm-up runs noted is no figure either
-            self.program.notes.reset()
+        if self.captured.notes is not None:  # what the warm-up runs noted is no figure either
+            self.captured.notes.reset()
 
     def representative_run(self, runs: int = 5) -> list[tuple[float, float]]:
         """Start and duration (seconds) of every node in one typical profiled run.
@@ -245,7 +245,7 @@ class Session:
         """
         candidates = []
         timer = self.timer
-        with self.program.running():
+        with self.captured.running():
             for _ in range(max(runs, 1)):
                 timer.run(self.inputs.fresh())
                 origin = timer.last_run_start_ns
@@ -272,8 +272,8 @@ class Session:
         self.nonfinite_steps = 0
         self.failures = 0
         self.last_error = None
-        if self.program.notes is not None:
-            self.program.notes.reset()
+        if self.captured.notes is not None:
+            self.captured.notes.reset()
 
     def _profiled(self) -> NodeError | None:
         inputs = self.inputs.fresh()
@@ -284,7 +284,7 @@ class Session:
             return e
         load = self._loads[0] = self.probe.since(before)
         self.faults.append(load.minor_faults)
-        if self.program.training and isinstance(out, torch.Tensor) and not bool(torch.isfinite(out).all()):
+        if self.captured.training and isinstance(out, torch.Tensor) and not bool(torch.isfinite(out).all()):
             self.nonfinite_steps += 1  # the session goes on; the report says how often
         self._pending[0] = list(self.timer.last_ns)
         self._pending[1] = self.timer.last_run_ns
@@ -293,7 +293,7 @@ class Session:
     def _eager(self) -> NodeError | None:
         inputs = self.inputs.fresh()
         clock = self.clock
-        run = self.program.run
+        run = self.captured.run
         before = self.probe.read()
         try:
             t0 = clock()
@@ -303,7 +303,7 @@ class Session:
             first = str(e).splitlines()[0] if str(e).strip() else ""
             return NodeError("", f"the model raised {type(e).__name__}: {first}")
         self._loads[1] = self.probe.since(before)
-        notes = self.program.notes  # a mode may count a run otherwise (generate: the prompt and one token)
+        notes = self.captured.notes  # a mode may count a run otherwise (generate: the prompt and one token)
         self._pending[2] = notes.run_ns(t1 - t0) if notes is not None else t1 - t0
         return None
 
@@ -320,10 +320,10 @@ class Session:
             "faults_per_run": self.faults_per_run,
             "malloc": allocator.policy(),
             "reference_median_s": self.reference_median_s,
-            "late_graphs": self.program.late_graphs,
+            "late_graphs": self.captured.late_graphs,
             "nonfinite_steps": self.nonfinite_steps,
             "disturbance": self.disturbance(summary),
-            **(self.program.notes.fields() if self.program.notes is not None else {}),
+            **(self.captured.notes.fields() if self.captured.notes is not None else {}),
         }
 
     def _module_stats(self, medians: array[float], run_s: float) -> ColumnTable[ModuleStats]:
@@ -343,7 +343,7 @@ class Session:
                 **self._findings(summary),
             )
         run = summary.run_median or sum(summary.median) or 1e-12
-        notes = self.program.notes
+        notes = self.captured.notes
         shares = (
             notes.shares([n.phase for n in self.graph.nodes], summary.median)
             if notes is not None

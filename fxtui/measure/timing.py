@@ -33,7 +33,7 @@ import torch.fx
 from torch.fx.node import Argument, Node
 
 from fxtui.core.errors import NodeError, first_line
-from fxtui.measure.capture.program import GraphPart, Program
+from fxtui.measure.capture.captured import CapturedModel, GraphPart
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.values import ValueMeta, describe_value
 
@@ -289,33 +289,35 @@ def _short_target(target: object) -> str:
     return name
 
 
-class ProgramTimer:
-    """Times every node of every graph of a :class:`~fxtui.measure.capture.program.Program` in one run.
+class ModelTimer:
+    """Times every node of every graph of a :class:`~fxtui.measure.capture.captured.CapturedModel` in one run.
 
-    Each graph gets a :class:`TimingInterpreter`; during :meth:`run` the program routes
+    Each graph gets a :class:`TimingInterpreter`; during :meth:`run` the captured model routes
     its graphs through them. A graph that runs several times in one run of the model
     (a block reused in a loop) adds up its calls, and :attr:`calls` counts them. The
     time between graphs (TorchDynamo's guards, the Python of a graph break) is in the
     run's wall time but in no node.
     """
 
-    def __init__(self, program: Program, clock: Clock = time.perf_counter_ns, clock_overhead_ns: int | None = None):
-        self.program = program
+    def __init__(
+        self, captured: CapturedModel, clock: Clock = time.perf_counter_ns, clock_overhead_ns: int | None = None
+    ):
+        self.captured = captured
         self.clock = clock
         self.clock_overhead_ns = calibrate_clock(clock) if clock_overhead_ns is None else clock_overhead_ns
         self.interps = [
             TimingInterpreter(p.gm, clock=clock, clock_overhead_ns=self.clock_overhead_ns, names=p.names)
-            for p in program.parts
+            for p in captured.parts
         ]
-        self.names: list[str] = program.names
+        self.names: list[str] = captured.names
         self.last_ns: list[int] = [0] * len(self.names)
         self.last_start_ns: list[int] = [0] * len(self.names)
         self.last_run_ns = 0
         self.last_run_start_ns = 0
-        self.calls: list[int] = [0] * len(program.parts)
+        self.calls: list[int] = [0] * len(captured.parts)
         """How often each graph ran in the last run."""
         self.meta: list[ValueMeta] | None = None
-        self._executors = [self._executor(p) for p in program.parts]
+        self._executors = [self._executor(p) for p in captured.parts]
 
     def _executor(self, part: GraphPart) -> Callable[..., Any]:
         interp = self.interps[part.index]
@@ -339,12 +341,12 @@ class ProgramTimer:
         calls = self.calls
         for g in range(len(calls)):
             calls[g] = 0
-        with self.program.routed(lambda part: self._executors[part.index]):
+        with self.captured.routed(lambda part: self._executors[part.index]):
             start = self.clock()
-            out = self.program.run(inputs)
+            out = self.captured.run(inputs)
             self.last_run_ns = self.clock() - start
         self.last_run_start_ns = start
-        for part in self.program.parts:
+        for part in self.captured.parts:
             if not calls[part.index]:  # not reached this run (a branch between graphs)
                 lo = part.offset
                 self.last_ns[lo : lo + len(part)] = [0] * len(part)

@@ -23,16 +23,29 @@ from typing import Any
 from fxtui.ops.after_import import after_import
 
 _EVAL_FRAME = "torch._dynamo.eval_frame"
-_pending: set[types.CodeType] = set()
+#: Code to mark, and whether the frames it calls are skipped too (True) or compiled as usual (False).
+_pending: dict[types.CodeType, bool] = {}
 _marked: set[types.CodeType] = set()
 _waiting = False
 
 
 def run_eagerly(*functions: Callable[..., Any]) -> None:
     """Never let TorchDynamo compile these functions' frames, or the frames they call (now, or once it is imported)."""
+    _ask(functions, callees=True)
+
+
+def run_eagerly_here(*functions: Callable[..., Any]) -> None:
+    """Never let TorchDynamo start compiling at these functions' frames; the frames they call are compiled as they
+    would be (a stand-in for a function of torch's own, which TorchDynamo skips the same way)."""
+    _ask(functions, callees=False)
+
+
+def _ask(functions: tuple[Callable[..., Any], ...], callees: bool) -> None:
     global _waiting
-    codes = [_code(f) for f in functions]
-    _pending.update(c for c in codes if c is not None and c not in _marked)  # a set: the recorder asks every step
+    for function in functions:
+        code = _code(function)
+        if code is not None and code not in _marked:  # the recorder asks every step
+            _pending[code] = callees
     if _EVAL_FRAME in sys.modules:
         _mark(sys.modules[_EVAL_FRAME])
     elif not _waiting:
@@ -52,7 +65,7 @@ def _mark(eval_frame: types.ModuleType) -> None:
     if strategy is None or action is None or apply is None:
         return  # a torch without it: the hooks' is_compiling() checks are all there is
     while _pending:
-        code = _pending.pop()
+        code, callees = _pending.popitem()
         with contextlib.suppress(Exception):
-            apply(code, strategy(action.SKIP, action.SKIP))
+            apply(code, strategy(action.SKIP, action.SKIP if callees else action.DEFAULT))
             _marked.add(code)

@@ -17,8 +17,8 @@ times them itself:
   without its kernels' origins (the C++ builds stay cached).
 * **Timing.** On a sampled step every compiled graph found so far runs a second copy of its
   wrapper's ``call`` (:class:`~fxtui.ops.kernel_code.TimedWrapper`, reporting
-  mode): each kernel call appends ``(KERNEL, kernel, t0, t1, autograd node)`` to the step's
-  records, and the whole call ``(CALL, t0, t1, autograd node)``. A compiled backward runs
+  mode): each kernel call appends a ``KernelCall`` to the step's records, and the whole call a
+  ``CompiledCall`` (:mod:`fxtui.ops.records`). A compiled backward runs
   under the dispatch mode (it is on the stack for the whole step): the call steps it aside,
   so its extern calls are not counted twice. Unsampled steps run Inductor's code as generated.
 
@@ -42,7 +42,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode, 
 from fxtui.ops.after_import import AfterImport, after_import, forget
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernel_code import KernelOrigin, ProvenanceRecorder, TimedWrapper, handles_in, ops_label
-from fxtui.ops.recorder import CALL, KERNEL
+from fxtui.ops.records import CompiledCall, KernelCall, make
 
 _clock = time.perf_counter_ns
 _autograd_node = torch._C._current_autograd_node
@@ -206,7 +206,7 @@ class CompiledKernels:
         t1 = _clock()
         recorder = self._recorder
         if recorder is not None:
-            recorder.records.append((KERNEL, self.provenance.found[handle], t0, t1, _autograd_node()))
+            recorder.records.append(make(KernelCall, (self.provenance.found[handle], t0, t1, _autograd_node())))
 
     def enter(self) -> tuple[int, Any]:
         """A compiled graph's call starts: the dispatch mode steps aside if it is on top."""
@@ -227,4 +227,4 @@ class CompiledKernels:
                 _push_mode(mode)
         recorder = self._recorder
         if recorder is not None:
-            recorder.records.append((CALL, t0, t1, _autograd_node()))
+            recorder.records.append(make(CompiledCall, (t0, t1, _autograd_node())))

@@ -1,16 +1,17 @@
-"""The ``eager`` capture: every ATen operator the code runs, timed around its own call and charged to its module.
+"""The per-op timer: every ATen operator the code runs, timed around its own call, with the module calls around it.
 
 No tracing: a :class:`~torch.utils._python_dispatch.TorchDispatchMode` sees each ATen call
 below autograd, so any model works (data-dependent code, dynamic shapes, a user's whole
-training loop), forward and backward alike. This is the timer ``fxtui run`` uses inside the
-user's program on its sampled steps.
+training loop), forward and backward alike. The ``eager`` capture of ``fxtui MODEL`` and the
+agent of ``fxtui run`` (on its sampled steps) both time with it.
 
-The hot path is one tuple appended per op: the op, the clock before and after its call, the
-autograd node running it (None in forward) and its output's shape. Everything else happens
-after the step, in :meth:`~fxtui.ops.namer.OpNamer.resolve`:
+The hot path is one record appended per op (:class:`~fxtui.ops.records.OpCall`: the op, the
+clock before and after its call, the autograd node running it, its output's shape). Everything
+else happens after the step, in :meth:`~fxtui.ops.namer.OpNamer.resolve`:
 
-* **forward**: global module forward hooks push and pop a module stack while the recorder
-  runs; an op belongs to the module on top (the outermost modules are the *roots*);
+* **forward**: each module call is noted as it begins and ends (:meth:`OpRecorder.enter`,
+  :meth:`OpRecorder.exit`: called by global module hooks the recorder installs, or by whoever
+  sees module calls already — the agent's call interception); an op belongs to the module on top;
 * **backward**: each module call notes the autograd sequence-number counter when it enters
   and leaves. An autograd node made between two such marks belongs to the module on top
   there, so a backward op is charged to the forward module whose stretch holds its node's
@@ -18,13 +19,8 @@ after the step, in :meth:`~fxtui.ops.namer.OpNamer.resolve`:
 * **phases**: the caller marks where the optimizer, backward, data loading run
   (:meth:`OpRecorder.mark`); ops outside every phase are the script's own (``other``).
 
-Names follow the TorchDynamo capture's rule — ``layer1.0.conv1 · convolution``,
-``layer1.0.conv1 · ∇convolution_backward``, a repeat in the same module ``#2`` — so the same
-script gives the same names in every run and ``fxtui diff`` matches them. A module compiled
-with ``torch.compile`` runs without the mode: Inductor's kernels in it are timed by
-:mod:`~fxtui.ops.kernels` and charged to the modules they were generated
-from; the rest of its time (guards, wrapper code, all of it where no kernel is known) is a
-node of its own, ``<compiled>``.
+A module compiled with ``torch.compile`` runs without the mode: Inductor's kernels in it are
+timed by :mod:`~fxtui.ops.kernels` and charged to the modules they were generated from.
 
 Measured here on 2 cores (prototype, torch 2.14, interleaved with uninstrumented steps): the
 dispatch mode costs 6–17 µs per op; Σ op medians ÷ uninstrumented step 0.96–1.01 for resnet18,
@@ -47,31 +43,30 @@ import torch
 from torch.compiler import is_compiling
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
+from torch.utils._pytree import tree_leaves
 
 from fxtui.ops.dynamo_skip import run_eagerly
+from fxtui.ops.records import ModuleEnter, ModuleExit, OpCall, PhaseEnter, PhaseExit, Record, make
 
 #: Marks the label of a backward op, as the ``train`` capture does.
 GRADIENT = "∇"
-#: Phases a recorded op can be in (a training step's, and the data loading and the script's own code).
-OP_PHASES = ("forward", "backward", "optimizer", "data", "other")
-
-# Record kinds besides an op (an op's record starts with its OpOverload); KERNEL and CALL come from compiled code.
-ENTER, EXIT, SKIP_ENTER, SKIP_EXIT, PHASE_ENTER, PHASE_EXIT, KERNEL, CALL = range(8)
 
 _clock = time.perf_counter_ns
 _sequence_nr = torch._C._autograd._get_sequence_nr
 _autograd_node = torch._C._current_autograd_node
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_FXTUI_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_FXTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class _Mode(TorchDispatchMode):
-    """The dispatch mode; ``sink`` gets one record per ATen call."""
+    """The dispatch mode; ``sink`` gets one :class:`OpCall` per ATen call."""
 
-    def __init__(self, sink: Callable[[tuple[Any, ...]], None], stacks: bool) -> None:
+    def __init__(self, sink: Callable[[Record], None], stacks: bool) -> None:
         super().__init__()
         self._sink = sink
         self._stacks = stacks
+        self.outside = True
+        """No module call is in progress: an op's inputs and output are noted (which root's output it consumes)."""
 
     # TorchDispatchMode wraps __torch_dispatch__ in torch._disable_dynamo, whose first use imports
     # TorchDynamo (~0.7 s in a program that never does) and costs ~0.2 µs per op after that. The
@@ -85,11 +80,28 @@ class _Mode(TorchDispatchMode):
         out = func._op(*args, **(kwargs or {}))
         t1 = _clock()
         shape = out.shape if type(out) is torch.Tensor else None
+        flow = _flow(args, out) if self.outside else None
         if self._stacks:
-            self._sink((func, t0, t1, _autograd_node(), shape, _args_text(args), _user_line()))
+            self._sink(make(OpCall, (func, t0, t1, _autograd_node(), shape, _args_text(args), _user_line(), flow)))
         else:
-            self._sink((func, t0, t1, _autograd_node(), shape))
+            self._sink(make(OpCall, (func, t0, t1, _autograd_node(), shape, None, None, flow)))
         return out
+
+
+def _flow(args: Any, out: Any) -> tuple[tuple[int, ...], int]:
+    """The ids of an op's input tensors (lists of them too) and of its output tensor (0 for another output)."""
+    ids = []
+    for a in args:
+        if type(a) is torch.Tensor:
+            ids.append(id(a))
+        elif type(a) in (list, tuple):
+            ids.extend(id(t) for t in a if type(t) is torch.Tensor)
+    return tuple(ids), id(out) if type(out) is torch.Tensor else 0
+
+
+def tensor_ids(value: Any) -> tuple[int, ...]:
+    """The ids of the tensors in a module's output (a tensor, tuples and lists of them, a dict or dataclass of them)."""
+    return tuple(id(leaf) for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor))
 
 
 def _args_text(args: Any) -> tuple[str, ...]:
@@ -119,24 +131,33 @@ def _user_line() -> str:
     return ""
 
 
+def is_compiled(module: torch.nn.Module, compiled_type: type | None) -> bool:
+    """``module`` runs compiled code: ``torch.compile(module)``, ``module.compile()``, or a compiled ``forward``."""
+    return (
+        (compiled_type is not None and isinstance(module, compiled_type))
+        or getattr(module, "_compiled_call_impl", None) is not None  # model.compile(): compiled in place
+        or hasattr(module.__dict__.get("forward"), "_torchdynamo_orig_callable")  # forward = compile(forward)
+    )
+
+
 class OpRecorder:
     """Records every ATen op and module call between :meth:`start` and :meth:`stop` (one step).
 
     ``stacks`` adds each op's inputs and the user's source line (costly: for the steps that
-    describe new nodes). ``on_root(module)`` is called for each outermost module call.
-    ``kernels`` (:class:`~fxtui.ops.kernels.CompiledKernels`) times the kernels of
-    the program's compiled code while recording.
+    describe new nodes). ``kernels`` (:class:`~fxtui.ops.kernels.CompiledKernels`) times the
+    kernels of the program's compiled code while recording. ``hooks``: the recorder installs
+    global module hooks to see module calls (the ``eager`` capture); the agent, which sees every
+    module call already, passes False and calls :meth:`enter` and :meth:`exit` itself.
     """
 
-    def __init__(self, on_root: Callable[[torch.nn.Module], None] | None = None, kernels: Any = None) -> None:
-        self.records: list[tuple[Any, ...]] = []
-        self._on_root = on_root
+    def __init__(self, kernels: Any = None, hooks: bool = True) -> None:
+        self.records: list[Record] = []
         self.kernels = kernels
+        self._hooks = hooks
         self._calls: list[bool] = []
-        self.enter: Callable[[torch.nn.Module, Any], None] = lambda module, args: None
-        """Note that ``module``'s call begins, as the recorder's own hook would (a call in progress when it started)."""
         self._handles: list[Any] = []
         self._mode: _Mode | None = None
+        self._compiled: type | None = None
         self._depth = 0
 
     @property
@@ -152,47 +173,58 @@ class OpRecorder:
         """Begin recording (the mode on top of the dispatch stack, module hooks installed)."""
         if self._mode is not None:
             return
-        append = self.records.append
-        mode = self._mode = _Mode(append, stacks)
-        compiled = _compiled_type()
+        self._mode = _Mode(self.records.append, stacks)
+        self._compiled = _compiled_type()
         self._depth = 0
-
-        calls = self._calls = []  # per module call in progress: whether it is compiled (the mode stepped aside)
-
-        def pre(module: torch.nn.Module, args: Any) -> None:
-            if is_compiling():
-                return  # TorchDynamo tracing a module call: the hook stays out of the user's compiled graph
-            if self._depth == 0 and self._on_root is not None:
-                self._on_root(module)
-            self._depth += 1
-            skip = (
-                (compiled is not None and isinstance(module, compiled))
-                or getattr(module, "_compiled_call_impl", None) is not None  # model.compile(): compiled in place
-                or hasattr(module.__dict__.get("forward"), "_torchdynamo_orig_callable")  # forward = compile(forward)
-            ) and _get_current_dispatch_mode() is mode
-            calls.append(skip)
-            if skip:
-                append((SKIP_ENTER, module, _clock(), _sequence_nr()))
-                _pop_mode()  # compiled code runs without the mode: its kernels are timed by `kernels`
-                return
-            append((ENTER, module, _clock(), _sequence_nr()))
-
-        def post(module: torch.nn.Module, args: Any, out: Any) -> None:
-            if is_compiling():
-                return
-            self._depth = max(0, self._depth - 1)
-            if calls and calls.pop():
-                _push_mode(mode)
-                append((SKIP_EXIT, module, _clock(), _sequence_nr()))
-                return
-            append((EXIT, module, _clock(), _sequence_nr()))  # (a call that began before recording did: no entry)
-
-        self.enter = pre
-        run_eagerly(pre, post, _Mode.__torch_dispatch__)
-        self._handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post)]
-        mode.__enter__()
+        self._calls = []  # per module call in progress: whether it is compiled (the mode stepped aside)
+        if self._hooks:
+            run_eagerly(self._pre, self._post, _Mode.__torch_dispatch__)
+            self._handles = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
+        else:
+            run_eagerly(_Mode.__torch_dispatch__)
+        self._mode.__enter__()
         if self.kernels is not None:
             self.kernels.start(self)
+
+    def _pre(self, module: torch.nn.Module, args: Any) -> None:
+        if not is_compiling():  # TorchDynamo tracing a module call: the hook stays out of the user's compiled graph
+            self.enter(module, args)
+
+    def _post(self, module: torch.nn.Module, args: Any, out: Any) -> None:
+        if not is_compiling():
+            self.exit(module, out)
+
+    def enter(self, module: torch.nn.Module, args: Any = None) -> None:
+        """``module``'s call begins, given ``args`` (a compiled module's runs without the mode: its kernels are timed
+        apart)."""
+        mode = self._mode
+        if mode is None:
+            return
+        inputs = tensor_ids(args) if self._depth == 0 and args else ()
+        self._depth += 1
+        mode.outside = False
+        skip = is_compiled(module, self._compiled) and _get_current_dispatch_mode() is mode
+        self._calls.append(skip)
+        if skip:
+            self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), True, inputs)))
+            _pop_mode()  # compiled code runs without the mode: its kernels are timed by `kernels`
+            return
+        self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), False, inputs)))
+
+    def exit(self, module: torch.nn.Module, out: Any = None) -> None:
+        """``module``'s call ends, with ``out`` (a call that began before recording did has no entry: the namer
+        knows)."""
+        mode = self._mode
+        if mode is None:
+            return
+        t, seq = _clock(), _sequence_nr()
+        self._depth = max(0, self._depth - 1)
+        outputs = tensor_ids(out) if self._depth == 0 and out is not None else ()
+        mode.outside = self._depth == 0
+        compiled = bool(self._calls and self._calls.pop())
+        if compiled:
+            _push_mode(mode)
+        self.records.append(make(ModuleExit, (module, t, seq, compiled, outputs)))
 
     def stop(self) -> None:
         """Stop recording; the records stay in :attr:`records` until :meth:`take`."""
@@ -210,12 +242,15 @@ class OpRecorder:
         self._handles.clear()
 
     def mark(self, phase: str, enter: bool, owner: object = None) -> None:
-        """Note that ``phase`` (``optimizer``, ``backward``, ``data``) begins or ends; ``owner`` names it
-        (the optimizer)."""
+        """Note that ``phase`` (``optimizer``, ``backward``, ``data``, ``closure`` …) begins or ends; ``owner``
+        names it (the optimizer)."""
         if self._mode is not None:
-            self.records.append((PHASE_ENTER if enter else PHASE_EXIT, phase, _clock(), owner))
+            if enter:
+                self.records.append(make(PhaseEnter, (phase, _clock(), owner)))
+            else:
+                self.records.append(make(PhaseExit, (phase, _clock())))
 
-    def take(self) -> list[tuple[Any, ...]]:
+    def take(self) -> list[Record]:
         """The records so far, which the recorder forgets."""
         records, self.records = self.records, []
         if self._mode is not None:

@@ -21,7 +21,7 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf
 from fxtui.core.generation import GenerationSummary
 from fxtui.core.nodes import GraphBreak
-from fxtui.core.program_run import STEP_PHASES, ProgramState, RankFigures, RankSummary, StepSummary
+from fxtui.core.program_run import STEP_PHASES, KindSummary, ProgramState, RankFigures, RankSummary, StepSummary
 from fxtui.core.snapshot import RunSpreads
 
 #: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
@@ -108,6 +108,9 @@ def _steps_encode(steps: StepSummary | None) -> dict[str, Any] | None:
         "history_s": list(steps.history),
         "history_every": steps.history_every,
         "faults_median": steps.faults_median,
+        "holds": dict(steps.holds),
+        "holds_share": steps.holds_share,
+        "kinds": {k.kind: {**asdict(k), "holds": dict(k.holds)} for k in steps.kinds},
     }
 
 
@@ -115,7 +118,7 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
     recent = data.get("recent", [])
     medians = data.get("phase_median_s", {})
     return StepSummary(
-        kind=str(data.get("kind", "call")),
+        kind={"call": "eval"}.get(str(data.get("kind", "eval")), str(data.get("kind", "eval"))),
         steps=int(data.get("steps", 0)),
         warmup=int(data.get("warmup", 0)),
         sampled=int(data.get("sampled", 0)),
@@ -127,6 +130,12 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
         history=array("d", (float(v) for v in data.get("history_s", []))),
         history_every=int(data.get("history_every", 1)),
         faults_median=data.get("faults_median"),
+        holds=tuple((str(k), int(v)) for k, v in data.get("holds", {}).items()),
+        holds_share=float(data.get("holds_share", 1.0)),
+        kinds=tuple(
+            KindSummary(**{**k, "holds": tuple((str(a), int(b)) for a, b in k.get("holds", {}).items())})
+            for k in data.get("kinds", {}).values()
+        ),
     )
 
 

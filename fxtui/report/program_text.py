@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable
 
 from fxtui.core.nodes import Spread
-from fxtui.core.program_run import STEP_PHASES
+from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
 
@@ -15,19 +15,19 @@ FAULTS_HINT = 1000
 
 
 def program_lines(report: ReportData) -> list[str]:
-    """The lines that say what ran and how its steps went, in place of a model's."""
+    """The lines that say what ran and how its steps went, in place of a model's: the kind of step the figures are
+    of first (training when there is any), then a line for every other kind."""
     program, steps = report.program, report.steps
     assert program is not None
     status = program.status_text() if program.exit_code is not None or not program.running else "running"
     lines = [f"program    {shlex.join(program.command)}   {status}   threads {report.threads}"]
-    if steps is None or not steps.steps:
-        lines.append(f"steps      none: {program.note or 'no module was called'}")
+    if steps is None or not (steps.steps or steps.warmup):
+        called = program.note or "no module was called"
+        lines.append(f"steps      none: {called}" if "module" in called else f"steps      none yet: {called}")
         return lines
-    kind = "training steps (one optimizer.step() each)" if steps.kind == "train" else "steps (one model call each)"
-    lines.append(
-        f"steps      {steps.steps} {kind} after {steps.warmup} warm-up steps, {steps.sampled} of them sampled "
-        "(every ATen op timed); ranges are the steps' p25–p75"
-    )
+    lines.append(f"{steps.kind:<10} {_kind_text(steps)}")
+    if not steps.steps:
+        return lines + _other_kinds(steps) + _warnings(report)
     sp = report.spreads
     lines.append(
         f"step       {format_seconds(report.eager_median_s)}{_range(sp.eager, format_seconds)} unsampled median   "
@@ -66,6 +66,63 @@ def program_lines(report: ReportData) -> list[str]:
             lines.append(f"straggler  {straggler}")
     if report.generation is not None:  # its generate() calls: each a step, split into prefill and decode
         lines += report.generation.lines(report.phases)
+    return lines + _other_kinds(steps) + _warnings(report)
+
+
+def _kind_text(steps: StepSummary) -> str:
+    """``10 training steps after 2 warm-up, 5 of them sampled …; each holds 1 forward, 1 backward, AdamW.step()``."""
+    name = KindSummary(steps.kind, steps.steps).name
+    what = {"eval": " (model calls without a backward)", "generate": ""}.get(steps.kind, "")
+    if not steps.steps:
+        return f"{steps.warmup} {KindSummary(steps.kind, steps.warmup).name}{what} so far, all warm-up: figures follow"
+    text = (
+        f"{steps.steps} {name}{what} after {steps.warmup} warm-up, {steps.sampled} of them sampled (every ATen op "
+        "timed); ranges are the steps' p25–p75"
+    )
+    if steps.kind == "train" and steps.holds:
+        text += f"; each holds {holds_text(steps.holds)}"
+    return text
+
+
+def _other_kinds(steps: StepSummary) -> list[str]:
+    """A line for each kind of step the figures are not of: how many, how long, how far to trust them."""
+    lines = []
+    for kind in steps.kinds:
+        if kind.kind == steps.kind:
+            continue
+        text = f"{kind.kind:<10} {kind.steps} {kind.name} after {kind.warmup} warm-up, {kind.sampled} sampled"
+        if kind.step_median_s is not None:
+            text += f": {format_seconds(kind.step_median_s)} median"
+        if kind.fidelity is not None:
+            text += f", fidelity {format_ratio(kind.fidelity)}"
+        lines.append(text + f" (their nodes: --kind {kind.kind})")
+    return lines
+
+
+def _confidence(report: ReportData) -> list[str]:
+    """One sentence where the steps cannot be read with confidence: what fxtui took as a step, and why it doubts."""
+    steps = report.steps
+    if steps is None or not steps.steps:
+        return []
+    name = KindSummary(steps.kind, 2).name
+    if steps.holds_share < ALIKE:
+        return [
+            f"caution    the {name} are not alike: {100 * steps.holds_share:.0f}% hold {holds_text(steps.holds)}, the "
+            "rest hold other calls; their medians mix different work"
+        ]
+    if report.fidelity is not None and report.fidelity > 1.15 and steps.sampled >= 3:
+        return [
+            f"caution    the sampled {name}' ops add up to {format_ratio(report.fidelity)} of an unsampled one: the "
+            "steps fxtui took do not cover the same work (their ops overlap others', or the unsampled steps are "
+            "shorter ones)"
+        ]
+    return []
+
+
+def _warnings(report: ReportData) -> list[str]:
+    program = report.program
+    assert program is not None
+    lines = _confidence(report)
     if program.dropped:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:

@@ -90,6 +90,13 @@ def _ranks(screen: Any) -> bool:
     return graph is not None and len(graph.ranks) > 1
 
 
+def _kinds(screen: Any) -> bool:
+    """A program ran more than one kind of step (training steps, evaluation calls, generate() calls)."""
+    snapshot = getattr(screen, "main", screen).snapshot
+    steps = snapshot.steps if snapshot is not None else None
+    return steps is not None and len(steps.kinds) > 1
+
+
 def _model(screen: Any) -> bool:
     """The screen shows a model fxtui reruns itself (what-ifs, hints and pausing apply)."""
     return not _program(screen)
@@ -239,6 +246,11 @@ ACTIONS: tuple[Action, ...] = (
         "cycle_rank", "R", "Next rank", APP,
         "with `fxtui run` of a distributed job: show the next rank's figures (every rank stays compared beside them)",
         palette="Next rank", palette_help="Show the next rank's figures", applies=_ranks,
+    ),
+    Action(
+        "cycle_kind", "k", "Next kind", APP,
+        "with `fxtui run`: show the next kind of step's figures (training steps, evaluation calls, generate() calls)",
+        palette="Next kind of step", palette_help="Show the next kind of step's figures", applies=_kinds,
     ),
     Action(
         "stop_program", "K", "Stop program", APP,

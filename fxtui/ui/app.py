@@ -19,7 +19,7 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
-from fxtui.core.commands import ShowRank, Stop, StopProgram
+from fxtui.core.commands import ShowKind, ShowRank, Stop, StopProgram
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.ui.actions import APP, PROFILER_GROUPS, actions, bindings, help_rows, palette_actions, palette_help
@@ -143,6 +143,18 @@ class FxtuiApp(App[None]):
         following = ranks[(ranks.index(shown) + 1) % len(ranks)] if shown in ranks else ranks[0]
         self.source.send(ShowRank(following))
         self.notify(f"showing rank {following}", timeout=2)
+
+    def action_cycle_kind(self) -> None:
+        """Show the figures of the program's next kind of step (training steps, evaluation calls, generate() calls)."""
+        snapshot = self.main.snapshot
+        steps = snapshot.steps if snapshot is not None else None
+        if steps is None or len(steps.kinds) < 2:
+            return
+        kinds = [k.kind for k in steps.kinds]
+        following = kinds[(kinds.index(steps.kind) + 1) % len(kinds)] if steps.kind in kinds else kinds[0]
+        self.source.send(ShowKind(following))
+        shown = next(k for k in steps.kinds if k.kind == following)
+        self.notify(f"showing {shown.name}", timeout=2)
 
     def action_stop_program(self) -> None:
         """Stop the profiled program as Ctrl+C would, once the user says yes; its last figures stay."""

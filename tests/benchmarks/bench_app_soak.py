@@ -21,14 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_soak import rss_mb
 
 from fxtui.commands.model_engine import ProcessSource
-from fxtui.core.settings import RunSettings, Target
+from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import State
 from fxtui.measure.child import ChildOptions
 from fxtui.ui.app import FxtuiApp
 
 
 async def soak(model: str, minutes: float, every: float, warmup_share: float) -> None:
-    source = ProcessSource(ChildOptions(RunSettings(Target(model))))
+    source = ProcessSource(ChildOptions(ModelSettings(Target(model))))
     source.start()
     child = source._process.pid
     app = FxtuiApp(source)

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from fxtui.commands.model_engine import ProcessSource
-from fxtui.core.settings import RunSettings, Target, parse_shape
+from fxtui.core.settings import ModelSettings, Target, parse_shape
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import ChildOptions
 from fxtui.ui.app import FxtuiApp
@@ -80,7 +80,7 @@ def result(last: Last) -> tuple[float, float, str]:
 
 
 def headless(target: Target, seconds: float) -> tuple[float, float, str]:
-    source = ProcessSource(ChildOptions(RunSettings(target)))
+    source = ProcessSource(ChildOptions(ModelSettings(target)))
     last = Last()
     thread = threading.Thread(target=source.run, args=(last,), daemon=True)
     thread.start()
@@ -96,7 +96,7 @@ def headless(target: Target, seconds: float) -> tuple[float, float, str]:
 
 
 async def with_app(target: Target, seconds: float, keys: bool, wait: bool = True) -> tuple[float, float, str]:
-    source = ProcessSource(ChildOptions(RunSettings(target)), child=None if wait else _child_without_waiting)
+    source = ProcessSource(ChildOptions(ModelSettings(target)), child=None if wait else _child_without_waiting)
     source.start()
     last = Last()
     app = FxtuiApp(source)

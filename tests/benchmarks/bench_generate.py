@@ -88,11 +88,11 @@ def bench(name: str, rounds: int, prompt: int, new: int, dynamo: bool) -> None:
     params = sum(p.numel() for p in model.parameters())
     print(f"\n== {name}: {params / 1e6:.1f} M parameters, prompt {prompt}, {new} new tokens, "
           f"{torch.get_num_threads()} threads")  # fmt: skip
-    program = capture_with("generate", model, inputs, name=name, new_tokens=new)
+    captured = capture_with("generate", model, inputs, name=name, new_tokens=new)
     started = time.perf_counter()
-    session = Session(program, inputs, model=name, keep_disturbed=True)
+    session = Session(captured, inputs, model=name, keep_disturbed=True)
     session.warm_up(2)
-    options = dict(program.notes.options)
+    options = dict(captured.notes.options)
     plain_call(model, inputs, options)  # warm
     print(f"   set up and warmed in {time.perf_counter() - started:.1f} s")
     walls, ttfts, steps, means = [], [], [], []

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ui import PaintMeter, ms, p95, press_keys, print_latencies
 
 from fxtui.commands.model_engine import ProcessSource
-from fxtui.core.settings import RunSettings, Target, parse_shape
+from fxtui.core.settings import ModelSettings, Target, parse_shape
 from fxtui.core.snapshot import State
 from fxtui.measure.child import ChildOptions
 from fxtui.ui.app import FxtuiApp
@@ -91,7 +91,7 @@ class ReceiveMeter:
 
 async def bench(target: Target, presses: int, profile: str | None, quiet_s: float) -> None:
     t_start = time.perf_counter()
-    source = ProcessSource(ChildOptions(RunSettings(target)))
+    source = ProcessSource(ChildOptions(ModelSettings(target)))
     source.start()
     receive = ReceiveMeter(source._receive)
     source._receive = receive  # type: ignore[assignment]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from fxtui.commands.model_engine import ProcessSource
-from fxtui.core.settings import RunSettings, Target
+from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, SnapshotSource, State
 from fxtui.measure.child import ChildOptions
 from fxtui.measure.live import LiveSource
@@ -99,7 +99,7 @@ def main() -> None:
     for round_ in range(2):
         base = headless(target, runs=60)
         print(f" round {round_ + 1}: headless run median {base.run_median_s * 1e3:.2f} ms over {base.runs} runs")
-        process = asyncio.run(live(ProcessSource(ChildOptions(RunSettings(target))), seconds))
+        process = asyncio.run(live(ProcessSource(ChildOptions(ModelSettings(target))), seconds))
         compare("live, engine in a child process", base, process)
         thread = asyncio.run(live(LiveSource(lambda progress: session_for_target(target, progress)), seconds))
         compare("live, engine in an app thread", base, thread)

@@ -17,8 +17,8 @@ import torch
 import torchvision
 
 from fxtui.core.units import format_bytes
-from fxtui.measure.analysis.memory import measure_program_memory
-from fxtui.measure.capture import Program, capture
+from fxtui.measure.analysis.memory import measure_captured_memory
+from fxtui.measure.capture import CapturedModel, capture
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.session import Session
 
@@ -30,20 +30,20 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     inputs = Inputs((torch.randn(args.batch, 3, 224, 224),))
-    program = capture(torchvision.models.resnet18().eval(), inputs, mode="fx", name="resnet18")
+    captured = capture(torchvision.models.resnet18().eval(), inputs, mode="fx", name="resnet18")
     plain: list[float] = []
     passes: list[float] = []
     found = None
     with torch.inference_mode():
-        program.run(inputs.fresh())  # warm-up
+        captured.run(inputs.fresh())  # warm-up
     for _ in range(args.runs):
         given = inputs.fresh()
         with torch.inference_mode():
             t0 = time.perf_counter()
-            program.run(given)
+            captured.run(given)
             plain.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        found = measure_program_memory(program, inputs)
+        found = measure_captured_memory(captured, inputs)
         passes.append(time.perf_counter() - t0)
     assert found is not None
     s = found.summary
@@ -57,22 +57,22 @@ def main() -> None:
     run, cost = statistics.median(plain), statistics.median(passes)
     print(f"uninstrumented    {run * 1e3:.1f} ms median; memory pass {cost * 1e3:.1f} ms median")
     print(f"pass ÷ run        {cost / run:.2f} (bound: 5)")
-    timed_figures_unchanged(program, inputs)
+    timed_figures_unchanged(captured, inputs)
 
 
-def timed_figures_unchanged(program: Program, inputs: Inputs, steps: int = 20, rounds: int = 4) -> None:
+def timed_figures_unchanged(captured: CapturedModel, inputs: Inputs, steps: int = 20, rounds: int = 4) -> None:
     """Fidelity and overhead of one session before and after memory passes, rounds alternating.
 
     The pass runs between timed runs, never inside them; what it could leave behind (allocator
-    state, hooks, a changed program) would show as figures that move after it.
+    state, hooks, a changed captured model) would show as figures that move after it.
     """
-    session = Session(program, inputs)
+    session = Session(captured, inputs)
     session.warm_up(3)
     figures: dict[str, list[tuple[float, float]]] = {"without a pass": [], "after a memory pass": []}
     for _ in range(rounds):
         for label in figures:
             if label == "after a memory pass":
-                measure_program_memory(program, inputs)
+                measure_captured_memory(captured, inputs)
             session.reset()
             for _ in range(steps):
                 session.step()

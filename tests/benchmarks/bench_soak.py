@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 from fxtui.core.commands import Explain, RequestHints, Reset, Stop
-from fxtui.core.settings import RunSettings, Target
+from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 
 
@@ -130,7 +130,7 @@ def main() -> None:
         from fxtui.commands.model_engine import ProcessSource
         from fxtui.measure.child import ChildOptions
 
-        source = ProcessSource(ChildOptions(RunSettings(target)))
+        source = ProcessSource(ChildOptions(ModelSettings(target)))
         source.start()
         (child,) = multiprocessing.active_children()
         soak(source, lambda: rss_mb(child.pid), seconds, args.every, args.warmup_share, args.ask_every or None)

@@ -157,7 +157,7 @@ def main() -> None:
     shape = (args.batch, 3, 224, 224)
     session = session_for_target(Target("resnet18", input_shapes=(shape,)), analyse=False)
     session.warm_up(2)
-    print(f"\nresnet18 {'×'.join(map(str, shape))}, captured with {session.program.capture}")
+    print(f"\nresnet18 {'×'.join(map(str, shape))}, captured with {session.captured.capture}")
     measure(session, tuple(n for n in RESNET_WHAT_IFS if only is None or n in only), args.pairs)
 
     if only is None or "int8-dynamic" in only:

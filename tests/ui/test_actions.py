@@ -81,7 +81,7 @@ async def test_the_palette_offers_every_registered_command_once_they_all_apply()
         titles = {c.title for c in app.get_system_commands(app.screen)}
         # The phase filter applies to training steps only (tests/ui/test_train_view.py offers it), the
         # memory columns once the memory pass has run (tests/ui/test_memory_view.py), the program's output
-        # and detaching from it or stopping it to fxtui run (tests/ui/test_run_view.py).
+        # and detaching from it, stopping it or showing another kind of step to fxtui run (tests/ui/test_run_view.py).
         assert {a.palette for a in palette_actions()} - {
             "Filter by phase",
             "Memory columns",
@@ -89,6 +89,7 @@ async def test_the_palette_offers_every_registered_command_once_they_all_apply()
             "Detach",
             "Stop the program",
             "Next rank",
+            "Next kind of step",
         } <= titles
         app.main.set_scope("")
         titles = {c.title for c in app.get_system_commands(app.screen)}

@@ -22,7 +22,7 @@ from textual.pilot import Pilot
 
 from fxtui.commands.model_app import finish, make_app
 from fxtui.core.errors import FxtuiError
-from fxtui.core.settings import RunSettings, Target
+from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.module_tree import Entry
@@ -81,7 +81,7 @@ async def wait_for(pilot: Pilot, app: FxtuiApp, test: Callable[[Snapshot], bool]
 
 
 async def test_options_reach_the_child_and_what_ifs_asked_for_are_measured(model: str) -> None:
-    app = make_app(RunSettings(Target(model), threads=(1,), warmup=1, what_ifs=("threads=2",)))
+    app = make_app(ModelSettings(Target(model), threads=(1,), warmup=1, what_ifs=("threads=2",)))
     async with app.run_test(size=SIZE) as pilot:
         shown = await wait_for(pilot, app, lambda s: s.graph is not None and s.runs > 0)
         assert shown.graph is not None and shown.graph.threads == 1 and shown.graph.model.endswith("small.py:make")
@@ -93,7 +93,7 @@ async def test_options_reach_the_child_and_what_ifs_asked_for_are_measured(model
 
 
 async def test_a_model_that_does_not_load_ends_the_app_with_its_sentence(model: str) -> None:
-    app = make_app(RunSettings(Target("resnet19"), warmup=1))
+    app = make_app(ModelSettings(Target("resnet19"), warmup=1))
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 120
         while app.return_code is None and time.monotonic() < deadline:
@@ -106,7 +106,7 @@ async def test_a_model_that_does_not_load_ends_the_app_with_its_sentence(model: 
 async def test_after_the_engine_is_killed_leaving_saves_its_final_figures(
     model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    app = make_app(RunSettings(Target(model), threads=(1,), warmup=1))
+    app = make_app(ModelSettings(Target(model), threads=(1,), warmup=1))
     async with app.run_test(size=SIZE) as pilot:
         before = await wait_for(pilot, app, lambda s: s.runs >= 1)
         os.kill(app.source._process.pid, signal.SIGKILL)  # type: ignore[attr-defined]
@@ -161,7 +161,7 @@ def test_sigterm_in_a_real_terminal_leaves_the_alternate_screen_and_shows_the_cu
 
 async def test_a_compiled_model_shows_kernels_eager_beside_compiled_and_its_compile(tmp_path: Path) -> None:
     (tmp_path / "cnn.py").write_text(CNN)
-    app = make_app(RunSettings(Target(f"{tmp_path / 'cnn.py'}:make", compile=True), threads=(1,), warmup=1))
+    app = make_app(ModelSettings(Target(f"{tmp_path / 'cnn.py'}:make", compile=True), threads=(1,), warmup=1))
     async with app.run_test(size=SIZE) as pilot:
         shown = await wait_for(pilot, app, lambda s: s.runs >= 2 and s.compiled is not None and s.nodes)
         await pilot.pause()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fakes import FakeSource, resnet_snapshot, settle
 
-from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
+from fxtui.core.program_run import STEP_PHASES, KindSummary, ProgramState, StepSummary
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
@@ -48,7 +48,7 @@ async def test_a_program_shows_its_steps_its_phases_and_its_output() -> None:
     async with app.run_test(size=(140, 44)) as pilot:
         await settle(app, pilot)
         line = status(app)
-        assert "train.py" in line and "40 steps · 8 sampled · step 57.0 ms" in line
+        assert "train.py" in line and "40 training steps · 8 sampled · 57.0 ms" in line
         plot = app.main.query_one(StepPlot)
         assert plot.display and plot.rows and any(c != " " for c in plot.rows[-1])
         # Pausing a user's program and the what-ifs (they need a copy of the model) do not apply.
@@ -68,6 +68,27 @@ async def test_a_program_shows_its_steps_its_phases_and_its_output() -> None:
         app.source.push(program_snapshot(seq=3, running=False))  # type: ignore[attr-defined]
         await settle(app, pilot, applied=3)
         assert "exited 0" in status(app)
+
+
+async def test_a_program_that_also_evaluates_shows_the_other_kind_and_k_asks_for_it() -> None:
+    base = program_snapshot()
+    assert base.steps is not None
+    kinds = (KindSummary("train", 40, 5, 8, 0.057), KindSummary("eval", 120, 5, 20, 0.012, fidelity=0.95))
+    app = FxtuiApp(FakeSource([dataclasses.replace(base, steps=dataclasses.replace(base.steps, kinds=kinds))]))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await settle(app, pilot)
+        assert "120 eval (k)" in status(app)  # the other kind, counted, and the key that shows it
+        assert "Next kind of step" in {c.title for c in app.get_system_commands(app.screen)}
+        await pilot.press("k")
+        await pilot.pause()
+        assert app.source.calls[-1] == "showkind"  # type: ignore[attr-defined]
+
+
+async def test_a_program_of_one_kind_offers_no_kind_switch() -> None:
+    app = FxtuiApp(FakeSource([program_snapshot()]))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await settle(app, pilot)
+        assert "(k)" not in status(app) and app.check_action("cycle_kind", ()) is False
 
 
 async def test_a_model_session_keeps_its_keys_and_shows_no_step_plot() -> None:

@@ -8,7 +8,7 @@ frozen dataclasses keyed by FX node name:
 * :mod:`~fxtui.measure.analysis.roofline` — is it running efficiently on this machine;
 * :mod:`~fxtui.measure.analysis.aten` — which aten kernels it calls;
 * :mod:`~fxtui.measure.analysis.source` — where it is in the model's code;
-* :mod:`~fxtui.measure.analysis.cpu_setup` — are the threads set right;
+* :mod:`~fxtui.measure.analysis.cpu_setup` — are the threads set right (and setting them for a block);
 * :mod:`~fxtui.measure.analysis.hint_rules` — what to change, with the estimated saving;
 * :mod:`~fxtui.measure.whatif.fold_bn` — the Conv→BatchNorm folding what-if.
 """

@@ -22,7 +22,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from fxtui.core.errors import NodeError
 from fxtui.core.findings import AtenOp
-from fxtui.measure.capture.program import GraphPart, Program, graph_program
+from fxtui.measure.capture.captured import CapturedModel, GraphPart, one_graph_model
 from fxtui.measure.inputs import Inputs
 
 #: Prefix of the profiler ranges fxtui opens around nodes, so a node called ``conv2d``
@@ -50,29 +50,29 @@ def aten_breakdown(
     process's stderr for the moment, so pass ``quiet=False`` while a terminal UI
     is drawing on stderr (better: run the breakdown before the UI starts).
     """
-    return program_aten_breakdown(graph_program(gm), Inputs(tuple(inputs)), node_names, runs, quiet=quiet)
+    return captured_aten_breakdown(one_graph_model(gm), Inputs(tuple(inputs)), node_names, runs, quiet=quiet)
 
 
-def program_aten_breakdown(
-    program: Program,
+def captured_aten_breakdown(
+    captured: CapturedModel,
     inputs: Inputs,
     node_names: Collection[str] | None = None,
     runs: int = 3,
     *,
     quiet: bool = True,
 ) -> dict[str, tuple[AtenOp, ...]]:
-    """:func:`aten_breakdown` over every graph of ``program``, keyed by display name."""
+    """:func:`aten_breakdown` over every graph of ``captured``, keyed by display name."""
     wanted = None if node_names is None else set(node_names)
-    interps = {part.index: _RangeInterpreter(part, wanted) for part in program.parts}
+    interps = {part.index: _RangeInterpreter(part, wanted) for part in captured.parts}
 
     def visit(part: GraphPart, args: tuple[Any, ...]) -> Any:
         return interps[part.index].run(*args)
 
-    with program.running():
-        program.run_each(inputs.fresh(), visit)
+    with captured.running():
+        captured.run_each(inputs.fresh(), visit)
         with _silenced_fd(2, quiet), profile(activities=[ProfilerActivity.CPU]) as prof:
             for _ in range(max(runs, 1)):
-                program.run_each(inputs.fresh(), visit)
+                captured.run_each(inputs.fresh(), visit)
     return _attribute(prof.events(), max(runs, 1))
 
 

@@ -2,16 +2,22 @@
 
 PyTorch's CPU performance guides start here: intra-op threads beyond the cores
 the process may run on make threads take turns on a core (oversubscription), and a
-build without oneDNN runs convolutions on slower fallback kernels.
+build without oneDNN runs convolutions on slower fallback kernels. :func:`thread_limit`
+sets the intra-op thread count for a block (a session, a ``threads=N`` what-if, the
+peaks' benchmark); :func:`usable_cores` is how many cores this process may run on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+
+from fxtui.core.errors import FxtuiError
 
 _ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -57,15 +63,41 @@ class ThreadInfo:
         return out
 
 
+@contextlib.contextmanager
+def thread_limit(threads: int | None) -> Iterator[int]:
+    """Run torch's intra-op work on ``threads`` threads inside the block; yields the value in force."""
+    if threads is None:
+        yield torch.get_num_threads()
+        return
+    if threads < 1:
+        raise FxtuiError(f"--threads must be at least 1, not {threads}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask; the machine's count where there is none)."""
+    return len(_affinity()) or os.cpu_count() or 1
+
+
+def _affinity() -> tuple[int, ...]:
+    """The CPUs this process may run on; every CPU of the machine where the system has no affinity call."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return tuple(range(os.cpu_count() or 1))
+
+
 def thread_info() -> ThreadInfo:
     """Read the current thread settings and build information (cheap; no benchmark)."""
     intra = torch.get_num_threads()
     inter = torch.get_num_interop_threads()
     cpu_count = os.cpu_count() or 1
-    try:
-        affinity = tuple(sorted(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # macOS and Windows have no affinity call
-        affinity = tuple(range(cpu_count))
+    affinity = _affinity()
     cores = len(affinity) or cpu_count
     env = tuple((k, os.environ.get(k, "")) for k in _ENV_VARS)
     parallel = torch.__config__.parallel_info()

@@ -23,8 +23,8 @@ from fxtui.core.units import format_seconds
 from fxtui.measure.analysis.cpu_setup import ThreadInfo
 from fxtui.measure.analysis.memory_hints import memory_hints
 from fxtui.measure.analysis.work import NodeWork
+from fxtui.measure.capture.captured import CapturedModel, CapturedNode, one_graph_model
 from fxtui.measure.capture.names import describe_target
-from fxtui.measure.capture.program import Program, ProgramNode, graph_program
 from fxtui.measure.whatif.fold_bn import find_conv_bn
 
 #: A node faster than this is mostly per-call overhead (Python, dispatch, allocation).
@@ -47,7 +47,7 @@ _RUNNABLE = ("call_module", "call_function", "call_method")
 
 
 def suggest(
-    program: Program | torch.fx.GraphModule,
+    captured: CapturedModel | torch.fx.GraphModule,
     medians: Mapping[str, float],
     run_median_s: float,
     *,
@@ -69,9 +69,9 @@ def suggest(
     the nodes carrying their bytes (:mod:`~fxtui.measure.analysis.memory_hints`). Rules whose
     inputs are missing stay silent.
     """
-    if isinstance(program, torch.fx.GraphModule):
-        program = graph_program(program)
-    ctx = _Context(program, medians, run_median_s, noise or {}, fastest or {}, work or {}, threads, tuple(inputs))
+    if isinstance(captured, torch.fx.GraphModule):
+        captured = one_graph_model(captured)
+    ctx = _Context(captured, medians, run_median_s, noise or {}, fastest or {}, work or {}, threads, tuple(inputs))
     hints: list[Hint] = []
     for rule in RULES:
         hints.extend(rule(ctx))
@@ -83,7 +83,7 @@ def suggest(
 
 @dataclass(frozen=True)
 class _Context:
-    program: Program
+    captured: CapturedModel
     medians: Mapping[str, float]
     run_s: float
     noise: Mapping[str, float]
@@ -92,8 +92,8 @@ class _Context:
     threads: ThreadInfo | None
     inputs: tuple[Any, ...]
 
-    def nodes(self) -> list[ProgramNode]:
-        return [n for n in self.program.nodes if n.node.op in _RUNNABLE and n.name in self.medians]
+    def nodes(self) -> list[CapturedNode]:
+        return [n for n in self.captured.nodes if n.node.op in _RUNNABLE and n.name in self.medians]
 
     def pct(self, seconds: float) -> float | None:
         return 100.0 * seconds / self.run_s if self.run_s > 0 else None
@@ -110,9 +110,9 @@ class _Context:
 
 def _conv_bn(ctx: _Context) -> list[Hint]:
     """A BatchNorm in eval mode right after a conv is a per-channel affine map: fold it away."""
-    if not ctx.program.mode.whole_modules:
+    if not ctx.captured.mode.whole_modules:
         return []  # the fold swaps modules: it needs call_module nodes
-    pairs = [(c, b) for c, b in find_conv_bn(ctx.program.parts[0].gm) if b in ctx.medians]
+    pairs = [(c, b) for c, b in find_conv_bn(ctx.captured.parts[0].gm) if b in ctx.medians]
     if not pairs:
         return []
     saving = sum(ctx.medians[b] for _, b in pairs)
@@ -134,7 +134,7 @@ def _conv_bn(ctx: _Context) -> list[Hint]:
     ]
 
 
-def _peer_key(ctx: _Context, pn: ProgramNode) -> str:
+def _peer_key(ctx: _Context, pn: CapturedNode) -> str:
     node, gm = pn.node, pn.part.gm
     _, type_name = describe_target(gm, node)
     if node.op == "call_module":
@@ -284,7 +284,7 @@ def _oversubscribed(ctx: _Context) -> list[Hint]:
     ]
 
 
-def _is_conv(ctx: _Context, pn: ProgramNode) -> bool:
+def _is_conv(ctx: _Context, pn: CapturedNode) -> bool:
     node = pn.node
     if node.op == "call_module":
         return isinstance(pn.part.gm.get_submodule(str(node.target)), nn.Conv2d)
@@ -294,7 +294,7 @@ def _is_conv(ctx: _Context, pn: ProgramNode) -> bool:
 _POOL_FUNCTIONS = (torch.nn.functional.max_pool2d, torch.nn.functional.avg_pool2d, torch.max_pool2d)
 
 
-def _is_pool(ctx: _Context, pn: ProgramNode) -> bool:
+def _is_pool(ctx: _Context, pn: CapturedNode) -> bool:
     node = pn.node
     if node.op == "call_module":
         return isinstance(pn.part.gm.get_submodule(str(node.target)), (nn.MaxPool2d, nn.AvgPool2d))

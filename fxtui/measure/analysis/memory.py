@@ -34,7 +34,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from fxtui.core.errors import NodeError
 from fxtui.core.findings import MemorySummary
 from fxtui.measure.analysis.aten import _silenced_fd
-from fxtui.measure.capture.program import GraphPart, Program
+from fxtui.measure.capture.captured import CapturedModel, GraphPart
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.values import storage_block, tensors_in
 
@@ -72,31 +72,31 @@ class MemoryProfile:
     summary: MemorySummary
 
 
-def measure_program_memory(program: Program, inputs: Inputs, *, quiet: bool = True) -> MemoryProfile:
-    """Run ``program`` once on ``inputs`` and measure every node's memory (one profiled, interpreted run).
+def measure_captured_memory(captured: CapturedModel, inputs: Inputs, *, quiet: bool = True) -> MemoryProfile:
+    """Run ``captured`` once on ``inputs`` and measure every node's memory (one profiled, interpreted run).
 
     Raises :class:`NodeError` naming the node if the model fails. ``quiet`` as in
     :func:`~fxtui.measure.analysis.aten.program_aten_breakdown`.
     """
     tracker = _Tracker()
     events: list[Any] | None = None
-    with program.running():
+    with captured.running():
         # Copied before the profiler starts (the copies are not the run's allocations), and inside the
         # run's autograd mode as the timed runs copy them: TorchDynamo guards on it, and inputs made
         # outside inference mode would make it compile new graphs that run past the parts.
         given = inputs.fresh()
         try:
             with _silenced_fd(2, quiet), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-                program.run_each(given, tracker.visit)
+                captured.run_each(given, tracker.visit)
             events = list(prof.profiler.kineto_results.events()) if prof.profiler is not None else None
         except RuntimeError as e:
             if isinstance(e, NodeError) or "profiler" not in str(e).lower():
                 raise
             # Another profiler is active: the liveness figures do not need one, only the allocations.
             tracker = _Tracker()
-            program.run_each(inputs.fresh(), tracker.visit)
+            captured.run_each(inputs.fresh(), tracker.visit)
     allocs, high_water = _allocations(events) if events is not None else (None, None)
-    return tracker.result(program, inputs, allocs, high_water)
+    return tracker.result(captured, inputs, allocs, high_water)
 
 
 @dataclass
@@ -148,7 +148,7 @@ class _Tracker:
 
     def result(
         self,
-        program: Program,
+        captured: CapturedModel,
         inputs: Inputs,
         allocs: dict[str, int] | None,
         high_water: tuple[int, str] | None,
@@ -189,15 +189,15 @@ class _Tracker:
         summary = MemorySummary(
             peak_live_bytes=peak,
             peak_node=peak_node,
-            param_bytes=_bytes_once((*program.root.parameters(), *program.root.buffers())),
+            param_bytes=_bytes_once((*captured.root.parameters(), *captured.root.buffers())),
             input_bytes=_bytes_once(inputs.tensors()),
             high_water_bytes=high_water[0] if high_water else None,
             high_water_node=high_water[1] if high_water else "",
             rss_bytes=rss,
             max_rss_bytes=max_rss,
-            saved_bytes=sum(saved.values()) if program.training else None,
-            forward_peak_bytes=phase_peaks.get("forward") if program.training else None,
-            backward_peak_bytes=phase_peaks.get("backward") if program.training else None,
+            saved_bytes=sum(saved.values()) if captured.training else None,
+            forward_peak_bytes=phase_peaks.get("forward") if captured.training else None,
+            backward_peak_bytes=phase_peaks.get("backward") if captured.training else None,
         )
         return MemoryProfile(nodes, summary)
 

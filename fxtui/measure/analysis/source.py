@@ -79,11 +79,11 @@ def sources_of(gm: torch.fx.GraphModule, root: torch.nn.Module | None = None) ->
     return out
 
 
-def program_sources(program: Any) -> dict[str, SourceLocation]:
-    """:func:`source_of` for every node of every graph of a program, keyed by display name."""
-    root = program.root if program.capture == "fx" else None
+def captured_sources(captured: Any) -> dict[str, SourceLocation]:
+    """:func:`source_of` for every node of every graph of a captured model, keyed by display name."""
+    root = captured.root if captured.capture == "fx" else None
     out = {}
-    for part in program.parts:
+    for part in captured.parts:
         for node, name in zip(part.gm.graph.nodes, part.names, strict=True):
             loc = source_of(node, root if root is not None else part.gm)
             if loc is not None:

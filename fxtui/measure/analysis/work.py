@@ -19,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from fxtui.core.errors import NodeError
 from fxtui.core.nodes import module_ancestors
-from fxtui.measure.capture.program import GraphPart, Program
+from fxtui.measure.capture.captured import CapturedModel, GraphPart
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.values import storage_block, tensors_in
 
@@ -91,8 +91,8 @@ def measure_work(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> dict[str, N
     return interp.work
 
 
-def measure_program_work(program: Program, inputs: Inputs) -> dict[str, NodeWork]:
-    """:func:`measure_work` for every graph of ``program`` in one run of the model, keyed by display name.
+def measure_captured_work(captured: CapturedModel, inputs: Inputs) -> dict[str, NodeWork]:
+    """:func:`measure_work` for every graph of ``captured`` in one run of the model, keyed by display name.
 
     A graph that runs several times in one run adds up its calls, as its timings do.
     """
@@ -113,8 +113,8 @@ def measure_program_work(program: Program, inputs: Inputs) -> dict[str, NodeWork
                 found[name] = work if before is None else _added(before, work)
         return out
 
-    with program.running():
-        program.run_each(inputs.fresh(), visit)
+    with captured.running():
+        captured.run_each(inputs.fresh(), visit)
     return found
 
 

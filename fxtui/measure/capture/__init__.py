@@ -1,9 +1,9 @@
-"""Capture modes behind one contract: what the user runs becomes a :class:`~fxtui.measure.capture.program.Program`.
+"""Capture modes behind one contract: a model becomes a :class:`~fxtui.measure.capture.captured.CapturedModel`.
 
-The contract. A mode is a function ``capture(module, inputs, *, name, **options) -> Program``
+The contract. A mode is a function ``capture(module, inputs, *, name, **options) -> CapturedModel``
 in a file of its own, and an entry in :data:`CAPTURERS` (here) and in
 :data:`fxtui.core.captures.MODES` (its torch-free facts: name, title, what it can do). It gets the
-model and the inputs it runs on; it returns a program whose nodes each know their stable
+model and the inputs it runs on; it returns a captured model whose nodes each know their stable
 display name, module path and phase, the module classes, what a run costs uncaptured (its
 reference), and a call that runs the whole model (or step) through its graphs. It raises
 :class:`~fxtui.core.errors.FxtuiError` in one sentence for what the user can fix.
@@ -13,8 +13,8 @@ reference), and a call that runs the whole model (or step) through its graphs. I
 * ``dynamo`` (:mod:`.dynamo`): TorchDynamo, for models symbolic tracing cannot follow:
   Hugging Face transformers, whole detection models, data-dependent code.
 * ``train`` (:mod:`.train`): a training step, TorchDynamo and AOTAutograd (``--train``).
-* ``eager`` (:mod:`.eager_program`): nothing traced, every ATen op of a run timed and charged to its
-  module by a dispatch mode (:mod:`.eager`), the timer ``fxtui run`` uses inside a user's program.
+* ``eager`` (:mod:`.eager`): nothing traced, every ATen op of a run timed and charged to its
+  module by a dispatch mode (:mod:`fxtui.ops.recorder`), the timer ``fxtui run`` uses inside a user's program.
 * ``generate`` (:mod:`.generate`): the eager timer on ``generate()`` calls, each op charged to the
   prefill or a decode step (``--generate N``).
 * ``compiled`` (:mod:`.compiled`): the model compiled by Inductor, every kernel call timed and
@@ -35,10 +35,10 @@ import torch
 
 from fxtui.core.captures import CHOICES, MODES, capture_mode
 from fxtui.core.errors import FxtuiError
-from fxtui.measure.capture.program import GraphPart, Program, ProgramNode, graph_program
+from fxtui.measure.capture.captured import CapturedModel, CapturedNode, GraphPart, one_graph_model
 from fxtui.measure.inputs import Inputs
 
-__all__ = ["CAPTURERS", "GraphPart", "Program", "ProgramNode", "capture", "capture_with", "graph_program"]
+__all__ = ["CAPTURERS", "CapturedModel", "CapturedNode", "GraphPart", "capture", "capture_with", "one_graph_model"]
 
 #: Each mode's capture function, as ``module:function`` (imported when first used).
 CAPTURERS: dict[str, str] = {
@@ -51,11 +51,13 @@ CAPTURERS: dict[str, str] = {
 }
 
 
-def capture_with(mode: str, module: torch.nn.Module, inputs: Inputs, *, name: str = "model", **options: Any) -> Program:
+def capture_with(
+    mode: str, module: torch.nn.Module, inputs: Inputs, *, name: str = "model", **options: Any
+) -> CapturedModel:
     """Capture ``module`` on ``inputs`` with the mode called ``mode`` exactly (no fallback)."""
     capture_mode(mode)
     where, _, attr = CAPTURERS[mode].partition(":")
-    function: Callable[..., Program] = getattr(importlib.import_module(where), attr)
+    function: Callable[..., CapturedModel] = getattr(importlib.import_module(where), attr)
     return function(module, inputs, name=name, **options)
 
 
@@ -71,12 +73,12 @@ def capture(
     generate: int = 0,
     compile: bool = False,
     compile_mode: str = "default",
-) -> Program:
+) -> CapturedModel:
     """Capture ``module`` run on ``inputs`` as the user asked (``mode``: one of :data:`fxtui.core.captures.CHOICES`).
 
     ``train`` captures a training step with ``optimizer``; ``generate`` (tokens) makes a run one ``generate()`` call
     (:mod:`.generate`); ``transformers`` (a model of that library)
-    makes ``auto`` go straight to TorchDynamo. ``program.reason`` says why ``auto`` switched.
+    makes ``auto`` go straight to TorchDynamo. ``captured.reason`` says why ``auto`` switched.
     ``compile`` compiles the model with Inductor (``compile_mode``) and times its kernels (:mod:`.compiled`).
     """
     if mode not in CHOICES:

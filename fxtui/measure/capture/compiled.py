@@ -30,7 +30,8 @@ import torch.fx
 from fxtui.core.compilation import COMPILE_MODES, CompiledSummary
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.nodes import GraphBreak, module_ancestors
-from fxtui.core.op_nodes import eager_graph
+from fxtui.core.op_graph import eager_graph
+from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.compiled_kernels import (
     Kernel,
     describe_kernels,
@@ -41,7 +42,6 @@ from fxtui.measure.capture.compiled_kernels import (
 from fxtui.measure.capture.dynamo import failure_text, graph_break_of, quiet_dynamo, raise_recompile_limit
 from fxtui.measure.capture.eager import EagerTimer, capture_eager, clock_overhead
 from fxtui.measure.capture.names import Namer
-from fxtui.measure.capture.program import Program
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.values import ValueMeta
 from fxtui.ops.kernel_code import (
@@ -60,7 +60,7 @@ EAGER_WINDOW = 64
 
 
 class CompiledRuns:
-    """The eager model beside the compiled one (the program's notes): its runs and its modules' times."""
+    """The eager model beside the compiled one (the captured model's notes): its runs and its modules' times."""
 
     def __init__(self, module: torch.nn.Module, inputs: Inputs, mode: str, beside: bool = True) -> None:
         self.module = module
@@ -121,7 +121,7 @@ class CompiledRuns:
                 out[ancestor] = out.get(ancestor, 0.0) + median
         return out
 
-    # -- the notes' interface (fxtui.measure.capture.program.RunNotes) ---------------------------
+    # -- the notes' interface (fxtui.measure.capture.captured.RunNotes) ---------------------------
 
     def summary(self) -> CompiledSummary:
         """The figures so far."""
@@ -156,15 +156,17 @@ class CompiledRuns:
 
 
 class CompiledTimer:
-    """Times one run of the compiled model per kernel call (the :class:`~fxtui.measure.timing.ProgramTimer` interface).
+    """Times one run of the compiled model per kernel call (the :class:`~fxtui.measure.timing.ModelTimer` interface).
 
     A run is the compiled model with its wrappers' timed code and, before or after it, the eager model's two
     runs (:meth:`CompiledRuns.eager_step`); ``last_run_ns`` is the compiled run's wall time alone.
     """
 
-    def __init__(self, program: Program, kernels: list[Kernel], wrappers: list[TimedWrapper], **kwargs: Any) -> None:
-        self.program = program
-        self.runs: CompiledRuns = program.notes  # type: ignore[assignment]
+    def __init__(
+        self, captured: CapturedModel, kernels: list[Kernel], wrappers: list[TimedWrapper], **kwargs: Any
+    ) -> None:
+        self.captured = captured
+        self.runs: CompiledRuns = captured.notes  # type: ignore[assignment]
         self.kernels = kernels
         self.wrappers = wrappers
         self.clock: Callable[[], int] = kwargs.get("clock") or _clock
@@ -206,7 +208,7 @@ class CompiledTimer:
         with timed(self.wrappers):
             t0 = self.clock()
             try:
-                out = self.program.call(inputs)
+                out = self.captured.call(inputs)
             except Exception as e:
                 raise NodeError("", f"the compiled model raised {exception_text(e)}") from e
             finally:
@@ -263,8 +265,8 @@ def capture_compiled(
     compile_mode: str = "default",
     reason: str = "",
     eager_beside: bool = True,
-) -> Program:
-    """The model compiled by Inductor as a program whose nodes are its kernel calls (see the module's docstring).
+) -> CapturedModel:
+    """The model compiled by Inductor as a captured model whose nodes are its kernel calls (see the module's docstring).
 
     ``eager_beside`` runs the eager model beside it in every step (its median and each module's eager time).
 
@@ -290,7 +292,7 @@ def capture_compiled(
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
         if state["sealed"]:  # a recompile: it runs, untimed, and is counted with TorchDynamo's reason
-            program.late_graphs += 1
+            captured.late_graphs += 1
             runs.recompiles += recompile_reasons(seen_failures)
             return compile_fx(gm, example_inputs, config_patches=options)
         index = state["graphs"]
@@ -318,15 +320,15 @@ def capture_compiled(
 
     raise_recompile_limit(torch._dynamo.config)
     runs = CompiledRuns(module, inputs, mode, beside=eager_beside)
-    program = Program(capture="compiled", root=module, call=lambda given: None, reason=reason, notes=runs)
+    captured = CapturedModel(capture="compiled", root=module, call=lambda given: None, reason=reason, notes=runs)
     with quiet_dynamo():
         compiled_model = torch.compile(module, backend=backend, dynamic=False)
-    program.call = lambda given: given.call(compiled_model)
+    captured.call = lambda given: given.call(compiled_model)
     started = time.perf_counter()
-    with quiet_dynamo(), program.running():
+    with quiet_dynamo(), captured.running():
         for _ in range(CAPTURE_RUNS):
             try:
-                program.run(inputs.fresh())
+                captured.run(inputs.fresh())
             except Exception as e:
                 raise FxtuiError(f"Inductor could not compile {name}: {failure_text(e)}") from e
             if not runs.compile_s:
@@ -341,10 +343,10 @@ def capture_compiled(
     runs.graphs = state["graphs"]
     runs.kernels = sum(1 for k in kernels if not k.origin.extern)
     runs.externs = len(kernels) - runs.kernels
-    program.warm_runs = CAPTURE_RUNS
-    program.breaks = tuple(breaks)
-    program.module_classes = dict(namer.classes)
-    program.seconds = runs.compile_s
-    program.timer = lambda **kwargs: CompiledTimer(program, kernels, wrappers, **kwargs)
-    program.describe = lambda timer, **described: describe_kernels(timer, program, namer.classes, **described)
-    return program
+    captured.warm_runs = CAPTURE_RUNS
+    captured.breaks = tuple(breaks)
+    captured.module_classes = dict(namer.classes)
+    captured.seconds = runs.compile_s
+    captured.timer = lambda **kwargs: CompiledTimer(captured, kernels, wrappers, **kwargs)
+    captured.describe = lambda timer, **described: describe_kernels(timer, captured, namer.classes, **described)
+    return captured

@@ -20,8 +20,8 @@ from fxtui.measure.capture.names import Namer
 from fxtui.ops.kernel_code import KernelOrigin, ops_label
 
 if TYPE_CHECKING:
+    from fxtui.measure.capture.captured import CapturedModel
     from fxtui.measure.capture.compiled import CompiledRuns, CompiledTimer
-    from fxtui.measure.capture.program import Program
 
 
 @dataclass
@@ -91,7 +91,7 @@ def kernel_source_line(origin: KernelOrigin) -> str:
 
 def describe_kernels(
     timer: CompiledTimer,
-    program: Program,
+    captured: CapturedModel,
     classes: dict[str, str],
     *,
     model: str,
@@ -123,7 +123,7 @@ def describe_kernels(
                 fused_modules=paths,
             )
         )
-    runs: CompiledRuns = program.notes  # type: ignore[assignment]
+    runs: CompiledRuns = captured.notes  # type: ignore[assignment]
     if rooted:
         runs.root_reason = (
             f"{rooted} of {len(infos)} kernel calls are charged to the root: they fuse nodes of several top-level "
@@ -147,5 +147,5 @@ def describe_kernels(
         modules=build_module_tree(infos, all_classes, extra=eager_paths),
         capture="compiled",
         graphs=runs.graphs,
-        breaks=program.breaks,
+        breaks=captured.breaks,
     )

@@ -2,7 +2,7 @@
 
 ``torch.compile(model, backend=…)`` runs the model's Python under TorchDynamo, which
 records runs of torch operations into FX graphs and hands each one to the backend. This
-backend keeps the graph and returns its :class:`~fxtui.measure.capture.program.GraphPart`,
+backend keeps the graph and returns its :class:`~fxtui.measure.capture.captured.GraphPart`,
 so that every later call of the compiled model runs the graph through whatever the part's
 executor is at that moment. Where TorchDynamo cannot follow the code (a ``.item()``
 feeding a branch, an operator whose output shape depends on the data) it breaks the model
@@ -30,8 +30,8 @@ import torch.fx
 
 from fxtui.core.errors import FxtuiError, NodeError, first_line
 from fxtui.core.nodes import GraphBreak
+from fxtui.measure.capture.captured import CapturedModel, GraphPart
 from fxtui.measure.capture.names import Namer
-from fxtui.measure.capture.program import GraphPart, Program
 from fxtui.measure.inputs import Inputs
 
 #: Runs of the model during capture: the first compiles; the second compiles what the first
@@ -43,8 +43,8 @@ CAPTURE_RUNS = 2
 RECOMPILE_LIMIT = 256
 
 
-def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "model", reason: str = "") -> Program:
-    """Capture ``module`` with TorchDynamo into a program of one graph per captured region.
+def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "model", reason: str = "") -> CapturedModel:
+    """Capture ``module`` with TorchDynamo into a captured model of one graph per captured region.
 
     Runs the model :data:`CAPTURE_RUNS` times under ``torch.inference_mode()`` (the mode
     the session runs it in, so TorchDynamo's guards hold). Raises :class:`FxtuiError` when
@@ -53,13 +53,13 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
     import torch._dynamo
 
     started = time.perf_counter()
-    program = Program(capture="dynamo", root=module, call=lambda given: None, reason=reason)
-    program.reference = lambda given: given.call(module)
+    captured = CapturedModel(capture="dynamo", root=module, call=lambda given: None, reason=reason)
+    captured.reference = lambda given: given.call(module)
     # TorchDynamo keeps every backend it was given for as long as the process lives (its guards check
-    # which backend compiled a graph). The backend therefore holds the program weakly and lets go of
+    # which backend compiled a graph). The backend therefore holds the captured model weakly and lets go of
     # the namer (and with it the module) once the capture is sealed: a what-if's captured copy is
     # freed when the what-if ends, not kept for the rest of the session.
-    held = weakref.ref(program)
+    held = weakref.ref(captured)
     namer: Namer | None = Namer(module)
     breaks: list[GraphBreak] = []
     sealed = False
@@ -87,38 +87,38 @@ def capture_dynamo(module: torch.nn.Module, inputs: Inputs, *, name: str = "mode
     def call(given: Inputs) -> Any:
         return given.call(compiled)
 
-    program.call = call
+    captured.call = call
     run_captures(
-        program,
+        captured,
         inputs,
         cannot=f"{name} cannot be captured with TorchDynamo",
         fails="the model does not run on these inputs",
     )
     sealed = True
-    program.warm_runs = CAPTURE_RUNS
-    if not program.parts:
+    captured.warm_runs = CAPTURE_RUNS
+    if not captured.parts:
         raise FxtuiError(
             f"TorchDynamo captured no graph of {name}: its forward runs no torch operation TorchDynamo can record"
         )
     assert namer is not None
-    program.module_paths = namer.paths
-    program.module_classes = namer.classes
+    captured.module_paths = namer.paths
+    captured.module_classes = namer.classes
     namer = None
-    program.breaks = tuple(breaks)
-    program.seconds = time.perf_counter() - started
-    return program
+    captured.breaks = tuple(breaks)
+    captured.seconds = time.perf_counter() - started
+    return captured
 
 
-def run_captures(program: Program, inputs: Inputs, *, cannot: str, fails: str) -> None:
-    """Run ``program`` :data:`CAPTURE_RUNS` times so TorchDynamo compiles it; one sentence when that fails.
+def run_captures(captured: CapturedModel, inputs: Inputs, *, cannot: str, fails: str) -> None:
+    """Run ``captured`` :data:`CAPTURE_RUNS` times so TorchDynamo compiles it; one sentence when that fails.
 
     ``cannot`` starts the sentence for a failure of TorchDynamo itself, ``fails`` for the model's own
     error (TorchDynamo re-raises it from the user's frame). A :class:`NodeError` passes through.
     """
-    with quiet_dynamo(), program.running():
+    with quiet_dynamo(), captured.running():
         for _ in range(CAPTURE_RUNS):
             try:
-                program.run(inputs.fresh())
+                captured.run(inputs.fresh())
             except NodeError:
                 raise
             except Exception as e:

@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 
-from fxtui.core.op_nodes import EagerNode, RootModule, eager_graph
+from fxtui.core.op_graph import eager_graph
+from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.snapshot import GraphInfo
-from fxtui.measure.capture.program import Program
+from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.inputs import Inputs
 from fxtui.measure.values import ValueMeta
 from fxtui.ops.namer import OpNamer
@@ -30,18 +31,20 @@ Clock = Callable[[], int]
 
 
 class EagerTimer:
-    """Times one run of the model per ATen op (the :class:`~fxtui.measure.timing.ProgramTimer` interface)."""
+    """Times one run of the model per ATen op (the :class:`~fxtui.measure.timing.ModelTimer` interface)."""
 
     capture = "eager"
     """The capture mode its graph description names."""
 
-    def __init__(self, program: Program, clock: Clock = time.perf_counter_ns, clock_overhead_ns: int | None = None):
-        self.program = program
+    def __init__(
+        self, captured: CapturedModel, clock: Clock = time.perf_counter_ns, clock_overhead_ns: int | None = None
+    ):
+        self.captured = captured
         self.clock = clock
         self.clock_overhead_ns = clock_overhead_ns if clock_overhead_ns is not None else clock_overhead()
         self.recorder = OpRecorder()
         self.namer = OpNamer()
-        self.namer.add_root(program.root)
+        self.namer.add_root(captured.root)
         self.names: list[str] = []
         self.nodes: list[EagerNode] = []
         self.roots: list[RootModule] = []
@@ -58,7 +61,7 @@ class EagerTimer:
         self.recorder.start(stacks=first)
         start = self.clock()
         try:
-            out = inputs.call(self.program.root)
+            out = inputs.call(self.captured.root)
         finally:
             self.last_run_ns = self.clock() - start
             self.recorder.stop()
@@ -74,7 +77,7 @@ class EagerTimer:
                 ns[node] += max(duration - overhead, 0)
                 starts[node] = began
             else:
-                self.program.late_graphs += 1  # a code path the first run did not take: timed in no node
+                self.captured.late_graphs += 1  # a code path the first run did not take: timed in no node
         self.last_ns, self.last_start_ns = ns, starts
         return out
 
@@ -104,17 +107,17 @@ def _describe(timer: EagerTimer, *, model: str, inputs: tuple[str, ...], dtype: 
     return eager_graph(timer.nodes, timer.roots, model=model, inputs=inputs, dtype=dtype, threads=threads)
 
 
-def capture_eager(module: torch.nn.Module, inputs: Inputs, *, name: str = "model", reason: str = "") -> Program:
-    """The model as an eager program: its runs are the model's own calls, each op timed by an :class:`EagerTimer`."""
+def capture_eager(module: torch.nn.Module, inputs: Inputs, *, name: str = "model", reason: str = "") -> CapturedModel:
+    """The model captured eagerly: its runs are the model's own calls, each op timed by an :class:`EagerTimer`."""
     started = time.perf_counter()
-    program = Program(
+    captured = CapturedModel(
         capture="eager",
         root=module,
         call=lambda given: given.call(module),
         reason=reason,
-        timer=lambda **kwargs: EagerTimer(program, **kwargs),
+        timer=lambda **kwargs: EagerTimer(captured, **kwargs),
         describe=_describe,
         module_classes={"": type(module).__name__},
     )
-    program.seconds = time.perf_counter() - started
-    return program
+    captured.seconds = time.perf_counter() - started
+    return captured

@@ -27,7 +27,7 @@ from torch.fx.proxy import TraceError
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.nodes import module_ancestors
-from fxtui.measure.capture.program import Program, graph_program
+from fxtui.measure.capture.captured import CapturedModel, one_graph_model
 from fxtui.measure.inputs import Inputs
 
 #: Retrace at most this many times; each retry turns one more submodule into a leaf.
@@ -154,15 +154,15 @@ def trace_model(module: torch.nn.Module, *, name: str = "model") -> TracedModel:
     )
 
 
-def capture_fx(module: torch.nn.Module, inputs: Inputs, *, name: str = "model") -> Program:
-    """Trace ``module`` with torch.fx into a one-graph program whose node names are the FX names.
+def capture_fx(module: torch.nn.Module, inputs: Inputs, *, name: str = "model") -> CapturedModel:
+    """Trace ``module`` with torch.fx into a one-graph captured model whose node names are the FX names.
 
     The graph takes positional inputs only: keyword inputs are placed by ``forward``'s
     signature, and a keyword that has no position makes this capture refuse the model.
     """
     positional_inputs(module, inputs, name)
     traced = trace_model(module, name=name)
-    args_program = graph_program(
+    args_captured = one_graph_model(
         traced.gm,
         module_paths=traced.module_paths,
         module_classes=traced.module_classes,
@@ -172,13 +172,13 @@ def capture_fx(module: torch.nn.Module, inputs: Inputs, *, name: str = "model") 
         leaf_reasons=traced.leaf_reasons,
         seconds=traced.trace_seconds,
     )
-    part = args_program.parts[0]
+    part = args_captured.parts[0]
 
     def call(given: Inputs) -> Any:
         return part(*positional_inputs(module, given, name).args)
 
-    args_program.call = call
-    return args_program
+    args_captured.call = call
+    return args_captured
 
 
 def positional_inputs(module: torch.nn.Module, inputs: Inputs, name: str) -> Inputs:

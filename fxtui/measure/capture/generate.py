@@ -10,7 +10,7 @@ choice of the first token are in it), every other a **decode** step. Each step's
 named apart (a repeat in a module counts from 1 in every step), so an op is the same node in
 every decode step and a node's decode time is per token: its time over the call's decode steps
 ÷ their number. Times per decode step, the step's context length, and the cache's bytes are
-kept as :class:`~fxtui.core.generation.GenerationSummary` (``GenerationRuns``, the program's notes).
+kept as :class:`~fxtui.core.generation.GenerationSummary` (``GenerationRuns``, the captured model's notes).
 
 The uninstrumented calls run the same ``generate()`` with the same hook (one clock reading per
 forward), so the time to first token and per token come from calls nothing else slows. Generation
@@ -34,14 +34,15 @@ import torch
 
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.generation import MAX_BINS, GenerationSummary, phase_share, split_steps
-from fxtui.core.op_nodes import eager_graph
+from fxtui.core.op_graph import eager_graph
 from fxtui.core.snapshot import GraphInfo
+from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.eager import EagerTimer
 from fxtui.measure.capture.generate_model import check_can_generate, has_eos, pad_token, quiet_transformers
-from fxtui.measure.capture.program import Program
 from fxtui.measure.inputs import Inputs
 from fxtui.ops.model_bytes import cache_bytes, weight_bytes
-from fxtui.ops.recorder import ENTER, PHASE_ENTER, OpRecorder
+from fxtui.ops.recorder import OpRecorder
+from fxtui.ops.records import ModuleEnter, PhaseEnter, make
 
 _clock = time.perf_counter_ns
 #: Calls whose decode steps the time per token and the per-position figures come from.
@@ -51,7 +52,7 @@ RECENT_PROFILED = 5
 
 
 class GenerationRuns:
-    """The ``generate()`` calls of one program: how to make one, and what their steps took (the program's notes)."""
+    """The ``generate()`` calls of one captured model: how to make one, and what their steps took (its notes)."""
 
     def __init__(self, module: torch.nn.Module, new_tokens: int, prompt_tokens: int, batch: int, eos: bool) -> None:
         self.root = module
@@ -107,7 +108,8 @@ class GenerationRuns:
                 records = recorder.records
                 # The recorder's global hook ran first and noted the model's entry: the step starts there.
                 at = len(records) - 1
-                marks.append(at if at >= 0 and records[at][0] == ENTER and records[at][1] is root else at + 1)
+                entered = at >= 0 and type(records[at]) is ModuleEnter and records[at].module is root  # type: ignore[union-attr]
+                marks.append(at if entered else at + 1)
 
         def post(module: torch.nn.Module, args: Any, out: Any) -> None:
             if self.cache is None:
@@ -223,7 +225,7 @@ def bin_means(values: Sequence[float], size: int, bins: int) -> list[float]:
 
 
 class GenerateTimer(EagerTimer):
-    """Times one ``generate()`` call per ATen op, step by step (as a :class:`~fxtui.measure.timing.ProgramTimer` does).
+    """Times one ``generate()`` call per ATen op, step by step (as a :class:`~fxtui.measure.timing.ModelTimer` does).
 
     ``last_ns`` per node: a prefill node's time in the call, a decode node's time per decode step.
     ``last_run_ns``: the call's time to first token and its mean decode step (what a run counts as).
@@ -231,9 +233,11 @@ class GenerateTimer(EagerTimer):
 
     capture = "generate"
 
-    def __init__(self, program: Program, clock: Callable[[], int] = _clock, clock_overhead_ns: int | None = None):
-        super().__init__(program, clock, clock_overhead_ns)
-        self.runs = cast(GenerationRuns, program.notes)
+    def __init__(
+        self, captured: CapturedModel, clock: Callable[[], int] = _clock, clock_overhead_ns: int | None = None
+    ):
+        super().__init__(captured, clock, clock_overhead_ns)
+        self.runs = cast(GenerationRuns, captured.notes)
         self.phases: list[str] = []
         self._decode_rows: dict[int, int] = {}
 
@@ -257,7 +261,7 @@ class GenerateTimer(EagerTimer):
         ttft, steps = split_steps(t0, starts, t1)
         bounds = [0, *marks[1:], len(records)]
         segments = [
-            self.namer.resolve([(PHASE_ENTER, "prefill" if k == 0 else "decode", 0, None), *records[a:b]])
+            self.namer.resolve([make(PhaseEnter, ("prefill" if k == 0 else "decode", 0, None)), *records[a:b]])
             for k, (a, b) in enumerate(itertools.pairwise(bounds))
         ]
         if first:
@@ -286,7 +290,7 @@ class GenerateTimer(EagerTimer):
             for node, duration, _shape, _began in ops:
                 d = max(duration - overhead, 0)
                 if node >= known:
-                    self.program.late_graphs += 1  # a code path the first call did not take: timed in no node
+                    self.captured.late_graphs += 1  # a code path the first call did not take: timed in no node
                     continue
                 ns[node] += d
                 if k and bins is not None and (row := rows.get(node)) is not None:
@@ -332,8 +336,8 @@ def capture_generate(
     new_tokens: int = 32,
     reason: str = "",
     probe: bool = True,
-) -> Program:
-    """The model's ``generate()`` as a program: a run is one call of ``new_tokens`` tokens, timed per op and step.
+) -> CapturedModel:
+    """The model's ``generate()`` captured: a run is one call of ``new_tokens`` tokens, timed per op and step.
 
     ``probe=False`` trusts that the model is causal (:func:`check_can_generate`).
     """
@@ -342,12 +346,12 @@ def capture_generate(
     started = time.perf_counter()
     batch, length = check_can_generate(module, inputs, name, new_tokens, probe)
     runs = GenerationRuns(module, new_tokens, length, batch, has_eos(module))
-    program = Program(
+    captured = CapturedModel(
         capture="generate",
         root=module,
         call=runs.plain,
         reason=reason,
-        timer=lambda **kwargs: GenerateTimer(program, **kwargs),
+        timer=lambda **kwargs: GenerateTimer(captured, **kwargs),
         describe=_describe,
         module_classes={"": type(module).__name__},
         notes=runs,
@@ -355,5 +359,5 @@ def capture_generate(
             other, inputs, name=name, new_tokens=new_tokens, reason=reason, probe=False
         ),
     )
-    program.seconds = time.perf_counter() - started
-    return program
+    captured.seconds = time.perf_counter() - started
+    return captured

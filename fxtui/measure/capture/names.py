@@ -51,7 +51,7 @@ PlaceholderNames = Callable[[Node], "tuple[str, str] | None"]
 
 
 class Namer:
-    """Stable display names and module paths for the nodes of every graph of one program.
+    """Stable display names and module paths for the nodes of every graph of one captured model.
 
     A node is named after its module and operation (``encoder.layer.0.attention.self.query ·
     linear``); a second one of the same name gets ``#2``. The module comes from the innermost

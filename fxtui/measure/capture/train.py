@@ -2,7 +2,7 @@
 
 TorchDynamo captures the model and its loss; AOTAutograd splits each captured graph into a
 forward graph and the backward graph it derives (ATen operators both), and hands both to
-fxtui's compilers, which keep them as :class:`~fxtui.measure.capture.program.GraphPart` s
+fxtui's compilers, which keep them as :class:`~fxtui.measure.capture.captured.GraphPart` s
 of phase ``forward`` and ``backward``. ``loss.backward()`` runs the backward graphs through
 the autograd engine in the calling thread, so their nodes are timed like any other. The
 optimizer's step and ``zero_grad`` form a small graph of their own (phase ``optimizer``),
@@ -29,6 +29,7 @@ import torch.utils._pytree as pytree
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.nodes import GraphBreak
+from fxtui.measure.capture.captured import CapturedModel, GraphPart
 from fxtui.measure.capture.dynamo import (
     CAPTURE_RUNS,
     failure_text,
@@ -38,7 +39,6 @@ from fxtui.measure.capture.dynamo import (
     run_captures,
 )
 from fxtui.measure.capture.names import Namer
-from fxtui.measure.capture.program import GraphPart, Program
 from fxtui.measure.inputs import Inputs
 
 #: The optimizers ``--optimizer`` offers, with the learning rate each starts from. The rates are
@@ -139,7 +139,9 @@ def describe_optimizer(optimizer: torch.optim.Optimizer) -> str:
     return f"{type(optimizer).__name__}(lr={optimizer.defaults.get('lr')})"
 
 
-def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model", optimizer: str = "sgd") -> Program:
+def capture_train(
+    module: torch.nn.Module, inputs: Inputs, *, name: str = "model", optimizer: str = "sgd"
+) -> CapturedModel:
     """Capture one training step of ``module`` on ``inputs`` with ``optimizer`` (see :data:`OPTIMIZERS`).
 
     Puts the model in train mode, picks the loss from one eager forward run
@@ -169,7 +171,7 @@ def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model
     step_loss = StepLoss(module, loss, labels)
     opt = OPTIMIZERS[optimizer](params)
 
-    program = Program(
+    captured = CapturedModel(
         capture="train",
         root=module,
         call=lambda given: None,
@@ -184,7 +186,7 @@ def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
         if sealed:
-            program.late_graphs += 1
+            captured.late_graphs += 1
             return _passthrough(gm, example_inputs)
         found = graph_break_of(gm)
         if found is not None:
@@ -203,7 +205,7 @@ def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model
             names = namer.name_graph(fw, placeholders=plain_input)
             forward_nodes.update({n.name: n for n in fw.graph.nodes})
             forward_names.update(zip(fw.graph.nodes, names, strict=True))
-            return _boxed(_append(program, fw, names, "forward"))
+            return _boxed(_append(captured, fw, names, "forward"))
 
         def saved(node: torch.fx.Node) -> tuple[str, str] | None:
             named = plain_input(node)
@@ -217,7 +219,7 @@ def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model
         def backward(bw: torch.fx.GraphModule, _: Sequence[Any]) -> Any:
             names = namer.name_graph(bw, stack="fwd_nn_module_stack", mark=GRADIENT, placeholders=saved)
             _link_gradients(forward_names, bw, names, gradients)
-            return _boxed(_append(program, bw, names, "backward"))
+            return _boxed(_append(captured, bw, names, "backward"))
 
         return aot_autograd(fw_compiler=forward, bw_compiler=backward)(gm, example_inputs)
 
@@ -232,30 +234,30 @@ def capture_train(module: torch.nn.Module, inputs: Inputs, *, name: str = "model
         update[0]()
         return value.detach()
 
-    program.call = call
-    program.reference = lambda given: _eager_step(step_loss, opt, given)
+    captured.call = call
+    captured.reference = lambda given: _eager_step(step_loss, opt, given)
     run_captures(
-        program,
+        captured,
         inputs,
         cannot=f"{name} cannot be captured for training",
         fails="a training step of the model fails on these inputs",
     )
     sealed = True
-    if not any(p.phase == "backward" for p in program.parts):
+    if not any(p.phase == "backward" for p in captured.parts):
         raise FxtuiError(f"the loss of {name} does not depend on its parameters: nothing to differentiate")
-    update[0] = _append(program, *_optimizer_graph(opt, namer), "optimizer")
-    program.warm_runs = CAPTURE_RUNS
-    program.module_paths = namer.paths
-    program.module_classes = namer.classes
-    program.breaks = tuple(breaks)
-    program.gradients = {k: tuple(v) for k, v in gradients.items()}
-    program.seconds = time.perf_counter() - started
-    return program
+    update[0] = _append(captured, *_optimizer_graph(opt, namer), "optimizer")
+    captured.warm_runs = CAPTURE_RUNS
+    captured.module_paths = namer.paths
+    captured.module_classes = namer.classes
+    captured.breaks = tuple(breaks)
+    captured.gradients = {k: tuple(v) for k, v in gradients.items()}
+    captured.seconds = time.perf_counter() - started
+    return captured
 
 
-def _append(program: Program, gm: torch.fx.GraphModule, names: Sequence[str], phase: str) -> GraphPart:
-    part = GraphPart(gm, names, program.node_count, len(program.parts), phase=phase)
-    program.parts.append(part)
+def _append(captured: CapturedModel, gm: torch.fx.GraphModule, names: Sequence[str], phase: str) -> GraphPart:
+    part = GraphPart(gm, names, captured.node_count, len(captured.parts), phase=phase)
+    captured.parts.append(part)
     return part
 
 

@@ -1,1 +1,1 @@
-"""Measured what-ifs (see :mod:`fxtui.core.what_ifs` for the names and the parser)."""
+"""Measured what-ifs (see :mod:`fxtui.core.what_if_catalogue` for the names and the parser)."""

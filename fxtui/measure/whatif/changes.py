@@ -1,6 +1,6 @@
 """Each what-if as a change to a copy of the session's model: the variant to measure, or why it cannot apply.
 
-A variant is a :class:`~fxtui.measure.capture.program.Program` wherever the change keeps
+A variant is a :class:`~fxtui.measure.capture.captured.CapturedModel` wherever the change keeps
 the model a graph, so both sides are timed node by node and matched by node name:
 
 * ``channels-last`` and ``int8-dynamic`` change a copy of the captured module and
@@ -33,8 +33,8 @@ from torch import nn
 
 from fxtui.core.captures import MODES
 from fxtui.core.errors import FxtuiError, first_line
-from fxtui.core.what_ifs import thread_count
-from fxtui.measure.capture.program import Program, graph_program
+from fxtui.core.what_if_catalogue import thread_count
+from fxtui.measure.capture.captured import CapturedModel, one_graph_model
 from fxtui.measure.inputs import Inputs
 
 if TYPE_CHECKING:
@@ -55,27 +55,27 @@ class Variant:
     """What was done, one line."""
     inputs: Inputs
     """The inputs the changed model takes (channels-last converts the image tensors)."""
-    program: Program | None = None
+    captured: CapturedModel | None = None
     """The changed model as graphs, timed node by node; ``None`` for a whole-run-only variant."""
     call: Callable[[Inputs], Any] | None = None
-    """The changed model as one call, when it is not a program (``compile``)."""
+    """The changed model as one call, when it is not a captured model (``compile``)."""
     context: Context = contextlib.nullcontext
     """Entered around every run of the changed model (a thread count, autocast)."""
     setup_s: float = 0.0
     """Seconds spent making it: the recapture, or ``torch.compile``'s first call."""
     module: nn.Module | None = None
-    """The changed model where neither ``program`` holds it nor ``call`` shows it (``compile`` of ``generate()``
+    """The changed model where neither ``captured`` holds it nor ``call`` shows it (``compile`` of ``generate()``
     calls: its logits are compared)."""
 
 
 def reason_not(name: str, session: Session) -> str:
     """Why ``name`` cannot apply to ``session``'s model, one sentence; ``""`` when it can (cheap: nothing runs)."""
-    if session.program.capture == "compiled":  # each step already runs the model eager and compiled, interleaved
+    if session.captured.capture == "compiled":  # each step already runs the model eager and compiled, interleaved
         return f"{name} is measured on an eager or captured model; this session profiles it compiled (--compile)"
     n = thread_count(name)
     if n is not None:
         return f"the session already runs {n} intra-op threads" if n == session.graph.threads else ""
-    if session.program.training:
+    if session.captured.training:
         return (
             f"{name} is measured on inference runs; this session profiles a training step, where only threads=N applies"
         )
@@ -102,7 +102,7 @@ def _image_inputs(session: Session) -> list[torch.Tensor]:
 
 
 def _floating(session: Session) -> list[torch.Tensor]:
-    root = session.program.root
+    root = session.captured.root
     tensors = [*root.parameters(), *root.buffers(), *session.inputs.tensors()]
     return [t for t in tensors if t.is_floating_point()]
 
@@ -131,7 +131,7 @@ def _check_bf16(session: Session) -> str:
 def _check_fold(session: Session) -> str:
     from fxtui.measure.whatif.fold_bn import find_conv_bn
 
-    mode = session.program.mode
+    mode = session.captured.mode
     if not mode.whole_modules:
         keeps = ", ".join(m.name for m in MODES.values() if m.whole_modules)
         return (
@@ -144,7 +144,7 @@ def _check_fold(session: Session) -> str:
 
 
 def _check_int8(session: Session) -> str:
-    linears = _linears(session.program.root)
+    linears = _linears(session.captured.root)
     if not linears:
         return "int8-dynamic quantizes nn.Linear layers, and this model has none"
     if any(m.weight.dtype != torch.float32 for m in linears):
@@ -160,37 +160,37 @@ def _copy(session: Session) -> nn.Module:
     from fxtui.measure.whatif.sharing import copy_sharing_tensors
 
     try:
-        return copy_sharing_tensors(session.program.root)
+        return copy_sharing_tensors(session.captured.root)
     except Exception as e:
         raise CannotApply(f"the model cannot be copied to change it ({type(e).__name__}: {e})") from e
 
 
-def recapture(session: Session, module: nn.Module, inputs: Inputs) -> Program:
+def recapture(session: Session, module: nn.Module, inputs: Inputs) -> CapturedModel:
     """Capture ``module`` (a changed copy of the session's) the way the session's model was captured."""
     from fxtui.measure.capture import capture_with
 
-    program = session.program
-    options = {"reason": program.reason} if program.capture == "dynamo" else {}
+    captured = session.captured
+    options = {"reason": captured.reason} if captured.capture == "dynamo" else {}
     try:
-        if program.renew is not None:  # the same capture's settings (generate: the tokens)
-            return program.renew(module)
-        return capture_with(program.capture, module, inputs, name=session.graph.model, **options)
+        if captured.renew is not None:  # the same capture's settings (generate: the tokens)
+            return captured.renew(module)
+        return capture_with(captured.capture, module, inputs, name=session.graph.model, **options)
     except FxtuiError as e:
         raise CannotApply(f"the changed model cannot be captured: {e}") from e
 
 
-def _same_graphs(session: Session) -> Program:
-    """The session's program as a second, independent handle: same graphs, no reference timing."""
-    return session.program.independent()
+def _same_graphs(session: Session) -> CapturedModel:
+    """The session's captured model as a second, independent handle: same graphs, no reference timing."""
+    return session.captured.independent()
 
 
 def _threads(session: Session, n: int) -> Variant:
-    from fxtui.measure.thread_count import thread_limit
+    from fxtui.measure.analysis.cpu_setup import thread_limit
 
     return Variant(
         title=f"{n} intra-op thread{'s' if n != 1 else ''} instead of {session.graph.threads}",
         inputs=session.inputs,
-        program=_same_graphs(session),
+        captured=_same_graphs(session),
         context=lambda: thread_limit(n),
     )
 
@@ -213,12 +213,12 @@ def _channels_last(session: Session) -> Variant:
         pytree.tree_map_only(torch.Tensor, nhwc, given.args),
         pytree.tree_map_only(torch.Tensor, nhwc, dict(given.kwargs)),
     )
-    program = recapture(session, model, inputs)
+    captured = recapture(session, model, inputs)
     count = len(_image_inputs(session))
     return Variant(
         title=f"model and {count} 4-D input{'s' if count != 1 else ''} in torch.channels_last",
         inputs=inputs,
-        program=program,
+        captured=captured,
         setup_s=time.perf_counter() - started,
     )
 
@@ -236,16 +236,16 @@ def _autocast() -> contextlib.AbstractContextManager[Any]:
 # and keeps the graph: every node is compared.
 def _bf16(session: Session) -> Variant:
     started = time.perf_counter()
-    if not session.program.mode.guards:
-        program = _same_graphs(session)  # autocast acts below the graph, at dispatch
+    if not session.captured.mode.guards:
+        captured = _same_graphs(session)  # autocast acts below the graph, at dispatch
     else:
         with _autocast():  # the capture guards on the autocast state: capture under it
-            program = recapture(session, _copy(session), session.inputs)
+            captured = recapture(session, _copy(session), session.inputs)
     return Variant(
         title="bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)): convolutions and matmuls in "
         "bfloat16, weights and inputs unchanged",
         inputs=session.inputs,
-        program=program,
+        captured=captured,
         context=_autocast,
         setup_s=time.perf_counter() - started,
     )
@@ -256,10 +256,10 @@ def _fold_bn(session: Session) -> Variant:
     from fxtui.measure.whatif.fold_bn import fuse_conv_bn
 
     started = time.perf_counter()
-    original = session.program
+    original = session.captured
     fused, pairs = fuse_conv_bn(session.gm)
     kept = {n.name for n in fused.graph.nodes}
-    program = graph_program(
+    captured = one_graph_model(
         fused,
         module_paths={n: p for n, p in original.module_paths.items() if n in kept},
         module_classes=dict(original.module_classes),
@@ -267,14 +267,14 @@ def _fold_bn(session: Session) -> Variant:
         capture="fx",
         leaf_modules=original.leaf_modules,
     )
-    part, root, name = program.parts[0], original.root, session.graph.model
-    program.call = lambda given: part(*positional_inputs(root, given, name).args)
+    part, root, name = captured.parts[0], original.root, session.graph.model
+    captured.call = lambda given: part(*positional_inputs(root, given, name).args)
     n = len(pairs)
     layers = f"{n} BatchNorm layer{'s' if n != 1 else ''}"
     return Variant(
         title=f"fold {layers} into the convolution before {'each' if n != 1 else 'it'}",
         inputs=session.inputs,
-        program=program,
+        captured=captured,
         setup_s=time.perf_counter() - started,
     )
 
@@ -313,7 +313,7 @@ def _int8_dynamic(session: Session) -> Variant:
         title += (
             "; the copy runs with nn.TransformerEncoderLayer's fast path off (its fused kernel takes float weights)"
         )
-    if session.program.mode.guards:
+    if session.captured.mode.guards:
         # TorchDynamo cannot record a quantized Linear (its packed weights are a script object): each one
         # breaks the graph and runs outside every node, so per node the Linear layers would look gone.
         return Variant(
@@ -325,9 +325,9 @@ def _int8_dynamic(session: Session) -> Variant:
         )
     with warnings.catch_warnings(), context():
         warnings.simplefilter("ignore")
-        program = recapture(session, model, session.inputs)
+        captured = recapture(session, model, session.inputs)
     return Variant(
-        title=title, inputs=session.inputs, program=program, context=context, setup_s=time.perf_counter() - started
+        title=title, inputs=session.inputs, captured=captured, context=context, setup_s=time.perf_counter() - started
     )
 
 
@@ -340,23 +340,23 @@ def _compile(session: Session) -> Variant:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            program = capture_compiled(model, session.inputs, name=session.graph.model, eager_beside=False)
+            captured = capture_compiled(model, session.inputs, name=session.graph.model, eager_beside=False)
     except FxtuiError as e:
         raise CannotApply(str(e)) from e
     except Exception as e:
         raise CannotApply(compile_failure(e)) from e
     return Variant(
-        title=f"torch.compile (Inductor): the first call compiled it in {program.seconds:.1f} s; per module, "
+        title=f"torch.compile (Inductor): the first call compiled it in {captured.seconds:.1f} s; per module, "
         "the Σ of its kernels' medians",
         inputs=session.inputs,
-        program=program,
-        setup_s=program.seconds,
+        captured=captured,
+        setup_s=captured.seconds,
     )
 
 
 @dataclasses.dataclass(frozen=True)
 class Change:
-    """How one what-if of :data:`fxtui.core.what_ifs.CATALOGUE` is made: why it cannot apply, and the copy."""
+    """How one what-if of :data:`fxtui.core.what_if_catalogue.CATALOGUE` is made: why it cannot apply, and the copy."""
 
     make: Callable[[Session], Variant]
     """The changed model (raises :class:`CannotApply` with one sentence when making it fails)."""

@@ -2,7 +2,7 @@
 
 Each side is either a :class:`~fxtui.measure.session.Session` of its own (a step is one
 profiled and one uninstrumented run, so both whole-run and per-node figures come out of
-the same runs), or, for a variant that is not a program (``compile``), a plain call timed
+the same runs), or, for a variant that is not a captured model (``compile``), a plain call timed
 uninstrumented. The two sides alternate which goes first from pair to pair, so neither
 systematically inherits the other's warm caches; the session's own statistics are not
 touched.
@@ -23,7 +23,7 @@ from fxtui.measure.whatif.changes import Context, Variant
 from fxtui.measure.whatif.outputs import output_difference
 
 if TYPE_CHECKING:
-    from fxtui.measure.capture.program import Program
+    from fxtui.measure.capture.captured import CapturedModel
     from fxtui.measure.session import Session
 
 #: Pairs measured by default, and at least (unless a side fails).
@@ -72,7 +72,7 @@ class SessionSide:
 
     def whole_run(self) -> tuple[float, float, float] | None:
         session = self.session
-        notes = session.program.notes
+        notes = session.captured.notes
         whole = notes.whole_run() if notes is not None else None
         if whole is not None:  # generate(): whole calls, not the prompt-and-one-token a run counts as
             return whole
@@ -90,14 +90,16 @@ class SessionSide:
 class CallSide:
     """A side timed as one uninstrumented call per step (no nodes)."""
 
-    def __init__(self, call: Callable[[Inputs], Any], inputs: Inputs, program: Program, context: Context) -> None:
-        self.call, self.inputs, self.program, self.context = call, inputs, program, context
+    def __init__(
+        self, call: Callable[[Inputs], Any], inputs: Inputs, captured: CapturedModel, context: Context
+    ) -> None:
+        self.call, self.inputs, self.captured, self.context = call, inputs, captured, context
         self.times: list[float] = []
         self.error = ""
 
     def step(self) -> bool:
         given = self.inputs.fresh()
-        with self.context(), self.program.running():
+        with self.context(), self.captured.running():
             try:
                 started = time.perf_counter_ns()
                 self.call(given)
@@ -135,15 +137,15 @@ def measure(
     Raises :class:`Cancelled` when ``cancelled()`` turns true between pairs. A variant whose
     runs fail is a result with ``error`` set, never an exception.
     """
-    original = session.program.independent()  # a second handle on the same graphs, nothing shared
+    original = session.captured.independent()  # a second handle on the same graphs, nothing shared
     a: SessionSide | CallSide
     b: SessionSide | CallSide
     progress(f"what-if {name}: checking the changed model")
     try:
-        if variant.program is not None:
+        if variant.captured is not None:
             a = SessionSide(_session(session, original, session.inputs), contextlib.nullcontext)
             with variant.context():
-                b_session = _session(session, variant.program, variant.inputs)
+                b_session = _session(session, variant.captured, variant.inputs)
             b = SessionSide(b_session, variant.context)
         else:
             assert variant.call is not None
@@ -202,13 +204,13 @@ def measure(
     )
 
 
-def _session(session: Session, program: Program, inputs: Inputs) -> Session:
+def _session(session: Session, captured: CapturedModel, inputs: Inputs) -> Session:
     """A session of its own for one side (construction runs it once: the check run)."""
     from fxtui.measure.session import Session
 
     graph = session.graph
     return Session(
-        program,
+        captured,
         inputs,
         model=graph.model,
         input_desc=graph.inputs,
@@ -219,7 +221,7 @@ def _session(session: Session, program: Program, inputs: Inputs) -> Session:
     )
 
 
-def _outputs(session: Session, original: Program, variant: Variant) -> tuple[float | None, float | None, str]:
+def _outputs(session: Session, original: CapturedModel, variant: Variant) -> tuple[float | None, float | None, str]:
     """The output difference of one run of each on the same fresh inputs, and a note when there is none."""
     if original.training:
         return None, None, "outputs not compared: every training step changes the parameters"
@@ -228,7 +230,7 @@ def _outputs(session: Session, original: Program, variant: Variant) -> tuple[flo
             a = original.run(session.inputs.fresh())
         with variant.context(), original.running():
             given = variant.inputs.fresh()
-            b = variant.program.run(given) if variant.program is not None else variant.call(given)  # type: ignore[misc]
+            b = variant.captured.run(given) if variant.captured is not None else variant.call(given)  # type: ignore[misc]
     except Exception as e:
         return None, None, f"outputs not compared: a run raised {type(e).__name__}"
     abs_diff, rel_diff = output_difference(a, b)
@@ -244,7 +246,7 @@ def _changes(
     if not (isinstance(a, SessionSide) and isinstance(b, SessionSide)):
         return (), ()
     before, after = a.session.snapshot(), b.session.snapshot()
-    compiled = b.session.program.capture == "compiled"  # kernels against graph nodes: no node is on both sides
+    compiled = b.session.captured.capture == "compiled"  # kernels against graph nodes: no node is on both sides
     paths = {n.name: n.module_path for n in (*b.session.graph.nodes, *a.session.graph.nodes)}
     runnable = {
         n.name for n in (*a.session.graph.nodes, *b.session.graph.nodes) if n.op not in ("placeholder", "output")

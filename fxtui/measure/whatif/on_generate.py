@@ -24,15 +24,15 @@ from fxtui.measure.whatif.changes import CannotApply, Variant, compile_failure
 from fxtui.measure.whatif.outputs import output_difference
 
 if TYPE_CHECKING:
+    from fxtui.measure.capture.captured import CapturedModel
     from fxtui.measure.capture.generate import GenerationRuns
-    from fxtui.measure.capture.program import Program
     from fxtui.measure.session import Session
 
 
 def compile_generate(session: Session) -> Variant:
     """``torch.compile`` of a copy's ``forward``; its first ``generate()`` call compiles (timed, graphs counted)."""
     try:
-        model = copy.deepcopy(session.program.root)
+        model = copy.deepcopy(session.captured.root)
     except Exception as e:
         raise CannotApply(f"the model cannot be copied to change it ({type(e).__name__}: {e})") from e
     try:
@@ -41,10 +41,10 @@ def compile_generate(session: Session) -> Variant:
         before = counters["stats"]["unique_graphs"]
         started = time.perf_counter()
         model.forward = torch.compile(model.forward)
-        program = session.program.renew(model)  # type: ignore[misc]
-        with program.running(), warnings.catch_warnings():
+        captured = session.captured.renew(model)  # type: ignore[misc]
+        with captured.running(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            program.run(session.inputs.fresh())  # the first call compiles, as the cache grows
+            captured.run(session.inputs.fresh())  # the first call compiles, as the cache grows
         setup = time.perf_counter() - started
         graphs = counters["stats"]["unique_graphs"] - before
     except CannotApply:
@@ -55,26 +55,26 @@ def compile_generate(session: Session) -> Variant:
         title=f"torch.compile (Inductor) of the model's forward, whole generate() calls: the first call compiled "
         f"{graphs} graph{'s' if graphs != 1 else ''} in {setup:.1f} s as the cache grew",
         inputs=session.inputs,
-        call=program.run,
+        call=captured.run,
         setup_s=setup,
         module=model,
     )
 
 
 def compare_generations(
-    session: Session, original: Program, variant: Variant
+    session: Session, original: CapturedModel, variant: Variant
 ) -> tuple[float | None, float | None, dict[str, Any], str]:
     """The prefill's logits compared (max abs, max rel), the generated tokens' agreement, and a note."""
     notes = cast("GenerationRuns", original.notes)
     inputs = session.inputs
-    changed = variant.module if variant.module is not None else (variant.program.root if variant.program else None)
+    changed = variant.module if variant.module is not None else (variant.captured.root if variant.captured else None)
     try:
         with original.running():
             a = original.run(inputs.fresh())
             a_logits = _logits(original.root, inputs)
         with variant.context(), original.running():
             given = variant.inputs.fresh()
-            b = variant.program.run(given) if variant.program is not None else variant.call(given)  # type: ignore[misc]
+            b = variant.captured.run(given) if variant.captured is not None else variant.call(given)  # type: ignore[misc]
             b_logits = _logits(changed, variant.inputs) if changed is not None else None
     except Exception as e:
         return None, None, {}, f"outputs not compared: a call raised {type(e).__name__}"

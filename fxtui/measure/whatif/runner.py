@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from fxtui.core.errors import first_line
 from fxtui.core.findings import WhatIf, WhatIfOption
-from fxtui.core.what_ifs import CATALOGUE, describe
-from fxtui.measure.thread_count import usable_cores
+from fxtui.core.what_if_catalogue import CATALOGUE, describe
+from fxtui.measure.analysis.cpu_setup import usable_cores
 from fxtui.measure.whatif.changes import CannotApply, make_variant, reason_not
 from fxtui.measure.whatif.measure import BUDGET_S, MAX_PAIRS, Cancelled, measure
 from fxtui.measure.whatif.rss import PeakRss
@@ -88,7 +88,7 @@ def _attempt(
     cancelled: Callable[[], bool],
 ) -> WhatIf:
     try:
-        if name == "compile" and session.program.notes is not None:  # generate() calls: the forward compiled
+        if name == "compile" and session.captured.notes is not None:  # generate() calls: the forward compiled
             from fxtui.measure.whatif.on_generate import compile_generate
 
             variant = compile_generate(session)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fxtui.core.findings import ModuleChange, NodeChange, WhatIf, WhatIfOption
-from fxtui.core.what_ifs import CATALOGUE, describe
+from fxtui.core.what_if_catalogue import CATALOGUE, describe
 from fxtui.ui.demo.demo_source import resnet18_graph, resnet18_rows
 
 #: The what-ifs a resnet18 session on 2 cores offers, in the catalogue's order (threads=N as threads=1).

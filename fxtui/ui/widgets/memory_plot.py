@@ -1,7 +1,7 @@
 """Live activation memory across the graph's order, node by node, with the cursor's node marked.
 
 The memory pass gives every node the bytes alive right after it; drawn left to right in
-program order they show where the peak is (and, in a training step, the forward pass
+graph order they show where the peak is (and, in a training step, the forward pass
 building up what the backward pass then releases). Each column of the plot is a run of
 consecutive nodes and shows the largest value among them, so the peak is never averaged away.
 """
@@ -48,7 +48,7 @@ def plot_rows(values: Sequence[int], marked: int | None, width: int, height: int
 
 
 class MemoryPlot(Widget):
-    """Activation bytes alive after each node, in program order; ``▲`` marks the selected node."""
+    """Activation bytes alive after each node, in graph order; ``▲`` marks the selected node."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"memory-plot--bars", "memory-plot--mark"}
     DEFAULT_CSS = """

@@ -134,9 +134,12 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
     if snapshot.rank_summary is not None:
         summary = snapshot.rank_summary
         text.append(f" │ rank {summary.shown} of {len(summary.ranks)} (R)", style="bold")
-    kind = "steps" if steps.kind == "train" else "calls"
-    text.append(f" │ {steps.steps} {kind} · {steps.sampled} sampled · step {format_seconds(steps.step_median_s)}")
+    name = {"train": "training steps", "eval": "eval calls", "generate": "generate() calls"}.get(steps.kind, "steps")
+    text.append(f" │ {steps.steps} {name} · {steps.sampled} sampled · {format_seconds(steps.step_median_s)}")
     text.append(f" · fidelity {format_ratio(fidelity(snapshot))}")
+    others = [k for k in steps.kinds if k.kind != steps.kind]
+    if others:  # the program ran other kinds of step too: k shows them
+        text.append(" │ " + ", ".join(f"{k.steps} {k.kind}" for k in others) + " (k)")
     g = snapshot.generation
     if g is not None:  # its generate() calls
         text.append(f" · TTFT {format_seconds(g.ttft_s)} · TPOT {format_seconds(g.tpot_s)}")

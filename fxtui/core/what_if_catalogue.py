@@ -1,14 +1,8 @@
-"""Measured what-ifs: apply a change to a copy of the model and time it against the original.
+"""The what-if catalogue: every change fxtui can measure against the model, by name, and what it changes.
 
-A hint says what might help; a what-if measures it on this machine. Each what-if makes a
-changed variant of the session's model and inputs (:mod:`.changes`), both are run
-interleaved, pair by pair (:mod:`.measure`), and the result
-(:class:`~fxtui.core.findings.WhatIf`) carries the whole-run medians with their spread, the
-per-node and per-module changes and how far the outputs moved. :func:`~.run.run_what_ifs`
-runs several; :mod:`.text` prints them.
-
-This module is torch-free: the command line checks names with :func:`parse_what_ifs` before
-anything heavy is imported.
+A hint says what might help; a what-if measures it on this machine (:mod:`fxtui.measure.whatif` makes the
+changed copy and times it; :class:`~fxtui.core.findings.WhatIf` carries the result). This module is torch-free:
+the command line checks names with :func:`parse_what_ifs` before anything heavy is imported.
 """
 
 from __future__ import annotations

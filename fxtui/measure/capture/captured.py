@@ -1,12 +1,12 @@
 """A captured model: one or more FX graphs whose nodes know their module path, and how to run them.
 
 Every capture mode (:mod:`~fxtui.measure.capture.fx`, :mod:`~fxtui.measure.capture.dynamo`)
-produces a :class:`Program`. Nothing downstream — timing, statistics, analysis, snapshots,
+produces a :class:`CapturedModel`. Nothing downstream — timing, statistics, analysis, snapshots,
 the UI — knows which mode ran: they see graphs, stable node names and module paths.
 
-A program runs the whole model (``program.run(inputs)``); each captured graph inside it
+A captured model runs the whole model (``captured.run(inputs)``); each captured graph inside it
 runs through its :class:`GraphPart`, whose ``executor`` can be swapped for the time of a
-run (:meth:`Program.routed`): the graph's own ``forward`` for an uninstrumented run, a
+run (:meth:`CapturedModel.routed`): the graph's own ``forward`` for an uninstrumented run, a
 timing interpreter for a profiled one, a counting interpreter for an analysis pass.
 Whatever runs between graphs (the Python of a graph break, TorchDynamo's guard checks)
 is never charged to a node.
@@ -40,9 +40,9 @@ class GraphPart:
     ) -> None:
         self.gm = gm
         self.names: tuple[str, ...] = tuple(names)
-        """One display name per node, graph order; unique across the program."""
+        """One display name per node, graph order; unique across the captured model."""
         self.offset = offset
-        """Index of this graph's first node in the program's node list."""
+        """Index of this graph's first node in the captured model's node list."""
         self.index = index
         self.phase = phase
         """``forward`` (with the loss), ``backward`` (AOTAutograd's gradients) or ``optimizer`` in a training
@@ -57,8 +57,8 @@ class GraphPart:
 
 
 @dataclass(frozen=True, slots=True)
-class ProgramNode:
-    """An FX node of a program under its display name."""
+class CapturedNode:
+    """An FX node of a captured model under its display name."""
 
     name: str
     node: torch.fx.Node
@@ -90,7 +90,7 @@ class RunNotes(Protocol):
 
 
 @dataclass
-class Program:
+class CapturedModel:
     """The graphs a capture produced, and the call that runs the whole model through them."""
 
     capture: str
@@ -129,36 +129,36 @@ class Program:
     """Forward node → the backward nodes that differentiate it (training steps)."""
     timer: Callable[..., Any] | None = None
     """``timer(clock=…, clock_overhead_ns=…)``: what times a run, for a mode that times without graphs
-    (``eager``); None: a :class:`~fxtui.measure.timing.ProgramTimer` over the graphs."""
+    (``eager``); None: a :class:`~fxtui.measure.timing.ModelTimer` over the graphs."""
     describe: Callable[..., Any] | None = None
     """``describe(timer, model=…, inputs=…, dtype=…, threads=…)``: the graph description, for a mode without
     graphs; None: :func:`~fxtui.measure.graphinfo.build_graph_info` from the graphs."""
     notes: RunNotes | None = None
     """What a mode keeps about its runs besides node times (``generate``: time to first token, per token, the
     cache); None for most modes."""
-    renew: Callable[[torch.nn.Module], Program] | None = None
+    renew: Callable[[torch.nn.Module], CapturedModel] | None = None
     """``renew(module)``: the same capture of ``module`` (this model, or a what-if's changed copy) on the same
-    inputs, with notes of its own, for a mode whose runs keep notes; None: a copy of the program does."""
+    inputs, with notes of its own, for a mode whose runs keep notes; None: a copy of the captured model does."""
 
     @property
     def mode(self) -> CaptureMode:
-        """The facts of the mode that produced the program (:mod:`fxtui.core.captures`)."""
+        """The facts of the mode that produced the captured model (:mod:`fxtui.core.captures`)."""
         return capture_mode(self.capture)
 
     def running(self) -> contextlib.AbstractContextManager[Any]:
-        """The autograd mode a run of this program needs: inference mode, or gradients for a training step."""
+        """The autograd mode a run of this captured model needs: inference mode, or gradients for a training step."""
         return torch.enable_grad() if self.training else torch.inference_mode()
 
     @property
     def names(self) -> list[str]:
-        """Every node's display name, program order (graph by graph)."""
+        """Every node's display name, capture order (graph by graph)."""
         return [name for part in self.parts for name in part.names]
 
     @property
-    def nodes(self) -> list[ProgramNode]:
-        """Every FX node of every graph under its display name, program order."""
+    def nodes(self) -> list[CapturedNode]:
+        """Every FX node of every graph under its display name, capture order."""
         return [
-            ProgramNode(name, node, part)
+            CapturedNode(name, node, part)
             for part in self.parts
             for name, node in zip(part.names, part.gm.graph.nodes, strict=True)
         ]
@@ -183,7 +183,7 @@ class Program:
             for part, executor in zip(self.parts, before, strict=True):
                 part.executor = executor
 
-    def independent(self) -> Program:
+    def independent(self) -> CapturedModel:
         """A second handle on the same model and graphs with nothing shared: no reference timing, notes of its own."""
         if self.renew is not None:
             return self.renew(self.root)
@@ -195,21 +195,21 @@ class Program:
             return self.run(inputs)
 
 
-def graph_program(
+def one_graph_model(
     gm: torch.fx.GraphModule,
     *,
     module_paths: Mapping[str, str] | None = None,
     module_classes: Mapping[str, str] | None = None,
     root: torch.nn.Module | None = None,
     **extra: Any,
-) -> Program:
-    """A one-graph program whose node names are the FX node names (symbolic_trace, tests)."""
+) -> CapturedModel:
+    """A one-graph captured model whose node names are the FX node names (symbolic_trace, tests)."""
     part = GraphPart(gm, [n.name for n in gm.graph.nodes], 0, 0)
 
     def call(inputs: Inputs) -> Any:
         return part(*inputs.args)
 
-    return Program(
+    return CapturedModel(
         capture=extra.pop("capture", "fx"),
         root=root if root is not None else gm,
         call=call,

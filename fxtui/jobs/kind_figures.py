@@ -1,0 +1,244 @@
+"""The figures of one kind of step (training steps, evaluation calls, ``generate()`` calls) as the collector keeps them.
+
+Every step's wall time and phases go into the kind's timeline; its sampled steps' ops into a
+:class:`~fxtui.jobs.node_window.NodeWindow`, one column per node and output shape, one value per
+step: a node that ran several times in a step (a module called in a loop) counts the sum of its
+calls, and how many calls it made. A node's row shows its most frequent shape; the others are
+listed per node (``Snapshot.shapes``), so a last smaller batch is never mixed into a node's median
+silently.
+
+The figures are those of a captured model, read for a program: *run* is a sampled step (timed
+per node), *uninstrumented* an unsampled one; fidelity is Σ node medians ÷ the unsampled
+steps' median, overhead the sampled steps' median ÷ the unsampled steps'. Warm-up steps are left
+out; so is the wall time (not the ops) of the sampled steps that also noted new nodes' inputs.
+Memory is bounded: statistics, the recent steps and a coarse history of the whole run grow,
+samples do not. Torch-free, numpy only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from array import array
+from collections import Counter, deque
+from collections.abc import Iterable
+
+import numpy as np
+
+from fxtui.core.agent_messages import Step
+from fxtui.core.nodes import Spread
+from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTimes, phase_medians
+from fxtui.jobs.generate_calls import GenerationCalls
+from fxtui.jobs.node_window import ColumnStats, NodeWindow
+
+#: Steps the timeline keeps for the app's plot and the export.
+TIMELINE = 10_000
+#: Steps of each kind (sampled, unsampled) whose wall times the run figures come from.
+FIGURES_WINDOW = 256
+#: The whole run's step time kept coarse: at most this many points, each the median of a stretch.
+HISTORY = 512
+#: Different mixes of calls (forwards, backwards, optimizer steps) a kind's steps are counted by, at most.
+MIXES = 16
+
+
+class KindFigures:
+    """One kind's steps so far: counts, timeline, reference and sampled walls, and every node's window."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.nodes: set[int] = set()
+        """The nodes this kind's sampled steps ran."""
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the figures so far (the nodes stay known)."""
+        self.steps = self.sampled = self.warmup = 0
+        self.window = NodeWindow()
+        self._columns: dict[tuple[int, str], int] = {}
+        self._column_keys: list[tuple[int, str]] = []
+        self._shape_counts: dict[int, dict[str, int]] = {}
+        self._calls: dict[int, list[int]] = {}  # per column: Σ calls and steps counted, for calls per step
+        self.timeline: deque[StepTimes] = deque(maxlen=TIMELINE)
+        self._plain: deque[int] = deque(maxlen=FIGURES_WINDOW)
+        self._sampled: deque[int] = deque(maxlen=FIGURES_WINDOW)
+        self._sampled_ops: deque[int] = deque(maxlen=FIGURES_WINDOW)
+        self._faults: deque[int] = deque(maxlen=FIGURES_WINDOW)
+        self._history: list[float] = []
+        self._history_every = 1
+        self._stretch: list[int] = []
+        self.generation = GenerationCalls()
+        self.holds: tuple[tuple[str, int], ...] = ()
+        self._held: Counter[tuple[tuple[str, int], ...]] = Counter()
+        """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
+        self.trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
+        """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def add(self, step: Step) -> None:
+        """One step of this kind, as the agent sent it."""
+        if step.restart:
+            self.reset()
+        if step.sampled:
+            self.nodes.update(node for node, *_ in step.ops)
+        if not step.warm:
+            self.warmup += 1
+            return
+        self.steps += 1
+        self.holds = step.holds or self.holds
+        if step.holds and (step.holds in self._held or len(self._held) < MIXES):
+            self._held[step.holds] += 1
+        self.timeline.append(StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled))
+        self._grow_history(step.wall_ns)
+        if not (step.sampled and step.describing):  # a describing step's calls are slower: no figure
+            for call in step.generation:
+                self.generation.add(call, sampled=step.sampled)
+        if not step.sampled:
+            self._plain.append(step.wall_ns)
+            return
+        self.sampled += 1
+        if not step.describing:  # its ops count (each read around its own call); its wall time does not
+            self._sampled.append(step.wall_ns)
+        if step.faults >= 0:
+            self._faults.append(step.faults)
+        self._add_ops(step.ops)
+        self.trace = (step.start_ns, step.ops)
+
+    def _add_ops(self, ops: list[tuple[int, int, str, int]]) -> None:
+        """A sampled step's ops: per node and shape, the sum of its calls' times (one sample), and their count."""
+        sums: dict[int, int] = {}
+        calls: dict[int, int] = {}
+        new = 0
+        for node, duration, shape, _began in ops:
+            key = (node, shape)
+            column = self._columns.get(key)
+            if column is None:
+                column = self._columns[key] = len(self._columns)
+                self._column_keys.append(key)
+                new += 1
+            sums[column] = sums.get(column, 0) + duration
+            calls[column] = calls.get(column, 0) + 1
+        for column, n in calls.items():
+            node, shape = self._column_keys[column]
+            counts = self._shape_counts.setdefault(node, {})
+            counts[shape] = counts.get(shape, 0) + 1
+            kept = self._calls.setdefault(column, [0, 0])
+            kept[0] += n
+            kept[1] += 1
+        self.window.add_columns(new)
+        columns = np.fromiter(sums.keys(), dtype=np.int64, count=len(sums))
+        ns = np.fromiter(sums.values(), dtype=np.int64, count=len(sums))
+        self.window.add(columns, ns)
+        self._sampled_ops.append(int(ns.sum()))
+
+    def _grow_history(self, wall_ns: int) -> None:
+        """The run's step time kept coarse: the median of every stretch of steps, stretches doubling as needed."""
+        self._stretch.append(wall_ns)
+        if len(self._stretch) < self._history_every:
+            return
+        self._history.append(statistics.median(self._stretch) / 1e9)
+        self._stretch.clear()
+        if len(self._history) >= HISTORY:
+            pairs = self._history
+            self._history = [(pairs[i] + pairs[i + 1]) / 2 for i in range(0, len(pairs) - 1, 2)]
+            self._history_every *= 2
+
+    # -- figures --------------------------------------------------------------------------------
+
+    def node_columns(self, node_ids: list[int]) -> tuple[np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]]:
+        """For each node (in ``node_ids`` order), the window column of its most frequent shape (-1: never sampled),
+        and for nodes seen at several shapes, each shape's (shape, steps, column)."""
+        pick = np.full(len(node_ids), -1, dtype=np.int64)
+        others: dict[int, tuple[tuple[str, int, int], ...]] = {}
+        for i, node_id in enumerate(node_ids):
+            counts = self._shape_counts.get(node_id)
+            if not counts:
+                continue
+            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+            pick[i] = self._columns[(node_id, ranked[0][0])]
+            if len(ranked) > 1:
+                others[node_id] = tuple((shape, n, self._columns[(node_id, shape)]) for shape, n in ranked)
+        return pick, others
+
+    def calls_per_step(self, columns: np.ndarray) -> np.ndarray:
+        """The mean number of calls per sampled step of each column (0 where never sampled)."""
+        out = np.zeros(len(columns))
+        for i, column in enumerate(columns):
+            kept = self._calls.get(int(column))
+            if column >= 0 and kept and kept[1]:
+                out[i] = kept[0] / kept[1]
+        return out
+
+    def stats(self) -> ColumnStats:
+        return self.window.stats()
+
+    def spreads(self) -> tuple[Spread | None, Spread | None, Spread | None, Spread | None]:
+        """The sampled and unsampled steps' spreads, and overhead's and fidelity's (each step's own ratio)."""
+        plain, sampled = _spread(self._plain), _spread(self._sampled)
+        base_ns = plain.median * 1e9 if plain else None
+        overhead = _spread([w / base_ns for w in self._sampled]) if base_ns else None
+        fidelity = _spread([s / base_ns for s in self._sampled_ops]) if base_ns else None
+        return sampled, plain, overhead, fidelity
+
+    def summary(self, node_time_s: float | None = None) -> KindSummary:
+        """This kind at a glance (``node_time_s``: Σ of its node medians, for its fidelity)."""
+        base = statistics.median(self._plain) / 1e9 if self._plain else None
+        sampled = statistics.median(self._sampled) / 1e9 if self._sampled else None
+        return KindSummary(
+            kind=self.kind,
+            steps=self.steps,
+            warmup=self.warmup,
+            sampled=self.sampled,
+            step_median_s=base,
+            fidelity=node_time_s / base if base and node_time_s is not None and self.sampled else None,
+            overhead=sampled / base if base and sampled else None,
+            holds=self._typical(),
+            nodes=len(self.nodes),
+        )
+
+    def step_summary(self, kinds: tuple[KindSummary, ...] = ()) -> StepSummary:
+        """The steps so far: counts, phase medians (over the unsampled steps), the recent timeline."""
+        recent = list(self.timeline)[-300:]
+        plain = [s for s in self.timeline if not s.sampled][-FIGURES_WINDOW:] or recent
+        flat = array("d", (ns / 1e9 for s in recent for ns in s.phases_ns))
+        return StepSummary(
+            kind=self.kind,
+            steps=self.steps,
+            warmup=self.warmup,
+            sampled=self.sampled,
+            phase_median_s=phase_medians(plain),
+            step_median_s=statistics.median(self._plain) / 1e9 if self._plain else None,
+            sampled_median_s=statistics.median(self._sampled) / 1e9 if self._sampled else None,
+            recent=flat,
+            recent_sampled=bytes(int(s.sampled) for s in recent),
+            history=array("d", [*self._history, *([statistics.median(self._stretch) / 1e9] if self._stretch else [])]),
+            history_every=self._history_every,
+            faults_median=statistics.median(self._faults) if self._faults else None,
+            holds=self._typical(),
+            holds_share=self._typical_share(),
+            kinds=kinds,
+        )
+
+    def _typical(self) -> tuple[tuple[str, int], ...]:
+        """What most steps hold (the latest step's, before any is counted)."""
+        return self._held.most_common(1)[0][0] if self._held else self.holds
+
+    def _typical_share(self) -> float:
+        """The share of the steps that hold what most do (1.0: every step alike)."""
+        counted = sum(self._held.values())
+        return self._held.most_common(1)[0][1] / counted if counted else 1.0
+
+
+def _spread(values: Iterable[float]) -> Spread | None:
+    """Median and quartiles of ``values`` given in ns (ratios as they are), in seconds."""
+    data = list(values)
+    if not data:
+        return None
+    scale = 1e9 if isinstance(data[0], int) else 1.0
+    if len(data) == 1:
+        return Spread(data[0] / scale, data[0] / scale, data[0] / scale)
+    q25, q50, q75 = statistics.quantiles(data, n=4, method="inclusive")
+    return Spread(q50 / scale, q25 / scale, q75 / scale)
+
+
+# Every phase a step's wall time splits into, for this module's readers.
+__all__ = ["STEP_PHASES", "KindFigures"]

@@ -1,0 +1,108 @@
+"""The per-op timer's names: each op under its module, a loop's calls one set of nodes, code outside modules named."""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fxtui.core.op_nodes import EagerNode
+from fxtui.ops.namer import LOSS, SCRIPT, OpNamer
+from fxtui.ops.recorder import OpRecorder
+
+
+class Unrolled(nn.Module):
+    """A cell called once per time step inside the model's own forward, as time-series and RNN examples do."""
+
+    def __init__(self, hidden: int = 16) -> None:
+        super().__init__()
+        self.hidden = hidden
+        self.cell = nn.LSTMCell(1, hidden)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = c = torch.zeros(x.shape[0], self.hidden)
+        outputs = []
+        for t in range(x.shape[1]):
+            h, c = self.cell(x[:, t : t + 1], (h, c))
+            outputs.append(self.out(h))
+        return torch.cat(outputs, 1)
+
+
+def step(namer: OpNamer, fn) -> tuple[list[tuple[int, int, str, int]], list[EagerNode]]:  # type: ignore[no-untyped-def]
+    recorder = OpRecorder()
+    recorder.start()
+    try:
+        fn()
+    finally:
+        recorder.stop()
+    ops = namer.resolve(recorder.take())
+    nodes, _ = namer.take_new()
+    return ops, nodes
+
+
+def test_a_cell_unrolled_over_time_is_one_set_of_nodes_whatever_the_length() -> None:
+    counts = []
+    for length in (5, 40):
+        model, namer = Unrolled(), OpNamer()
+        namer.add_root(model)
+        x = torch.randn(3, length)
+        ops, nodes = step(namer, lambda model=model, x=x: model(x).sum().backward())
+        counts.append(len(nodes))
+        cell = [n for n in nodes if n.module_path == "cell" and n.phase == "forward"]
+        assert cell and all(n.occurrence == 1 or n.label != cell[0].label for n in cell[:1])
+        per_node: dict[int, int] = {}
+        for node, *_ in ops:
+            per_node[node] = per_node.get(node, 0) + 1
+        first_cell_op = next(n.id for n in nodes if n.module_path == "cell" and n.phase == "forward")
+        assert per_node[first_cell_op] == length  # one node, called at every time step
+    assert counts[0] == counts[1]  # the model's structure, not the loop's length
+
+
+def test_the_loss_outside_the_model_and_the_scripts_own_ops_are_named() -> None:
+    model, namer = nn.Sequential(nn.Linear(8, 4)), OpNamer()
+    namer.add_root(model)
+
+    def train_step() -> None:
+        x = torch.randn(5, 8)  # the script makes its batch
+        loss = F.cross_entropy(model(x), torch.tensor([0, 1, 2, 3, 0]))
+        loss.backward()
+        loss.item()
+
+    _, nodes = step(namer, train_step)
+    where = {(n.module_path, n.phase, n.label) for n in nodes}
+    assert (SCRIPT, "other", "randn") in where
+    assert (LOSS, "other", "_log_softmax") in where and (LOSS, "backward", "∇nll_loss_backward") in where
+    assert ("0", "backward", "∇mm") in where  # the model's gradient, under its module
+
+
+def test_a_model_saved_and_loaded_again_keeps_its_root_and_nodes() -> None:
+    import copy
+
+    namer = OpNamer()
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+    namer.add_root(model)
+    _, first = step(namer, lambda: model(torch.randn(2, 8)))  # noqa: F821 (deleted below, after its last call)
+    reloaded = copy.deepcopy(model)  # as torch.load(f) gives it back: another object of the same structure
+    del model
+    gc.collect()
+    assert namer.add_root(reloaded) == 0 and namer.take_new()[1] == []  # the same root, not a second one
+    _, again = step(namer, lambda: reloaded(torch.randn(2, 8)))
+    assert first and not again  # the same nodes
+    twin = copy.deepcopy(reloaded)  # while the other lives: a model of its own
+    assert namer.add_root(twin) == 1
+
+
+def test_the_namer_keeps_no_module_alive() -> None:
+    import weakref
+
+    namer = OpNamer()
+    model = nn.Linear(4, 4)
+    namer.add_root(model)
+    step(namer, lambda: model(torch.randn(1, 4)))  # noqa: F821 (deleted below, after its last call)
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None and namer.roots == []
