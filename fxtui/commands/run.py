@@ -160,7 +160,7 @@ def headless(settings: ProgramSettings, output: OutputSettings) -> int:
     if hasattr(os, "fork"):
         from fxtui.jobs.beside import become_the_program
 
-        become_the_program(settings, lambda snapshot: print_report(snapshot, output))
+        become_the_program(settings, lambda snapshot: print_report(snapshot, output), kind=output.kind or None)
     return _headless_child(settings, output)
 
 

@@ -102,7 +102,7 @@ def adopt(directory: Path) -> int:
     said: list[ProgramExit] = []
     stop = threading.Event()
     server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
-                          current=lambda rank: state.snapshot(State.RUNNING, rank))  # fmt: skip
+                          current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
 
     def on_exit(message: ProgramExit, connection: Connection) -> None:
         if message.pid == pid:

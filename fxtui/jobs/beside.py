@@ -46,12 +46,15 @@ if TYPE_CHECKING:
 POLL_S = 0.2
 
 
-def become_the_program(settings: ProgramSettings, report: Callable[[Snapshot], None]) -> NoReturn:
-    """Fork the collector (which calls ``report(snapshot)`` as the program ends), then become the program.
+def become_the_program(
+    settings: ProgramSettings, report: Callable[[Snapshot], None], kind: str | None = None
+) -> NoReturn:
+    """Fork the collector (which calls ``report(snapshot)`` as the program ends, the figures of ``kind``'s steps, or
+    of the kind the collector leads with), then become the program.
 
     Never returns: this process is the program from here on, and ends with its status.
     """
-    beside = _Beside(settings, report)
+    beside = _Beside(settings, report, kind)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     program = beside.program
@@ -78,9 +81,10 @@ class _Beside:
     """The collector beside the program: made before the fork (the socket the program's agents will find),
     run after it, in the forked process."""
 
-    def __init__(self, settings: ProgramSettings, report: Callable[[Snapshot], None]) -> None:
+    def __init__(self, settings: ProgramSettings, report: Callable[[Snapshot], None], kind: str | None) -> None:
         self.settings = settings
         self.report = report
+        self.kind = kind
         self.directory = Path(tempfile.mkdtemp(prefix="run-", dir=private_dir()))
         self.state: JobState | None = None
         self.ready = threading.Event()
@@ -158,7 +162,7 @@ class _Beside:
             return  # ended before its agent began, without a word (exec failed, killed early): nothing to show
         with state.lock:
             state.collector.ended(said.code if said is not None else None)  # type: ignore[arg-type]
-        snapshot = state.snapshot(State.DONE)
+        snapshot = state.snapshot(State.DONE, kind=self.kind)
         try:
             self.report(snapshot)
             sys.stdout.flush()

@@ -65,7 +65,7 @@ def run(directory: Path) -> int:
         agents_on = f"{host}:{int(port) + 1}"
     stop = threading.Event()
     server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
-                          current=lambda rank: state.snapshot(State.RUNNING, rank))  # fmt: skip
+                          current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
     job = ProgramJob(
         settings.command,
         state.receive,
@@ -106,8 +106,10 @@ def finish(
     with state.lock:
         state.collector.ended(code)  # type: ignore[arg-type]
     final = state.snapshot(State.DONE)  # the status line says how the program ended
-    server.current = lambda rank: final
-    server.publish(final)
+    server.current = lambda rank, kind: state.snapshot(State.DONE, rank, kind)  # the figures stay as they ended
+    server.publish(
+        lambda rank, kind: final if rank is None and kind is None else state.snapshot(State.DONE, rank, kind)
+    )
     if code is not None:
         server.announce_exit(code)
     keeper.save_now(final)
@@ -132,7 +134,7 @@ def watch(
     saved_at = -1
     while running() and not stop.wait(INTERVAL) and not leave.is_set():
         if server.viewers:
-            server.publish(lambda rank: state.snapshot(State.RUNNING, rank))
+            server.publish(lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))
         now = time.monotonic()
         if now - written >= INFO_EVERY:
             written = now

@@ -51,13 +51,14 @@ class JobState:
                     self._kind, self.last_step = message.kind, -1
                 self.last_step = max(self.last_step, message.index)
 
-    def snapshot(self, state: State = State.RUNNING, rank: int | None = None) -> Snapshot:
-        """The figures now (with the program's latest output lines, when it writes to a log)."""
+    def snapshot(self, state: State = State.RUNNING, rank: int | None = None, kind: str | None = None) -> Snapshot:
+        """The figures now, of ``rank`` and of ``kind``'s steps (each the collector's choice when None), with the
+        program's latest output lines when it writes to a log."""
         tail = log_tail(self.log)
         with self.lock:
             if self.log is not None:
                 self.collector.tail(tail)
-            return self.collector.snapshot(state, rank)
+            return self.collector.snapshot(state, rank, kind)
 
     @property
     def steps(self) -> int:

@@ -30,10 +30,13 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.commands import Reset, ShowRank, Stop, StopProgram
+from fxtui.core.commands import Reset, ShowKind, ShowRank, Stop, StopProgram
 from fxtui.core.snapshot import Snapshot
 from fxtui.core.snapshot_packing import Publisher
 from fxtui.jobs.sockets import VIEWER_LIMIT, GuardedListener, Refused, receive
+
+#: What makes a snapshot for a viewer: ``make(rank, kind)``, each None for the job's own choice.
+Make = Callable[[int | None, str | None], Snapshot]
 
 
 def shutdown(connection: Connection) -> None:
@@ -71,13 +74,15 @@ class _Viewer:
         self.server = server
         self.publish = Publisher(connection)
         self._latest: Snapshot | None = None
-        self._fresh: Callable[[int | None], Snapshot] | None = None
+        self._fresh: Make | None = None
         self._exit: int | None = None
         self._sending = False
         self._ready = threading.Condition()
         self.alive = True
         self.rank: int | None = None
         """The rank this viewer asked to see (a distributed job); None: the first."""
+        self.kind: str | None = None
+        """The kind of step this viewer asked to see (``train``, ``eval``, ``generate``); None: the job's choice."""
         self._threads = 2
         self._threads_lock = threading.Lock()
         threading.Thread(target=self._send, daemon=True, name="fxtui-viewer-send").start()
@@ -97,8 +102,8 @@ class _Viewer:
             self._latest = snapshot
             self._ready.notify()
 
-    def offer_fresh(self, make: Callable[[int | None], Snapshot]) -> None:
-        """Send a snapshot made by ``make(rank)`` when this viewer is ready for it (in its own thread)."""
+    def offer_fresh(self, make: Make) -> None:
+        """Send a snapshot made by ``make(rank, kind)`` when this viewer is ready for it (in its own thread)."""
         with self._ready:
             self._fresh = make
             self._ready.notify()
@@ -125,7 +130,7 @@ class _Viewer:
                 self._sending = True
             if make is not None and snapshot is None:
                 try:
-                    snapshot = make(self.rank)
+                    snapshot = make(self.rank, self.kind)
                 except Exception as e:  # a figure that cannot be made costs this viewer's first look
                     self.server.warn(f"could not make a snapshot for a new viewer ({type(e).__name__}: {e})")
             try:
@@ -172,8 +177,13 @@ class _Viewer:
                 self.server.on_stop()
             elif isinstance(command, Reset):
                 self.server.on_reset()
-            elif isinstance(command, ShowRank):
-                self.rank = command.rank
+            elif isinstance(command, ShowRank | ShowKind):
+                if isinstance(command, ShowRank):
+                    self.rank = command.rank
+                else:
+                    self.kind = command.kind
+                if self.server.current is not None:  # now, not at the next snapshot (there is none once it ended)
+                    self.offer_fresh(self.server.current)
             else:
                 self.server.warn(f"a viewer sent {type(command).__name__}, which a job does not take; dropped it")
 
@@ -189,8 +199,9 @@ class _Viewer:
 class ViewerServer:
     """Accepts viewers on the job's socket (and on TCP when ``listen`` says ``HOST:PORT``).
 
-    ``current(rank)`` makes the job's snapshot as it is now: each viewer's first snapshot is made when it
-    attaches, never one kept from before (the job has moved on since).
+    ``current(rank, kind)`` makes the job's snapshot as it is now: each viewer's first snapshot is made when it
+    attaches, never one kept from before (the job has moved on since), and again when it asks for another rank or
+    kind of step.
     """
 
     def __init__(
@@ -201,7 +212,7 @@ class ViewerServer:
         *,
         on_stop: Callable[[], None] = lambda: None,
         on_reset: Callable[[], None] = lambda: None,
-        current: Callable[[int | None], Snapshot] | None = None,
+        current: Make | None = None,
     ) -> None:
         self.on_stop, self.on_reset = on_stop, on_reset
         self.current = current
@@ -243,22 +254,23 @@ class ViewerServer:
         if self.current is not None:
             viewer.offer_fresh(self.current)  # at once: a viewer attaching to a long job sees its figures now
 
-    def publish(self, snapshot: Snapshot | Callable[[int | None], Snapshot]) -> None:
+    def publish(self, snapshot: Snapshot | Make) -> None:
         """Offer every viewer the newest snapshot (each gets it when it is ready for it): ``snapshot``, or
-        ``snapshot(rank)`` for the rank each viewer asked to see, made once per rank asked for."""
-        made: dict[int | None, Snapshot] = {}
+        ``snapshot(rank, kind)`` for the rank and kind of step each viewer asked to see, made once per pair asked
+        for."""
+        made: dict[tuple[int | None, str | None], Snapshot] = {}
 
-        def of(rank: int | None) -> Snapshot:
+        def of(rank: int | None, kind: str | None) -> Snapshot:
             if isinstance(snapshot, Snapshot):
                 return snapshot
-            if rank not in made:
-                made[rank] = snapshot(rank)
-            return made[rank]
+            if (rank, kind) not in made:
+                made[rank, kind] = snapshot(rank, kind)
+            return made[rank, kind]
 
         with self._lock:
             viewers = list(self._viewers)
         for viewer in viewers:
-            viewer.offer(of(viewer.rank))
+            viewer.offer(of(viewer.rank, viewer.kind))
 
     def announce_exit(self, code: int) -> None:
         """Tell every viewer the program's exit status."""
