@@ -9,7 +9,9 @@ reaches every side alike. Each run's wall time is split where the script prints 
 the launch to the script's first line (start-up: fxtui's command, the collector's set-up, Python),
 from its first to its last line (torch's import, and the agent's after it), from its last line to
 the end (Python's and torch's finalization; the profile; the job's end). Medians are printed, and
-each side's extra over python; the machine's load average at the start and the end: read the
+each side's extra over python, and the processor time of the processes each run waited for (the
+program, and fxtui's command, which becomes it: a figure a busy machine changes less than wall time; the
+collectors that run beside are not in it); the machine's load average at the start and the end: read the
 figures with it (run when ``uptime`` is under ~1.5). ``--before CHECKOUT`` adds both fxtui sides run
 from another checkout of fxtui (its directory first on ``PYTHONPATH``), in the same rounds.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,6 +80,11 @@ def detached(script: Path, env: dict[str, str] | None = None) -> tuple[float, fl
     return first - t0, last - first, end - last
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -98,10 +106,13 @@ def main() -> None:
         for side in sides.values():  # warm the file cache: the first run of each reads everything from disk
             side(script)
         times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
+        cpu: dict[str, list[float]] = {name: [] for name in sides}
         names = list(sides)
         for round_ in range(args.pairs):
             for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                before = _children_cpu()
                 times[name].append(sides[name](script))
+                cpu[name].append(_children_cpu() - before)
     print(f"load average at the end:   {load()}\n")
     base = statistics.median(sum(t) for t in times["python"])
     print(
@@ -111,7 +122,8 @@ def main() -> None:
         wall = statistics.median(sum(t) for t in runs)
         parts = [statistics.median(t[i] for t in runs) for i in range(3)]
         extra = wall - base
-        print(f"{name:28}{wall:8.2f}{extra:+8.2f}{wall / base:7.2f}  " + "".join(f"{p:7.2f}" for p in parts))
+        line = f"{name:28}{wall:8.2f}{extra:+8.2f}{wall / base:7.2f}  " + "".join(f"{p:7.2f}" for p in parts)
+        print(f"{line}  {statistics.median(cpu[name]):7.2f}")
     print("\nstart: launch → the script's first line; torch: its first → its last line (torch's import, then the")
     print("agent's); end: its last line → the process's end (for --detach: job.json says the job ended)")
 
