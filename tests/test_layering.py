@@ -107,11 +107,11 @@ def test_every_module_named_in_a_string_resolves() -> None:
     import importlib.util
 
     from fxtui.commands.parser import COMMANDS
-    from fxtui.jobs.directory import DAEMON
+    from fxtui.jobs.directory import ADOPTER, DAEMON
     from fxtui.jobs.launch import AGENT_BOOT, SITE_DIR
     from fxtui.measure.capture import CAPTURERS
 
-    named = [AGENT_BOOT, DAEMON, *(where.partition(":")[0] for where in CAPTURERS.values())]
+    named = [AGENT_BOOT, DAEMON, ADOPTER, *(where.partition(":")[0] for where in CAPTURERS.values())]
     named += [command.module for command in COMMANDS]
     missing = [m for m in named if importlib.util.find_spec(m) is None]
     assert not missing, f"named but not found: {missing}"

@@ -395,3 +395,16 @@ def finish() -> None:
         sender = getattr(agent.send, "__self__", None)
         if isinstance(sender, Sender):
             sender.close()
+
+
+def forked() -> None:
+    """In a process the program forked: turn the agent off, quietly (:func:`fxtui.agent.on_torch_import._forked`).
+
+    Its sender is already dead there (:mod:`fxtui.agent.sender`); the hooks it inherited go, so the child runs
+    as it would without fxtui.
+    """
+    global _agent
+    agent, _agent = _agent, None
+    if agent is not None:
+        with contextlib.suppress(Exception):
+            agent.uninstall()

@@ -9,11 +9,13 @@ exits with status 1; ``sys.exit(n)`` exits with ``n``; Ctrl+C ends it as it woul
 The agent (:mod:`fxtui.agent.agent`) is installed the moment the program first imports
 torch, not before: a script that sets ``OMP_NUM_THREADS`` or calls ``torch.set_num_threads``
 before importing torch gets exactly what it asked for. Where ``FXTUI_AGENT`` is not set (no
-collector is listening) nothing is installed and the program runs untouched.
+collector is listening) nothing is installed and the program runs untouched. As it ends, the
+program's process says its exit status to the collector (:mod:`fxtui.agent.program_exit`).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import runpy
 import signal
@@ -22,6 +24,7 @@ import types
 from collections.abc import Sequence
 
 from fxtui.agent.on_torch_import import watch_this_process
+from fxtui.agent.program_exit import say_exit
 
 _OWN_FILES = (os.path.abspath(__file__), runpy.__file__, "<frozen runpy>")
 #: fxtui's own code that can stand between the program's frames (the agent's wrappers of torch's functions).
@@ -77,12 +80,13 @@ def run(command: Sequence[str]) -> int:
             script = command[0]
             sys.argv = list(command)
             sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-            runpy.run_path(script, run_name="__main__")
+            runpy.run_path(os.path.abspath(script), run_name="__main__")  # __file__ absolute, as python makes it
     except SystemExit as e:
         return _exit_code(e.code)
     except KeyboardInterrupt as e:
         _report(e)
         _finish()
+        say_exit(-signal.SIGINT)
         # As Python itself does: end by the signal, so the parent sees a program Ctrl+C stopped.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
@@ -108,13 +112,26 @@ def _finish() -> None:
         agent.finish()
 
 
+_status = 0
+_pid = os.getpid()
+
+
+def _say_exit() -> None:
+    if os.getpid() == _pid:  # a process the program forked runs the handlers it inherited: it is not the program
+        say_exit(_status)
+
+
 def main() -> None:
+    global _status
     if len(sys.argv) < 2:
         print("usage: python -m fxtui.agent.boot SCRIPT [ARGS…] | -m MODULE [ARGS…]", file=sys.stderr)
         raise SystemExit(2)
+    # Registered before the program runs, so it runs after every exit handler of the program's own: the status
+    # is said (and under fxtui run --once the profile printed) after everything the program printed.
+    atexit.register(_say_exit)
     code = run(sys.argv[1:])
     _finish()
-    sys.stdout.flush()
+    _status = code
     sys.exit(code)
 
 

@@ -8,7 +8,6 @@ that ``python -m fxtui.agent.boot`` is not already imported when it runs as ``__
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 from fxtui.core.agent_contract import AGENT_ADDRESS
 
 
-class _AfterTorchImport(importlib.abc.MetaPathFinder):
+class _AfterTorchImport:
     """Calls ``then()`` once, right after ``import torch`` has finished, in whatever code imported it."""
 
     def __init__(self, then: Callable[[], None]) -> None:
@@ -48,6 +47,20 @@ def _install_agent() -> None:
     from fxtui.agent import agent
 
     agent.start_from_environment()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forked)
+
+
+def _forked() -> None:
+    """In a process the program forks (``os.fork``, DataLoader workers, a ``fork`` pool): no agent.
+
+    The child inherits the agent's hooks but not its sender's thread, and its socket is the parent's: it runs
+    unwatched, as it would without fxtui, and the parent's figures stay the parent's. (A child that should be
+    watched is a spawned one, or a rank: it starts an agent of its own.)
+    """
+    agent = sys.modules.get("fxtui.agent.agent")
+    if agent is not None:
+        agent.forked()
 
 
 _watching = False

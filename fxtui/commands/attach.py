@@ -13,7 +13,13 @@ import sys
 
 from fxtui.commands.job_app import watch
 from fxtui.commands.next_step import NextStep, program_next_step
-from fxtui.commands.options import add_export_options, add_table_options, check_output, program_output
+from fxtui.commands.options import (
+    add_export_options,
+    add_kind_option,
+    add_table_options,
+    check_output,
+    program_output,
+)
 from fxtui.commands.output import say
 from fxtui.commands.program_report import print_report, print_snapshot
 from fxtui.commands.usage import UsageError, help_hint, pointing_at
@@ -39,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--once", action="store_true", help="print the job's current profile and leave (no app)")
     p.add_argument("--token", help="with JOB as HOST:PORT: the token the job printed when it started (--listen)")
     add_table_options(p, program=True)
+    add_kind_option(p)
     add_export_options(p)
 
 
@@ -67,7 +74,24 @@ def run(args: argparse.Namespace) -> int:
             job = running[0]
     else:
         job = find_job(args.job)
-    if not job.running or not job.alive:
+    if job.running and not job.alive:  # its collector died: say so, show what it kept, and watch it anew
+        from fxtui.jobs.adopt import lost_text, start_adopting
+        from fxtui.jobs.pid_watch import running as still_runs
+
+        say(lost_text(job))
+        profile = job_dir(job.id) / PROFILE
+        if profile.exists():
+            from fxtui.report.api import Report
+
+            say(f"its last figures, kept in {profile}:")
+            print_report(Report.load(str(profile)), output)
+        if not still_runs(job.program_pid):
+            return 0
+        job = start_adopting(job)
+        say(f"a new collector watches it from now on: fxtui attach {job.id} shows its figures as they come")
+        if args.once or not sys.stdout.isatty():
+            return 0
+    elif not job.running:
         profile = job_dir(job.id) / PROFILE
         if not profile.exists():
             raise FxtuiError(f"job {job.id} is no longer running and left no profile")
@@ -116,7 +140,7 @@ def _remote(address: str, token: str | None, output: OutputSettings, once: bool,
         raise FxtuiError("--token takes the hexadecimal token the job printed when it started") from None
     job = remote_job(address)
     if once:
-        snapshot = AttachSource(job, key).take()
+        snapshot = AttachSource(job, key).take(kind=output.kind or None)
         if snapshot is None or snapshot.graph is None:
             raise FxtuiError(f"the job at {address} has no figures yet (it is still warming up)")
         print_snapshot(snapshot, output, next_step)
@@ -128,7 +152,7 @@ def once_profile(job: JobInfo, output: OutputSettings, next_step: NextStep | Non
     """The job's current profile, printed (and exported) as ``fxtui run --once`` prints one; the job goes on."""
     from fxtui.jobs.attach_source import AttachSource
 
-    snapshot = AttachSource(job).take()
+    snapshot = AttachSource(job).take(kind=output.kind or None)
     if snapshot is None or snapshot.graph is None:
         raise FxtuiError(f"job {job.id} has no figures yet (it is still warming up)")
     say(f"job {job.id}: {' '.join(job.command)} (pid {job.program_pid}), its profile so far:")

@@ -136,8 +136,20 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
 
 
 def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
-    """Run the program with the terminal its own, then print the profile (and ``next_step``); the program's exit
-    status."""
+    """Become the program, its collector beside it printing the profile (and ``next_step``) as it ends
+    (:mod:`fxtui.jobs.beside`): its pid, signals and exit status are its own. Where processes cannot fork, run it
+    as a child instead."""
+    if hasattr(os, "fork"):
+        from fxtui.jobs.beside import become_the_program
+
+        become_the_program(
+            settings, lambda snapshot: print_snapshot(snapshot, output, next_step), kind=output.kind or None
+        )
+    return _headless_child(settings, output, next_step)
+
+
+def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
+    """Run the program with the terminal its own, then print the profile; the program's exit status."""
     from fxtui.core.agent_contract import AgentOptions
     from fxtui.core.snapshot import State
     from fxtui.jobs.launch import ProgramJob, exit_status

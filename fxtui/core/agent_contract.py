@@ -1,4 +1,5 @@
-"""What a collector tells the agent in the program it starts: where to report, the key, how to sample.
+"""What a collector tells the agent in the program it starts: where to report, the key, how to sample; and how
+any process reaches a collector.
 
 Set by the collector (:mod:`fxtui.jobs.launch`) in the program's environment, read by the agent
 (:mod:`fxtui.agent`). Free of heavy imports: the boot reads them before the program has imported anything.
@@ -7,6 +8,11 @@ Set by the collector (:mod:`fxtui.jobs.launch`) in the program's environment, re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: every Python process a program starts reads this module's names
+    import socket
+    from multiprocessing.connection import Connection
 
 #: Where the collector listens for agents (a unix socket path, or ``HOST:PORT``).
 AGENT_ADDRESS = "FXTUI_AGENT"
@@ -14,11 +20,20 @@ AGENT_ADDRESS = "FXTUI_AGENT"
 AGENT_KEY = "FXTUI_AGENT_KEY"
 #: The agent's options (sampling, warm-up), encoded.
 AGENT_OPTIONS = "FXTUI_AGENT_OPTIONS"
+#: The pid of the program's own process when a collector beside it prints the profile as the program ends
+#: (``fxtui run --once``): that process, and no other it starts, says how it ended and waits for the profile.
+PROGRAM_PID = "FXTUI_PROGRAM_PID"
 
 #: Share of the program's time the sampled steps may cost it.
 BUDGET = 0.02
-#: Steps at the start never sampled and left out of the figures.
+#: Steps at the start left out of every figure.
 WARMUP = 5
+#: Seconds a collector gives a client to answer its key challenge before it takes it for hostile (a client that
+#: connects and says nothing must not hold a thread of the collector's for long).
+HANDSHAKE_S = 5.0
+#: Seconds a client (an agent, a viewer) waits for a collector to answer: longer, since a collector that yields the
+#: cores to the program may be slow to answer on a busy machine, and the agent waits in a thread of its own.
+CONNECT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -40,3 +55,72 @@ class AgentOptions:
             return cls(int(warmup), int(every), float(budget))
         except ValueError:
             return cls()
+
+
+@dataclass(frozen=True)
+class ProgramExit:
+    """The program's own process ends with ``code`` (``-N``: by signal N): said last, by the boot, on a
+    connection of its own, so a collector that is not the program's parent knows how it ended."""
+
+    pid: int
+    code: int
+    waits: bool = False
+    """The program waits for the profile to be printed (``fxtui run --once``) before it exits."""
+
+
+def connect(address: str | tuple[str, int], key: bytes, timeout: float = CONNECT_S) -> Connection:
+    """A connection to the collector at ``address`` (a socket's path, ``HOST:PORT`` or ``(host, port)``), proven
+    with ``key`` as ``multiprocessing.connection.Client`` proves itself, but never waiting more than ``timeout``
+    seconds on a collector that does not answer (stopped, or wedged). OSError, EOFError or
+    ``AuthenticationError`` when it cannot be had."""
+    import socket
+    from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
+
+    if isinstance(address, str):
+        host, _, port = address.rpartition(":")
+        if host and port.isdigit() and "/" not in address:
+            address = (host, int(port))
+    family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(address)
+        sock.settimeout(None)
+        set_timeouts(sock, timeout)
+        connection = Connection(sock.detach())
+    finally:
+        sock.close()
+    try:
+        answer_challenge(connection, key)
+        deliver_challenge(connection, key)
+    except BaseException:
+        connection.close()
+        raise
+    connection_timeouts(connection, 0)
+    return connection
+
+
+def set_timeouts(sock: socket.socket, seconds: float) -> None:
+    """Reads and writes on ``sock`` fail (EAGAIN) after ``seconds`` without progress (0: wait as long as it takes).
+
+    Kernel timeouts (``SO_RCVTIMEO``, ``SO_SNDTIMEO``) rather than Python's: the socket stays a blocking one, as
+    ``multiprocessing.connection`` reads and writes it with ``os.read`` and ``os.write``.
+    """
+    import socket
+    import struct
+
+    whole = int(seconds)
+    packed = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, packed)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, packed)
+
+
+def connection_timeouts(connection: Connection, seconds: float) -> None:
+    """:func:`set_timeouts` on the socket under ``connection`` (which keeps its descriptor)."""
+    import socket
+
+    sock = socket.socket(fileno=connection.fileno())
+    try:
+        set_timeouts(sock, seconds)
+    finally:
+        sock.detach()

@@ -81,7 +81,10 @@ class ProgramState:
 
 
 def exit_text(code: int | None) -> str:
-    """How a program ended: ``exited 0``, ``stopped by Ctrl+C``, ``killed by signal 9``."""
+    """How a program ended: ``exited 0``, ``stopped by Ctrl+C``, ``killed by signal 9``; ``ended`` when it went
+    without saying how (a signal's default action, ``os._exit``: its parent alone knows)."""
+    if code is None:
+        return "ended without a status (a signal, or os._exit)"
     if code == -2:
         return "stopped by Ctrl+C"
     if code is not None and code < 0:

@@ -11,9 +11,10 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Client, Connection
+from multiprocessing.connection import Connection
 
-from fxtui.core.commands import Command, Stop
+from fxtui.core import agent_contract
+from fxtui.core.commands import Command, ShowKind, Stop
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
 from fxtui.core.snapshot_packing import Unpacker
@@ -31,11 +32,8 @@ def connect(job: JobInfo, token: bytes | None = None) -> Connection:
     be had."""
     key = token if token is not None else read_key(job)
     try:
-        if token is not None:
-            host, _, port = job.listen.rpartition(":")
-            connection = Client((host, int(port)), family="AF_INET", authkey=key)
-        else:
-            connection = Client(str(job_dir(job.id) / VIEWER), family="AF_UNIX", authkey=key)
+        # Never waiting for ever on a collector that does not answer (stopped, or wedged).
+        connection = agent_contract.connect(job.listen if token is not None else str(job_dir(job.id) / VIEWER), key)
     except FileNotFoundError:
         raise FxtuiError(f"job {job.id} is no longer served (its collector ended)") from None
     except (OSError, EOFError) as e:
@@ -109,16 +107,22 @@ class AttachSource:
                 )
             )
 
-    def take(self, timeout: float = 10.0) -> Snapshot | None:
-        """The first complete snapshot (headless ``fxtui attach --once``), then leave."""
+    def take(self, timeout: float = 10.0, kind: str | None = None) -> Snapshot | None:
+        """The first complete snapshot (headless ``fxtui attach --once``) of ``kind``'s steps (the job's choice when
+        None, or when the program ran no step of that kind), then leave."""
         got: list[Snapshot] = []
         ready = threading.Event()
 
         def keep(snapshot: Snapshot) -> None:
-            if snapshot.graph is not None and snapshot.steps is not None:
+            steps = snapshot.steps
+            if snapshot.graph is None or steps is None:
+                return
+            if kind is None or steps.kind == kind or kind not in {k.kind for k in steps.kinds}:
                 got.append(snapshot)
                 ready.set()
 
+        if kind is not None:
+            self.send(ShowKind(kind))
         reader = threading.Thread(target=self.run, args=(keep,), daemon=True)
         reader.start()
         ready.wait(timeout)

@@ -2,12 +2,22 @@
 
 ``python -m fxtui.jobs.daemon JOBDIR`` (started by :func:`fxtui.jobs.directory.start_detached`
 in a session of its own, so a closed SSH connection ends neither it nor the program). It
-starts the program with its output to the job's log, then aggregates its agents' messages
-for as long as it runs, viewers or not: memory stays bounded (statistics, the recent steps and
-a coarse history of the whole run grow, samples do not), so a viewer attaching after an hour
-sees the whole hour. Viewers come and go (:class:`~fxtui.jobs.viewers.ViewerServer`);
-one that dies costs the job nothing. When the program ends its last profile is saved
-(``profile.json``) and kept on offer to attached viewers for a while.
+starts the program with its output on the job's log (the program's own descriptors), then
+aggregates its agents' messages for as long as it runs, viewers or not: memory stays bounded
+(statistics, the recent steps and a coarse history of the whole run grow, samples do not), so a
+viewer attaching after an hour sees the whole hour, as it is at that moment. Viewers come and go
+(:class:`~fxtui.jobs.viewers.ViewerServer`); one that dies costs the job nothing.
+
+The program's life does not depend on this process. Every few seconds the collector keeps the
+job's state in ``job.json`` (steps so far, running or not) and its latest profile in
+``profile.json`` (written whole, by a thread that runs only on an idle core), so if the collector
+is killed the job's last figures stay; the program runs on to its own end, its output still going
+to its log, and ``fxtui attach`` says what happened. SIGTERM asks the collector to go the same way,
+cleanly: it saves what it has and leaves the program running. ``python -m fxtui.jobs.adopt
+JOBDIR`` is a new collector for such a job.
+
+When the program ends its last profile is saved and sent to the attached viewers with its exit
+status; the collector then leaves as soon as they have it.
 """
 
 from __future__ import annotations
@@ -15,122 +25,165 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import Snapshot, State
+from fxtui.core.snapshot import State
 from fxtui.jobs.directory import KEY, PROFILE, VIEWER, JobInfo, write_info
-from fxtui.jobs.launch import ProgramJob, log_tail
-from fxtui.jobs.ranks import JobCollector
+from fxtui.jobs.job_state import JobState
+from fxtui.jobs.launch import ProgramJob
+from fxtui.jobs.profile_keeper import ProfileKeeper
 from fxtui.jobs.viewers import ViewerServer
 
 #: Seconds between snapshots for attached viewers.
 INTERVAL = 0.25
 #: Seconds between rewrites of ``job.json`` (steps so far, for ``fxtui attach``'s list).
 INFO_EVERY = 2.0
-#: Seconds the ended job's last profile stays on offer to viewers still attached.
-LINGER = 60.0
+#: Seconds between saves of the latest profile (when the figures changed).
+PROFILE_EVERY = 5.0
+#: Seconds, at most, the ended job's last profile and status wait for attached viewers to take them.
+LINGER = 10.0
 
 
 def run(directory: Path) -> int:
     """Run the job described in ``directory``; the program's exit status."""
     os.umask(0o077)  # everything the collector makes (sockets, files) is the user's alone
-    data = json.loads((directory / "settings.json").read_text())
-    listen, cwd = data.pop("listen", ""), data.pop("cwd", os.getcwd())
-    data["command"] = tuple(data["command"])
-    settings = ProgramSettings(**data)
+    settings, listen, cwd = read_settings(directory)
     os.chdir(cwd)
     key = bytes.fromhex((directory / KEY).read_text().strip())
-    lock = threading.Lock()
-    collector = JobCollector(settings.command, warmup=settings.warmup)
-
-    def receive(message: object, agent: int) -> None:
-        with lock:
-            collector.receive(message, agent)
-
+    state = JobState(settings, directory / "output.log")
     agents_on = ""
     if listen:  # ranks on other servers report one port above the viewers'
         host, _, port = listen.rpartition(":")
         agents_on = f"{host}:{int(port) + 1}"
+    stop = threading.Event()
+    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
+                          current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
     job = ProgramJob(
         settings.command,
-        receive,
+        state.receive,
         options=AgentOptions(settings.warmup, settings.every, settings.budget),
         log=True,
         directory=directory,
         key=key,
         agents_on=agents_on,
         env=settings.program_env(),
+        warn=server.warn,
     )
-    stop = threading.Event()
-    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=lambda: _reset(collector, lock))
     job.start()
     pid = job.process.pid if job.process else 0
-    with lock:
-        collector.started(pid, str(job.log_path or ""))
+    with state.lock:
+        state.collector.started(pid, str(job.log_path or ""))
     info = JobInfo(directory.name.removeprefix("job-"), settings.command, cwd, os.getpid(), pid, time.time(),
                    listen=server.tcp_address, agents=job.agents_address)  # fmt: skip
     write_info(directory, info)
+    leave = leave_on_sigterm()
     os.nice(10)  # after the program started: it keeps its own priority, the collector yields to it
     server.start()
-    written = time.monotonic()
-    while job.running and not stop.wait(INTERVAL):
-        if server.viewers:
-            with lock:
-                collector.tail(log_tail(job.log_path))
-
-            def running(rank: int | None) -> Snapshot:
-                with lock:
-                    return collector.snapshot(State.RUNNING, rank)
-
-            server.publish(running)
-        if job.log_error and collector.program.note != job.log_error:
-            with lock:
-                collector.note(job.log_error + "; the program goes on")
-        if time.monotonic() - written >= INFO_EVERY:
-            written = time.monotonic()
-            write_info(directory, replace(info, steps=collector.steps))
+    keeper = ProfileKeeper(directory / PROFILE)
+    info = watch(lambda: job.running, state, server, keeper, directory, info, stop, leave)
+    if leave.is_set() and job.running:  # asked to go: the program runs on, its figures so far kept
+        return _go_leaving_the_program(state, server, keeper, directory, info)
     code = job.stop() if stop.is_set() else job.wait()
-    with lock:
-        collector.ended(code)
-        collector.tail(log_tail(job.log_path))
-        final = collector.snapshot(State.DONE)  # the status line says how the program ended
-    server.publish(final)
-    server.announce_exit(code)
-    _save(directory / PROFILE, final)
-    write_info(directory, replace(info, steps=collector.steps, running=False, exit_code=code))
     job.close()
-    deadline = time.monotonic() + LINGER
-    while server.viewers and time.monotonic() < deadline:
-        time.sleep(0.2)
-    server.close()
+    finish(state, server, keeper, directory, info, code)
     return code
 
 
-def _reset(collector: JobCollector, lock: threading.Lock) -> None:
-    with lock:
-        collector.reset()
+def finish(
+    state: JobState, server: ViewerServer, keeper: ProfileKeeper, directory: Path, info: JobInfo, code: int | None
+) -> None:
+    """The program ended with ``code`` (None: it did not say, and this collector is not its parent): the last
+    profile saved and sent to the attached viewers with the status, ``job.json`` final, the viewers' socket
+    closed once they have it."""
+    with state.lock:
+        state.collector.ended(code)  # type: ignore[arg-type]
+    final = state.snapshot(State.DONE)  # the status line says how the program ended
+    server.current = lambda rank, kind: state.snapshot(State.DONE, rank, kind)  # the figures stay as they ended
+    server.publish(
+        lambda rank, kind: final if rank is None and kind is None else state.snapshot(State.DONE, rank, kind)
+    )
+    if code is not None:
+        server.announce_exit(code)
+    keeper.save_now(final)
+    write_info(directory, replace(info, steps=state.steps, running=False, exit_code=code))
+    server.settle(LINGER)
+    server.close()
 
 
-def _save(path: Path, snapshot: object) -> None:
-    """The ended job's profile as ``--json`` writes it (``fxtui attach`` of an ended job opens it)."""
-    from fxtui.report.api import Report
-    from fxtui.report.export import write_atomic
+def watch(
+    running: Callable[[], bool],
+    state: JobState,
+    server: ViewerServer,
+    keeper: ProfileKeeper,
+    directory: Path,
+    info: JobInfo,
+    stop: threading.Event,
+    leave: threading.Event,
+) -> JobInfo:
+    """While ``running()`` says the program runs: snapshots to attached viewers, ``job.json`` and the profile kept
+    current. Returns when the program ended, a viewer asked to stop it, or the collector was asked to go."""
+    written = saved = time.monotonic()
+    saved_at = -1
+    while running() and not stop.wait(INTERVAL) and not leave.is_set():
+        if server.viewers:
+            server.publish(lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))
+        now = time.monotonic()
+        if now - written >= INFO_EVERY:
+            written = now
+            info = replace(info, steps=state.steps)
+            write_info(directory, info)
+        if now - saved >= PROFILE_EVERY and state.received != saved_at:
+            saved, saved_at = now, state.received
+            keeper.keep(state.snapshot(State.RUNNING))
+    return info
 
-    with contextlib.suppress(Exception):  # a profile that cannot be saved loses only itself
-        write_atomic(path, Report.from_snapshot(snapshot).to_json())  # type: ignore[arg-type]
+
+def _go_leaving_the_program(
+    state: JobState, server: ViewerServer, keeper: ProfileKeeper, directory: Path, info: JobInfo
+) -> int:
+    """SIGTERM: the collector goes, the program runs on; what it showed stays (``fxtui attach`` says so)."""
+    last = state.snapshot(State.RUNNING)
+    keeper.save_now(last)
+    write_info(directory, replace(info, steps=state.steps))
+    server.close()
+    return 0
+
+
+def leave_on_sigterm() -> threading.Event:
+    """SIGTERM asks the collector to go (leaving the program running); SIGHUP and SIGINT are not for it.
+
+    Handled rather than ignored: a handled signal is the default again in the program's processes, an
+    ignored one would stay ignored in them.
+    """
+    leave = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: leave.set())
+    for sig in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: None)
+    return leave
+
+
+def read_settings(directory: Path) -> tuple[ProgramSettings, str, str]:
+    """The job's settings, where it listens on TCP (or ""), and its working directory."""
+    data = json.loads((directory / "settings.json").read_text())
+    listen, cwd = data.pop("listen", ""), data.pop("cwd", os.getcwd())
+    data["command"] = tuple(data["command"])
+    return ProgramSettings(**data), listen, cwd
 
 
 def main() -> None:
     if len(sys.argv) != 2:
         print("usage: python -m fxtui.jobs.daemon JOBDIR", file=sys.stderr)
         raise SystemExit(2)
-    run(Path(sys.argv[1]))
+    with contextlib.suppress(KeyboardInterrupt):
+        run(Path(sys.argv[1]))
 
 
 if __name__ == "__main__":

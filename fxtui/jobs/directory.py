@@ -25,12 +25,15 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.program_run import exit_text
 from fxtui.core.settings import ProgramSettings
 from fxtui.jobs.launch import private_dir
+from fxtui.jobs.pid_watch import running
 
 #: An ended job's directory (its output and last profile) is kept this long, then removed when a job starts.
 KEEP_ENDED_S = 7 * 24 * 3600
 
 #: The job's collector, detached (``python -m``).
 DAEMON = "fxtui.jobs.daemon"
+#: A new collector for a job whose collector died (``python -m``).
+ADOPTER = "fxtui.jobs.adopt"
 
 #: A job's files.
 INFO, KEY, VIEWER, LOG, PROFILE = "job.json", "key", "viewer.sock", "output.log", "profile.json"
@@ -57,16 +60,9 @@ class JobInfo:
 
     @property
     def alive(self) -> bool:
-        """The collector still runs (a job whose collector was killed is not)."""
-        if not self.pid:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        """The collector still runs (a job whose collector was killed is not, nor one that ended and waits, a
+        zombie, for the process that started it to read its status)."""
+        return bool(self.pid) and running(self.pid)
 
     def line(self) -> str:
         """One line for a list of jobs: id, what runs, pid, when it started, steps so far, state."""
@@ -115,21 +111,38 @@ def prune_ended(keep_s: float = KEEP_ENDED_S, now: float | None = None) -> list[
 
     A job has ended when its collector is gone (it finished, or was killed: a lost job); its age is the time
     since its ``job.json`` was last written (the collector's last word). Jobs whose collector runs and
-    directories that are not jobs are left alone.
+    directories that are not jobs are left alone; the directory of an ``fxtui run --once`` whose collector
+    was killed goes after as long.
     """
     import shutil
 
     now = time.time() if now is None else now
     removed = []
+    for directory in private_dir().glob("run-*"):  # fxtui run --once's, left by a collector that was killed
+        with contextlib.suppress(OSError):
+            if now - directory.stat().st_mtime > keep_s and not _answers(directory / "agent.sock"):
+                shutil.rmtree(directory)
     for directory in private_dir().glob("job-*"):
         info = read_info(directory)
-        if info is None or info.alive:
-            continue
+        if info is None or info.alive or (info.running and info.program_pid and running(info.program_pid)):
+            continue  # a collector runs, or a lost job's program does (its output still goes there)
         with contextlib.suppress(OSError):
             if now - (directory / INFO).stat().st_mtime > keep_s:
                 shutil.rmtree(directory)
                 removed.append(info.id)
     return removed
+
+
+def _answers(path: Path) -> bool:
+    """Something listens on the socket ``path`` (a collector still running)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def find_job(text: str) -> JobInfo:

@@ -4,9 +4,10 @@ The program runs as ``python SCRIPT ARGS…`` would (:mod:`fxtui.agent.boot`), i
 working directory and environment, plus three variables that tell its agent where the
 collector listens: a socket in a directory only this user can read (0700), guarded by a key
 made for this job (``multiprocessing.connection``'s authentication), so no other process can
-speak for the program or listen in. Headless, the program keeps the terminal (its stdin,
-stdout, stderr); under the app its output goes to a log file in that directory (0600), whose
-path the app and the exit message give.
+speak for the program or listen in. A detached job's program (and the app's, which is a
+detached job watched) writes its output to a log file in that directory (0600) on its own
+descriptors, as ``>> output.log 2>&1`` would: the viewers read the file, nothing stands between
+the program and its output.
 """
 
 from __future__ import annotations
@@ -21,19 +22,22 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from multiprocessing.connection import Connection, Listener
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO
 
-from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions
+from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions, ProgramExit
 from fxtui.core.errors import FxtuiError
+from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, receive
 
 #: The module that starts a program with the agent in it (``python -m``): it runs in the program's process.
 AGENT_BOOT = "fxtui.agent.boot"
 #: The directory whose ``sitecustomize`` gives every Python process the program starts an agent (first on its
 #: ``PYTHONPATH``).
 SITE_DIR = str(Path(__file__).resolve().parent.parent / "agent" / "site")
+#: Seconds the collector waits, once the program ended, for its agents' last messages.
+AGENTS_END_S = 5.0
 
 
 def private_dir() -> Path:
@@ -111,6 +115,8 @@ class ProgramJob:
 
     ``on_message(message, agent)`` hears each message, in a reader thread per agent: ``agent`` counts
     the processes whose agent connected (a program that starts others, ``torchrun``'s ranks, has several).
+    ``on_exit(message)`` hears the :class:`~fxtui.core.agent_contract.ProgramExit` the program's boot
+    says last (the connection it came on is still open: the one who waits for an answer reads it there).
     """
 
     def __init__(
@@ -124,103 +130,128 @@ class ProgramJob:
         key: bytes | None = None,
         agents_on: str = "",
         env: Mapping[str, str] | None = None,
+        on_exit: Callable[[ProgramExit, Connection], None] | None = None,
+        warn: Callable[[str], None] = lambda sentence: None,
     ) -> None:
         self.command = tuple(command)
         self.env = dict(env or {})
         """Set in the program's environment besides the caller's (``--keep-freed-memory``)."""
         self.on_message = on_message
+        self.on_exit = on_exit
         self.options = options or AgentOptions()
         self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
         self.log_path = self.dir / "output.log" if log else None
-        self.log_error = ""
-        """Why the program's output could not all be kept (a full disk), once it could not; the program goes on."""
         self._key = key or secrets.token_bytes(32)
-        self._listener = Listener(str(self.dir / "agent.sock"), family="AF_UNIX", authkey=self._key)
+        self._listener = GuardedListener(
+            str(self.dir / "agent.sock"), self._key, self._drain, warn=warn, name="fxtui-agents"
+        )
         self._listeners = [self._listener]
         self.agents_address = ""
         """``HOST:PORT`` where agents of ranks on other servers report, when asked for (``agents_on``)."""
         if agents_on:
             host, _, port = agents_on.rpartition(":")
-            remote = Listener((host or "127.0.0.1", int(port)), family="AF_INET", authkey=self._key)
+            remote = GuardedListener(
+                (host or "127.0.0.1", int(port)), self._key, self._drain, warn=warn, name="fxtui-remote-agents"
+            )
             self._listeners.append(remote)
             self.agents_address = "{}:{}".format(*remote.address)
         self.process: subprocess.Popen[bytes] | None = None
-        self._reader = threading.Thread(target=self._accept, name="fxtui-collector", daemon=True)
-        self._readers: list[threading.Thread] = []
-        self._log_file: IO[bytes] | None = None
+        self._agents = 0
+        self._agents_lock = threading.Lock()
+        self._open = 0
+        """Agent connections not yet at their end."""
+        self._drained = threading.Condition(self._agents_lock)
         self.connected = threading.Event()
         self._closing = False
+        self.warn = warn
+        self._said: set[str] = set()
 
-    def start(self) -> None:
-        """Start the program (its own process), then listen for its agent."""
-        env = {
+    @property
+    def agent_address(self) -> str:
+        """Where the program's agents report (the job's socket)."""
+        return str(self._listener.address)
+
+    def program_env(self, **extra: str) -> dict[str, str]:
+        """The program's environment: the caller's, plus where and how its agents report."""
+        return {
             **os.environ,
             **self.env,
-            AGENT_ADDRESS: str(self._listener.address),
+            AGENT_ADDRESS: self.agent_address,
             AGENT_KEY: self._key.hex(),
             AGENT_OPTIONS: self.options.encode(),
             # Every Python process the program starts (torchrun's ranks) gets an agent too.
             "PYTHONPATH": os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH", "")) if p),
+            **extra,
         }
+
+    def start(self) -> None:
+        """Start the program (its own process), then listen for its agent."""
         stdio: dict[str, object] = {}
+        log_fd = -1
         if self.log_path is not None:
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            self._log_file = os.fdopen(fd, "wb")
-            # Through a pipe, not straight to the file: a full disk then costs the log lines, never the program
-            # (its own print() would raise).
-            stdio = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
-        argv = [*self.command] if is_executable(self.command) else [sys.executable, "-m", AGENT_BOOT,
-                                                                    *self.command]  # fmt: skip
-        with _signals_for_the_program():
-            self.process = subprocess.Popen(argv, env=env, **stdio)  # type: ignore[call-overload]
-        self._reader.start()
-        if self._log_file is not None and self.process.stdout is not None:
-            self._copier = threading.Thread(target=self._copy_output, daemon=True, name="fxtui-program-output")
-            self._copier.start()
-        for listener in self._listeners[1:]:
-            threading.Thread(target=self._accept, args=(listener,), daemon=True, name="fxtui-remote-agents").start()
+            # The program's own descriptors on its log, as `python train.py >> output.log 2>&1` would have them:
+            # nothing of fxtui's stands between the program and its output, so the collector's end costs it
+            # nothing (a pipe whose reader died would kill it with its first print).
+            log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            stdio = {"stdin": subprocess.DEVNULL, "stdout": log_fd, "stderr": log_fd}
+        try:
+            with _signals_for_the_program():
+                self.process = subprocess.Popen(program_argv(self.command), env=self.program_env(), **stdio)  # type: ignore[call-overload]
+        finally:
+            if log_fd >= 0:
+                os.close(log_fd)
+        self.listen()
 
-    def _copy_output(self) -> None:
-        """The program's output into its log, as it comes; what a full disk refuses is dropped, said once."""
-        assert self.process is not None and self.process.stdout is not None and self._log_file is not None
-        source, log = self.process.stdout, self._log_file
-        while chunk := source.read1(65536):  # type: ignore[attr-defined]
-            if self.log_error:
-                continue  # keep draining: a program blocked on a full pipe would stop
-            try:
-                log.write(chunk)
-                log.flush()
-            except OSError as e:
-                self.log_error = f"the program's output could not be written to {self.log_path} ({e.strerror or e})"
+    def listen(self) -> None:
+        """Take the agents that connect (:meth:`start` does, once the program started)."""
+        for listener in self._listeners:
+            listener.start()
 
-    def _accept(self, listener: Listener | None = None) -> None:
-        """Take each agent that connects (one per process of the program that imports torch)."""
-        listener = listener or self._listener
-        while not self._closing:
-            try:
-                connection = listener.accept()
-            except Exception:  # OSError once closed below; AuthenticationError for a stranger without the key
-                if self._closing:
-                    return
-                continue  # refused; the program's own agents are still welcome
-            agent = len(self._readers)
-            self.connected.set()
-            reader = threading.Thread(
-                target=self._drain, args=(connection, agent), daemon=True, name=f"fxtui-agent-{agent}"
-            )
-            self._readers.append(reader)
-            reader.start()
+    def release(self) -> None:
+        """Let go of this process's copy of the sockets, which another process (a forked collector) serves."""
+        for listener in self._listeners:
+            listener.release()
 
-    def _drain(self, connection: Connection, agent: int) -> None:
-        with connection:
-            while True:
-                try:
-                    message = connection.recv()
-                except (EOFError, OSError):
-                    return
-                except Exception:  # a message that does not unpickle: dropped, the rest still read
-                    continue
-                self.on_message(message, agent)
+    def _drain(self, connection: Connection) -> None:
+        """Read one agent's messages until its connection ends (in the thread its handshake ran in)."""
+        with self._agents_lock:
+            agent = self._agents
+            self._agents += 1
+            self._open += 1
+        self.connected.set()
+        counted = True
+        try:
+            with connection:
+                while not self._closing:
+                    try:
+                        message = receive(connection, AGENT_LIMIT)
+                    except (EOFError, OSError):
+                        return
+                    except Exception as e:  # a message that does not read: dropped (said once), the rest still read
+                        self._unread(e)
+                        continue
+                    if isinstance(message, ProgramExit):  # the boot's own connection: no agent's, none to wait for
+                        if counted:
+                            counted = False
+                            self._agent_ended()
+                        if self.on_exit is not None:
+                            self.on_exit(message, connection)
+                        continue
+                    self.on_message(message, agent)
+        finally:
+            if counted:
+                self._agent_ended()
+
+    def _unread(self, error: Exception) -> None:
+        why = f"{type(error).__name__}: {error}"
+        if why not in self._said:
+            self._said.add(why)
+            self.warn(f"dropped an agent's message that does not read ({why})")
+
+    def _agent_ended(self) -> None:
+        with self._drained:
+            self._open -= 1
+            self._drained.notify_all()
 
     def interrupt(self, sig: int = signal.SIGINT) -> None:
         """Send the program ``sig`` (Ctrl+C's SIGINT by default), if it still runs."""
@@ -239,19 +270,21 @@ class ProgramJob:
         return self.wait()
 
     def wait(self, timeout: float | None = None) -> int:
-        """Wait for the program to end (and its agent's last messages); its exit status."""
+        """Wait for the program to end (and its agents' last messages); its exit status."""
         assert self.process is not None
         code = self.process.wait(timeout)
-        self._closing = True
-        for listener in self._listeners:
-            with contextlib.suppress(OSError):
-                listener.close()  # unblocks accept()
-        for reader in self._readers:
-            reader.join(5)  # the agents' last messages
-        copier = getattr(self, "_copier", None)
-        if copier is not None:
-            copier.join(5)
+        self.drain(AGENTS_END_S)
         return code
+
+    def drain(self, timeout: float) -> None:
+        """Stop taking agents, and wait at most ``timeout`` seconds for the connected ones to say their last."""
+        for listener in self._listeners:
+            listener.close()
+        deadline = time.monotonic() + timeout
+        with self._drained:
+            while self._open and (left := deadline - time.monotonic()) > 0:
+                self._drained.wait(left)
+        self._closing = True
 
     @property
     def running(self) -> bool:
@@ -260,16 +293,37 @@ class ProgramJob:
     def close(self) -> None:
         """Forget the socket; keep the log (its path was given) and remove the rest of the job's directory."""
         for listener in self._listeners:
-            with contextlib.suppress(OSError):
-                listener.close()
-        if self._log_file is not None:
-            with contextlib.suppress(OSError):  # a full disk: what the buffer holds is lost, as said
-                self._log_file.close()
+            listener.close()
         if self.log_path is None:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):
                 (self.dir / "agent.sock").unlink()
+
+
+def program_argv(command: Sequence[str]) -> list[str]:
+    """What runs: ``python -m fxtui.agent.boot SCRIPT ARGS…``; a launcher (``torchrun …``) as it is, unless it is a
+    script of this very Python (a console script, as ``torchrun`` is): then the boot runs it, as Python would, so
+    its exit status is said (:mod:`fxtui.agent.program_exit`)."""
+    if not is_executable(command):
+        return [sys.executable, "-m", AGENT_BOOT, *command]
+    path = shutil.which(command[0]) or command[0]
+    if _interpreter(path) == os.path.realpath(sys.executable):
+        return [sys.executable, "-m", AGENT_BOOT, path, *command[1:]]
+    return [*command]
+
+
+def _interpreter(path: str) -> str:
+    """The interpreter a ``#!`` script names (resolved), or ""."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return ""
+    if not first.startswith(b"#!"):
+        return ""
+    words = first[2:].decode(errors="replace").split()
+    return os.path.realpath(words[0]) if len(words) == 1 else ""
 
 
 @contextlib.contextmanager

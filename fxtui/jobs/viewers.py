@@ -13,7 +13,9 @@ connecting process's user is checked (``SO_PEERCRED``), so another user — root
 is refused in one sentence even if the files' modes were loosened. TCP is off unless asked
 (``--listen``); it binds to loopback unless told otherwise, and every TCP viewer must know the
 job's token, printed when the job starts: a connection without it is refused and logged.
-A message that does not unpickle, or is not a command, is dropped with a one-line warning.
+A message that does not unpickle, or is not a command, is dropped with a one-line warning; one
+longer than any command ends its connection. No client can hold the others out: each proves the
+key in a thread of its own, within seconds (:mod:`fxtui.jobs.sockets`).
 """
 
 from __future__ import annotations
@@ -23,13 +25,18 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection, Listener
+from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.commands import Reset, ShowRank, Stop, StopProgram
+from fxtui.core.commands import Reset, ShowKind, ShowRank, Stop, StopProgram
 from fxtui.core.snapshot import Snapshot
 from fxtui.core.snapshot_packing import Publisher
+from fxtui.jobs.sockets import VIEWER_LIMIT, GuardedListener, Refused, receive
+
+#: What makes a snapshot for a viewer: ``make(rank, kind)``, each None for the job's own choice.
+Make = Callable[[int | None, str | None], Snapshot]
 
 
 def shutdown(connection: Connection) -> None:
@@ -67,11 +74,15 @@ class _Viewer:
         self.server = server
         self.publish = Publisher(connection)
         self._latest: Snapshot | None = None
+        self._fresh: Make | None = None
         self._exit: int | None = None
+        self._sending = False
         self._ready = threading.Condition()
         self.alive = True
         self.rank: int | None = None
         """The rank this viewer asked to see (a distributed job); None: the first."""
+        self.kind: str | None = None
+        """The kind of step this viewer asked to see (``train``, ``eval``, ``generate``); None: the job's choice."""
         self._threads = 2
         self._threads_lock = threading.Lock()
         threading.Thread(target=self._send, daemon=True, name="fxtui-viewer-send").start()
@@ -91,6 +102,12 @@ class _Viewer:
             self._latest = snapshot
             self._ready.notify()
 
+    def offer_fresh(self, make: Make) -> None:
+        """Send a snapshot made by ``make(rank, kind)`` when this viewer is ready for it (in its own thread)."""
+        with self._ready:
+            self._fresh = make
+            self._ready.notify()
+
     def offer_exit(self, code: int) -> None:
         with self._ready:
             self._exit = code
@@ -105,18 +122,35 @@ class _Viewer:
     def _send_until_gone(self) -> None:
         while self.alive:
             with self._ready:
-                while self._latest is None and self._exit is None and self.alive:
+                while self._latest is None and self._fresh is None and self._exit is None and self.alive:
                     self._ready.wait(1.0)
                 snapshot, self._latest = self._latest, None
+                make, self._fresh = self._fresh, None
                 code = self._exit
+                self._sending = True
+            if make is not None and snapshot is None:
+                try:
+                    snapshot = make(self.rank, self.kind)
+                except Exception as e:  # a figure that cannot be made costs this viewer's first look
+                    self.server.warn(f"could not make a snapshot for a new viewer ({type(e).__name__}: {e})")
             try:
                 if snapshot is not None:
                     self.publish(snapshot)
                 if code is not None and snapshot is None:
                     self.connection.send(("exit", code))
-                    self._exit = None
+                    with self._ready:
+                        self._exit = None
             except (OSError, ValueError, EOFError):
                 self.drop()
+            finally:
+                self._sending = False
+
+    @property
+    def settled(self) -> bool:
+        """Everything offered to this viewer was sent (or it is gone)."""
+        with self._ready:
+            idle = self._latest is None and self._fresh is None and self._exit is None and not self._sending
+        return idle or not self.alive
 
     def _read(self) -> None:
         try:
@@ -127,10 +161,13 @@ class _Viewer:
     def _read_until_gone(self) -> None:
         while self.alive:
             try:
-                command = self.connection.recv()
-            except (EOFError, OSError):
+                command = receive(self.connection, VIEWER_LIMIT)
+            except (EOFError, OSError):  # gone, or a message longer than any command: the connection ends
                 self.drop()
                 return
+            except Refused as e:  # a pickle of a type that is no command: never loaded
+                self.server.warn(f"a viewer sent {e}, which a job does not take; dropped it")
+                continue
             except Exception as e:  # not a pickle, or a class fxtui does not know: dropped, said once
                 self.server.warn(f"a viewer sent a message that does not read ({type(e).__name__}); dropped it")
                 continue
@@ -140,8 +177,13 @@ class _Viewer:
                 self.server.on_stop()
             elif isinstance(command, Reset):
                 self.server.on_reset()
-            elif isinstance(command, ShowRank):
-                self.rank = command.rank
+            elif isinstance(command, ShowRank | ShowKind):
+                if isinstance(command, ShowRank):
+                    self.rank = command.rank
+                else:
+                    self.kind = command.kind
+                if self.server.current is not None:  # now, not at the next snapshot (there is none once it ended)
+                    self.offer_fresh(self.server.current)
             else:
                 self.server.warn(f"a viewer sent {type(command).__name__}, which a job does not take; dropped it")
 
@@ -155,7 +197,12 @@ class _Viewer:
 
 
 class ViewerServer:
-    """Accepts viewers on the job's socket (and on TCP when ``listen`` says ``HOST:PORT``)."""
+    """Accepts viewers on the job's socket (and on TCP when ``listen`` says ``HOST:PORT``).
+
+    ``current(rank, kind)`` makes the job's snapshot as it is now: each viewer's first snapshot is made when it
+    attaches, never one kept from before (the job has moved on since), and again when it asks for another rank or
+    kind of step.
+    """
 
     def __init__(
         self,
@@ -165,18 +212,21 @@ class ViewerServer:
         *,
         on_stop: Callable[[], None] = lambda: None,
         on_reset: Callable[[], None] = lambda: None,
+        current: Make | None = None,
     ) -> None:
         self.on_stop, self.on_reset = on_stop, on_reset
+        self.current = current
         self._viewers: list[_Viewer] = []
         self._lock = threading.Lock()
-        self._last: Callable[[int | None], Snapshot] | None = None
-        self._listeners = [(Listener(str(path), family="AF_UNIX", authkey=key), True)]
+        local = GuardedListener(str(path), key, self._local, warn=self.warn, name="fxtui-viewers")
+        self._listeners = [local]
         path.chmod(0o600)
         self.tcp_address = ""
         if listen:
             host, _, port = listen.rpartition(":")
-            tcp = Listener((host or "127.0.0.1", int(port)), family="AF_INET", authkey=key)
-            self._listeners.append((tcp, False))
+            tcp = GuardedListener((host or "127.0.0.1", int(port)), key, self._add, warn=self.warn,
+                                  name="fxtui-tcp-viewers")  # fmt: skip
+            self._listeners.append(tcp)
             self.tcp_address = "{}:{}".format(*tcp.address)
 
     @property
@@ -184,50 +234,43 @@ class ViewerServer:
         return len(self._viewers)
 
     def start(self) -> None:
-        for listener, local in self._listeners:
-            threading.Thread(target=self._accept, args=(listener, local), daemon=True, name="fxtui-viewers").start()
+        for listener in self._listeners:
+            listener.start()
 
-    def _accept(self, listener: Listener, local: bool) -> None:
-        while True:
-            try:
-                connection = listener.accept()
-            except OSError:
-                return  # closed
-            except Exception as e:  # the key's challenge failed: not a viewer of this job
-                self.warn(f"refused a connection without the job's key ({type(e).__name__})")
-                continue
-            if local:
-                uid = _peer_uid(connection)
-                if uid is not None and uid != _own_uid():
-                    self.warn(f"refused a viewer of user {uid}: the job is its owner's alone")
-                    with contextlib.suppress(OSError):
-                        connection.send(("refused", "this job belongs to another user: only its owner may watch it"))
-                        connection.close()
-                    continue
-            viewer = _Viewer(connection, self)
-            with self._lock:
-                self._viewers.append(viewer)
-                last = self._last
-            if last is not None:
-                viewer.offer(last(None))  # at once: a viewer attaching to a long job sees its figures without waiting
+    def _local(self, connection: Connection) -> None:
+        uid = _peer_uid(connection)
+        if uid is not None and uid != _own_uid():
+            self.warn(f"refused a viewer of user {uid}: the job is its owner's alone")
+            with contextlib.suppress(OSError):
+                connection.send(("refused", "this job belongs to another user: only its owner may watch it"))
+                connection.close()
+            return
+        self._add(connection)
 
-    def publish(self, snapshot: Snapshot | Callable[[int | None], Snapshot]) -> None:
+    def _add(self, connection: Connection) -> None:
+        viewer = _Viewer(connection, self)
+        with self._lock:
+            self._viewers.append(viewer)
+        if self.current is not None:
+            viewer.offer_fresh(self.current)  # at once: a viewer attaching to a long job sees its figures now
+
+    def publish(self, snapshot: Snapshot | Make) -> None:
         """Offer every viewer the newest snapshot (each gets it when it is ready for it): ``snapshot``, or
-        ``snapshot(rank)`` for the rank each viewer asked to see, made once per rank asked for."""
-        made: dict[int | None, Snapshot] = {}
+        ``snapshot(rank, kind)`` for the rank and kind of step each viewer asked to see, made once per pair asked
+        for."""
+        made: dict[tuple[int | None, str | None], Snapshot] = {}
 
-        def of(rank: int | None) -> Snapshot:
+        def of(rank: int | None, kind: str | None) -> Snapshot:
             if isinstance(snapshot, Snapshot):
                 return snapshot
-            if rank not in made:
-                made[rank] = snapshot(rank)
-            return made[rank]
+            if (rank, kind) not in made:
+                made[rank, kind] = snapshot(rank, kind)
+            return made[rank, kind]
 
         with self._lock:
-            self._last = of
             viewers = list(self._viewers)
         for viewer in viewers:
-            viewer.offer(of(viewer.rank))
+            viewer.offer(of(viewer.rank, viewer.kind))
 
     def announce_exit(self, code: int) -> None:
         """Tell every viewer the program's exit status."""
@@ -236,18 +279,29 @@ class ViewerServer:
         for viewer in viewers:
             viewer.offer_exit(code)
 
+    def settle(self, timeout: float) -> None:
+        """Wait until every attached viewer was sent what it was offered (the last profile and the exit status),
+        at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                viewers = list(self._viewers)
+            if all(viewer.settled for viewer in viewers):
+                return
+            time.sleep(0.05)
+
     def forget(self, viewer: _Viewer) -> None:
         with self._lock, contextlib.suppress(ValueError):
             self._viewers.remove(viewer)
 
     def warn(self, message: str) -> None:
         """One line in the collector's log (a detached job has no terminal)."""
-        print(f"fxtui collector: {message}", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError, ValueError):
+            print(f"fxtui collector: {message}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        for listener, _ in self._listeners:
-            with contextlib.suppress(OSError):
-                listener.close()
+        for listener in self._listeners:
+            listener.close()
         with self._lock:
             viewers = list(self._viewers)
         for viewer in viewers:

@@ -203,7 +203,7 @@ CODECS: dict[str, _Codec] = {
     "spreads": _Codec(lambda v: v.to_dict(), RunSpreads.from_dict),
     "program": _under(
         "program",
-        lambda v: encode_fields(v, frozenset({"running", "log_tail"})) if v else None,
+        lambda v: encode_fields(v, frozenset({"log_tail"})) if v else None,  # running: a live job's profile says so
         lambda v: decode_fields(ProgramState, v, command=(), running=False),
     ),
     "steps": _under("steps", _steps_encode, _steps_decode),

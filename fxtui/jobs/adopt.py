@@ -1,0 +1,170 @@
+"""A new collector for a job whose collector died while its program runs on: ``fxtui attach`` of a lost job.
+
+A detached job's program never depends on its collector (:mod:`fxtui.jobs.daemon`): killed, it
+leaves the program running, its output going to its log, and its last figures in
+``profile.json``. The program's agent notices, stops sending, and looks every two seconds for a
+collector at the job's socket again (:mod:`fxtui.agent.sender`). ``python -m fxtui.jobs.adopt
+JOBDIR`` is that collector: it takes over the job's sockets, says so in ``job.json``,
+and aggregates from the agent's next message on (the agent says again who it is, and every node
+and root it has described, with its next step: the figures are whole again within a few sampled
+steps). It is not the program's parent: it watches its pid for the end, and learns the exit
+status from the program's boot (:mod:`fxtui.agent.program_exit`), which says it as it ends; a
+program killed by a signal ends without a word ("ended").
+
+What it costs the program: nothing while its collector runs; once it is gone, one connection
+attempt on a local socket every two seconds in the agent's own thread, and the nodes and roots
+already described kept for a new collector (a few kilobytes for a small model; they are the
+agent's statistics, not its samples). On adoption, one message with every node.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from fxtui.core.agent_contract import AgentOptions, ProgramExit
+from fxtui.core.errors import FxtuiError
+from fxtui.core.snapshot import State
+from fxtui.jobs.daemon import finish, leave_on_sigterm, read_settings, watch
+from fxtui.jobs.directory import ADOPTER, KEY, LOG, PROFILE, VIEWER, JobInfo, job_dir, read_info, write_info
+from fxtui.jobs.job_state import JobState
+from fxtui.jobs.launch import ProgramJob
+from fxtui.jobs.pid_watch import running, watch_pid
+from fxtui.jobs.profile_keeper import ProfileKeeper
+from fxtui.jobs.viewers import ViewerServer
+
+#: Seconds after each signal (Ctrl+C's, then SIGTERM, then SIGKILL) a viewer's stop waits for the program.
+STOP_GRACE_S = 5.0
+
+
+def lost_text(job: JobInfo) -> str:
+    """One sentence on a job whose collector is gone: what runs, where its output is."""
+    log = job_dir(job.id) / LOG
+    if job.program_pid and running(job.program_pid):
+        return (
+            f"job {job.id}'s collector is gone (it was killed, or crashed); its program still runs as pid "
+            f"{job.program_pid}, its output in {log}"
+        )
+    return (
+        f"job {job.id}'s collector is gone, and its program (pid {job.program_pid}) has ended; its output is in {log}"
+    )
+
+
+def start_adopting(job: JobInfo) -> JobInfo:
+    """Start a new collector for ``job`` (its program runs, its collector is gone) and return the job as it says;
+    one sentence when it cannot be."""
+    directory = job_dir(job.id)
+    if not (job.program_pid and running(job.program_pid)):
+        raise FxtuiError(f"job {job.id}'s program has ended: there is nothing left to watch")
+    log = open(directory / "collector.log", "ab")  # noqa: SIM115 (the collector's own messages, if any)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", ADOPTER, str(directory)],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        close_fds=True,
+    )
+    log.close()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = read_info(directory)
+        if info is not None and info.pid == daemon.pid:
+            return info
+        if daemon.poll() is not None:
+            if info is not None and info.alive:  # another viewer adopted it first: watch that collector
+                return info
+            raise FxtuiError(f"job {job.id}'s new collector did not start (see {directory / 'collector.log'})")
+        time.sleep(0.05)
+    daemon.kill()
+    raise FxtuiError(f"job {job.id}'s new collector did not start within a minute (see {directory / 'collector.log'})")
+
+
+def adopt(directory: Path) -> int:
+    """Collect for the job in ``directory`` until its program ends; 0, or 1 with a sentence when it cannot."""
+    os.umask(0o077)
+    info = read_info(directory)
+    if info is None or not info.running or info.alive or not (info.program_pid and running(info.program_pid)):
+        print("fxtui: nothing to adopt: the job ended, or its collector still runs", file=sys.stderr)
+        return 1
+    settings, listen, cwd = read_settings(directory)
+    os.chdir(cwd)
+    key = bytes.fromhex((directory / KEY).read_text().strip())
+    state = JobState(settings, directory / LOG)
+    pid = info.program_pid
+    said: list[ProgramExit] = []
+    stop = threading.Event()
+    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
+                          current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
+
+    def on_exit(message: ProgramExit, connection: Connection) -> None:
+        if message.pid == pid:
+            said.append(message)
+
+    agents_on = info.agents
+    job = ProgramJob(
+        settings.command,
+        state.receive,
+        options=AgentOptions(settings.warmup, settings.every, settings.budget),
+        log=True,
+        directory=directory,
+        key=key,
+        agents_on=agents_on,
+        on_exit=on_exit,
+        warn=server.warn,
+    )
+    with state.lock:
+        state.collector.started(pid, str(directory / LOG))
+    info = replace(info, pid=os.getpid())
+    job.listen()
+    server.start()
+    write_info(directory, info)
+    server.warn(f"adopted the job: its program (pid {pid}) ran on after its collector was gone")
+    leave = leave_on_sigterm()
+    os.nice(10)
+    keeper = ProfileKeeper(directory / PROFILE)
+    ended = watch_pid(pid)
+    info = watch(lambda: not said and not ended(0), state, server, keeper, directory, info, stop, leave)
+    if leave.is_set() and not said and not ended(0):
+        keeper.save_now(state.snapshot(State.RUNNING))
+        write_info(directory, replace(info, steps=state.steps))
+        server.close()
+        return 0
+    if stop.is_set():
+        _stop(pid, ended)
+    while not said and not ended(0.2):  # said it ends: its last messages, then its end
+        pass
+    job.drain(5.0)
+    job.close()
+    finish(state, server, keeper, directory, info, said[0].code if said else None)
+    return 0
+
+
+def _stop(pid: int, ended: object) -> None:
+    """A viewer asked to stop the program: as Ctrl+C would, then SIGTERM, then SIGKILL."""
+    assert callable(ended)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        if ended(STOP_GRACE_S):
+            return
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        print("usage: python -m fxtui.jobs.adopt JOBDIR", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(adopt(Path(sys.argv[1])))
+
+
+if __name__ == "__main__":
+    main()

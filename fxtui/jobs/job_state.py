@@ -1,0 +1,70 @@
+"""A collector's figures and what it knows of the program, behind one lock: the agents' threads write, the
+viewers' threads and the collector's main loop read.
+
+Each agent connection is one process of the program, except when a process comes back: an agent
+whose collector stopped reading for long (or died, for a collector that adopts the job) connects
+again and says who it is. :class:`JobState` sends the messages of a process that says its pid
+again to the figures it already had, so one process stays one (not two ranks, one of them frozen).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from fxtui.core.agent_messages import Hello, Step
+from fxtui.core.settings import ProgramSettings
+from fxtui.core.snapshot import Snapshot, State
+from fxtui.jobs.launch import log_tail
+from fxtui.jobs.ranks import JobCollector
+
+
+class JobState:
+    """The job's :class:`~fxtui.jobs.ranks.JobCollector` and the program's latest step, for every thread."""
+
+    def __init__(self, settings: ProgramSettings, log: Path | None = None) -> None:
+        self.lock = threading.Lock()
+        self.collector = JobCollector(settings.command, warmup=settings.warmup)
+        self.log = log
+        self.last_step = -1
+        """The program's latest step's index, as its agent numbers them (the steps it has taken)."""
+        self._kind = ""
+        self.received = 0
+        """Messages taken so far (a change says the figures may have changed)."""
+        self.agents = 0
+        """Agent connections that said anything."""
+        self._by_pid: dict[tuple[str, int], int] = {}
+        self._same: dict[int, int] = {}
+
+    def receive(self, message: object, agent: int) -> None:
+        """Take ``message`` from the agent of connection ``agent``."""
+        with self.lock:
+            if isinstance(message, Hello):  # a process that comes back keeps its figures
+                who = (message.host, message.pid)
+                self._same[agent] = self._by_pid.setdefault(who, agent)
+            agent = self._same.get(agent, agent)
+            self.collector.receive(message, agent)
+            self.received += 1
+            self.agents = max(self.agents, agent + 1)
+            if isinstance(message, Step):
+                if message.kind != self._kind:  # the first optimizer step: the calls before were its start
+                    self._kind, self.last_step = message.kind, -1
+                self.last_step = max(self.last_step, message.index)
+
+    def snapshot(self, state: State = State.RUNNING, rank: int | None = None, kind: str | None = None) -> Snapshot:
+        """The figures now, of ``rank`` and of ``kind``'s steps (each the collector's choice when None), with the
+        program's latest output lines when it writes to a log."""
+        tail = log_tail(self.log)
+        with self.lock:
+            if self.log is not None:
+                self.collector.tail(tail)
+            return self.collector.snapshot(state, rank, kind)
+
+    @property
+    def steps(self) -> int:
+        """Steps so far: those the collector counted, or, when it came late (a job adopted), the program's own."""
+        return max(self.collector.steps, self.last_step + 1)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.collector.reset()
