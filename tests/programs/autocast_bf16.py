@@ -13,21 +13,26 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class MLPMixerish(nn.Module):
+class Residual(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 2 * width)
+        self.down = nn.Linear(2 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+class TokenMLP(nn.Module):
     def __init__(self, width: int, depth: int) -> None:
         super().__init__()
         self.embed = nn.Linear(48, width)
-        self.blocks = nn.ModuleList(
-            nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
-            for _ in range(depth)
-        )
+        self.blocks = nn.Sequential(*(Residual(width) for _ in range(depth)))
         self.head = nn.Linear(width, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.embed(x)
-        for block in self.blocks:
-            x = x + block(x)
-        return self.head(x.mean(1))
+        return self.head(self.blocks(self.embed(x)).mean(1))
 
 
 def main() -> None:
@@ -40,7 +45,7 @@ def main() -> None:
     a = p.parse_args()
 
     torch.manual_seed(0)
-    model = MLPMixerish(a.width, a.depth)
+    model = TokenMLP(a.width, a.depth)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     batches = [(torch.randn(a.batch, a.tokens, 48), torch.randint(0, 10, (a.batch,))) for _ in range(4)]
     for step in range(a.steps):

@@ -83,7 +83,7 @@ def main() -> None:
             pred = seq(test_in, future=a.future)
             loss = criterion(pred[:, : -a.future] if a.future else pred, test_out)
             print(f"test loss: {loss.item():.6f}")
-    print(f"done steps={a.steps} closures={closures}")
+    print(f"done steps={a.steps} closures={closures} predictions={a.steps}")
 
 
 if __name__ == "__main__":

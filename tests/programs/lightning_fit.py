@@ -1,8 +1,8 @@
 """A Lightning ``Trainer.fit`` with automatic optimization and a validation loop.
 
-The pattern of Lightning's own examples: a ``LightningModule`` holding an ``nn.Sequential`` as ``self.net``, whose
-``training_step`` computes the loss outside any module (``F.cross_entropy``) and logs it, a ``validation_step``, an
-AdamW from ``configure_optimizers``; ``Trainer.fit`` runs ``training_step`` inside ``optimizer.step(closure)`` and
+The pattern of Lightning's own examples and docs: a ``LightningModule`` holding an ``nn.Sequential`` as ``self.net``,
+whose ``training_step`` calls ``self.net`` and computes the loss outside any module (``F.cross_entropy``) and logs
+it; a ``validation_step``; an AdamW from ``configure_optimizers``; ``Trainer.fit`` runs ``training_step`` inside ``optimizer.step(closure)`` and
 the validation loop under ``torch.no_grad()`` after ``model.eval()``. Logger, checkpoints and progress bar are off so
 the output is the program's own.
 """
@@ -26,24 +26,26 @@ class LitClassifier(L.LightningModule):
             nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
     def training_step(self, batch, batch_idx):
         x, y = batch
-        loss = F.cross_entropy(self(x), y)
+        loss = F.cross_entropy(self.net(x), y)
         self.log("train_loss", loss)
         return loss
 
     def validation_step(self, batch, batch_idx):
         x, y = batch
-        self.log("val_loss", F.cross_entropy(self(x), y))
+        self.log("val_loss", F.cross_entropy(self.net(x), y))
 
     def configure_optimizers(self):
         return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
 
 class PrintLosses(L.Callback):
+    validation_batches = 0
+
+    def on_validation_batch_end(self, trainer, module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self.validation_batches += 1
+
     def on_validation_epoch_end(self, trainer, module) -> None:
         print(f"epoch {trainer.current_epoch}: val_loss {float(trainer.callback_metrics['val_loss']):.4f}")
 
@@ -72,10 +74,10 @@ def main() -> None:
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[PrintLosses()],
+        callbacks=[printer := PrintLosses()],
     )
     trainer.fit(model, DataLoader(train, batch_size=a.batch, shuffle=True), DataLoader(val, batch_size=a.batch))
-    print(f"done steps={trainer.global_step}")
+    print(f"done steps={trainer.global_step} val_batches={printer.validation_batches}")
 
 
 if __name__ == "__main__":

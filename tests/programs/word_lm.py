@@ -106,7 +106,10 @@ def main() -> None:
         seq_len = min(a.bptt, len(source) - 1 - i)
         return source[i : i + seq_len], source[i + 1 : i + 1 + seq_len].reshape(-1)
 
+    eval_calls = 0
+
     def evaluate(source: torch.Tensor) -> float:
+        nonlocal eval_calls
         model.eval()
         total = 0.0
         hidden = model.init_hidden(10)
@@ -114,6 +117,7 @@ def main() -> None:
             for i in range(0, source.size(0) - 1, a.bptt):
                 data, targets = get_batch(source, i)
                 output, hidden = model(data, hidden)
+                eval_calls += 1
                 hidden = repackage(hidden)
                 total += len(data) * criterion(output, targets).item()
         return total / (len(source) - 1)
@@ -164,7 +168,7 @@ def main() -> None:
     model.rnn.flatten_parameters()
     test_loss = evaluate(test_data)
     print(f"| end of training | test loss {test_loss:5.2f} | test ppl {math.exp(test_loss):8.2f}")
-    print(f"done epochs={a.epochs} batches={batches}")
+    print(f"done epochs={a.epochs} batches={batches} eval_calls={eval_calls}")
 
 
 if __name__ == "__main__":
