@@ -2,9 +2,9 @@
 
 The pattern of Lightning's own examples and docs: a ``LightningModule`` holding an ``nn.Sequential`` as ``self.net``,
 whose ``training_step`` calls ``self.net`` and computes the loss outside any module (``F.cross_entropy``) and logs
-it; a ``validation_step``; an AdamW from ``configure_optimizers``; ``Trainer.fit`` runs ``training_step`` inside ``optimizer.step(closure)`` and
-the validation loop under ``torch.no_grad()`` after ``model.eval()``. Logger, checkpoints and progress bar are off so
-the output is the program's own.
+it; a ``validation_step``; an AdamW from ``configure_optimizers``. ``Trainer.fit`` runs ``training_step`` inside
+``optimizer.step(closure)`` and the validation loop under ``torch.no_grad()`` after ``model.eval()``. Logger,
+checkpoints and progress bar are off so the output is the program's own.
 """
 
 from __future__ import annotations
