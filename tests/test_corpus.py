@@ -1,0 +1,468 @@
+"""fxtui run on the corpus of training loops (tests/programs): what a user of each needs from the profile.
+
+Each program runs once under ``python`` and once under ``fxtui run --once --json`` (small sizes; the runs are
+shared by the tests of a program). A test asserts one promise of issue 37 (steps of the right kind, phases where
+they happen, fidelity, root share, bounded nodes) or issue 36 (the program behaves as under python). The promises
+today's fxtui does not keep are ``xfail(strict=True)`` with the missing behaviour as the reason: when the agent
+learns it, the test passes, strict xfail fails, and the mark goes.
+
+Figures per kind of step are read by :func:`tests.program_runs.step_kinds`, the one place that follows the JSON's
+schema. The only timing figures judged are the two issue 37 names, the fidelity band and the root share's bound;
+each is judged again on a second run when the machine was busy (see :func:`steady`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.program_runs import (
+    KindFigures,
+    ProgramRun,
+    load_text,
+    machine_busy,
+    root_share,
+    run_fxtui,
+    run_python,
+    step_kinds,
+)
+
+PROGRAMS = Path(__file__).parent / "programs"
+#: Figures from a few steps: a warm-up of two, then one step in two sampled.
+PACED = ("--warmup-steps", "2", "--sample-every", "2")
+#: ``torchrun --nproc_per_node 2`` as a module of this Python.
+TORCHRUN = ("-m", "torch.distributed.run", "--nproc-per-node", "2")
+
+
+@dataclass(frozen=True)
+class Case:
+    """A corpus program: its command (sizes small), fxtui's options, the modules it needs, its main kind of step."""
+
+    command: tuple[str, ...]
+    options: tuple[str, ...] = PACED
+    needs: tuple[str, ...] = ()
+    kind: str = "train"
+    slow: bool = False
+
+
+def script(name: str, *args: str) -> tuple[str, ...]:
+    return (str(PROGRAMS / name), *args)
+
+
+CASES: dict[str, Case] = {
+    # fxtui's own pace of sampling, as issue 37 found it: learnt from the evaluation calls that come first.
+    "char_gpt": Case(
+        script("char_gpt.py", "--iters", "30", "--eval-iters", "10", "--log-interval", "10"), ("--warmup-steps", "2")
+    ),
+    "word_lm": Case(script("word_lm.py", "--words", "8000", "--epochs", "2", "--log-interval", "5")),
+    "gan": Case(script("gan.py", "--iters", "24", "--ngf", "64")),
+    "lbfgs_sine": Case(
+        script("lbfgs_sine.py", "--steps", "5", "--length", "20"), ("--warmup-steps", "1", "--sample-every", "1")
+    ),
+    "grad_accum": Case(script("grad_accum.py", "--steps", "12")),
+    "loader_workers": Case(script("loader_workers.py", "--epochs", "2", "--batches", "12")),
+    "autocast_bf16": Case(script("autocast_bf16.py", "--steps", "24")),
+    "do_no_harm": Case(script("do_no_harm.py", "--steps", "12")),
+    # fxtui's default warm-up (5 steps): three long generate() calls must be sampled all the same.
+    "generate_three": Case(
+        script("generate_three.py", "--new-tokens", "48", "--layers", "4", "--width", "256"),  # calls of ≥ 1 s
+        (),
+        ("transformers",),
+        "generate",
+        slow=True,
+    ),
+    "lightning_fit": Case(
+        script("lightning_fit.py", "--epochs", "2", "--batches", "10", "--val-batches", "3"),
+        needs=("lightning",),
+        slow=True,
+    ),
+    "hf_trainer": Case(script("hf_trainer.py", "--steps", "20"), needs=("transformers", "accelerate"), slow=True),
+    "compiled": Case(script("compiled.py", "--steps", "24"), slow=True),
+    "ddp_gloo": Case(
+        (*TORCHRUN, *script("ddp_gloo.py", "--epochs", "2", "--batches", "8")),
+        slow=True,
+    ),
+}
+
+
+@dataclass
+class Runs:
+    """A program's run under python and under fxtui (and how to run it again under fxtui)."""
+
+    name: str
+    python: ProgramRun
+    fxtui: ProgramRun
+    again: Callable[[], ProgramRun]
+
+    @property
+    def kinds(self) -> dict[str, KindFigures]:
+        return step_kinds(self.fxtui.meta)
+
+    def kind(self, name: str) -> KindFigures:
+        """The figures of one kind of step; fails the test (as a user would see: no such line) when there are none."""
+        kinds = self.kinds
+        assert name in kinds, f"no {name} steps in fxtui's profile; it has {sorted(kinds) or 'none'}"
+        return kinds[name]
+
+    def done(self) -> dict[str, int]:
+        """The counts the program printed on its last line (``done steps=N …``)."""
+        lines = [line for line in self.python.stdout.splitlines() if line.startswith("done ")]
+        assert lines, f"{self.name} printed no done line under python:\n{self.python.stderr[-2000:]}"
+        return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])}
+
+    def header(self) -> str:
+        """fxtui's report: what it printed after the program's own output."""
+        own = len(self.fxtui.stdout.splitlines()) - len(self.fxtui.program_lines())
+        return "\n".join(self.fxtui.stdout.splitlines()[-max(own, 0) :])
+
+
+def _missing(case: Case) -> list[str]:
+    return [m for m in case.needs if importlib.util.find_spec(m) is None]
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Runs]]:
+    """``corpus(name)``: the program's two runs, made once per test session."""
+    made: dict[str, Runs] = {}
+
+    def get(name: str, **changes: str) -> Runs:
+        case = CASES[name]
+        command = list(case.command)
+        for flag, value in changes.items():  # e.g. length="80": the same program at another size
+            command[command.index(f"--{flag}") + 1] = value
+        key = " ".join(command)
+        if key not in made:
+            missing = _missing(case)
+            if missing:
+                pytest.skip(f"{name} needs {', '.join(missing)}")
+            cwd = tmp_path_factory.mktemp(name)
+            made[key] = Runs(
+                name,
+                run_python(command, cwd),
+                run_fxtui(command, cwd, case.options),
+                lambda: run_fxtui(command, cwd, case.options),
+            )
+        return made[key]
+
+    yield get
+
+
+def case_params(names: list[str], xfail: dict[str, str] | None = None) -> list[object]:
+    """pytest params for these programs: slow ones marked slow, the ones today's fxtui fails marked xfail."""
+    params = []
+    for name in names:
+        marks: list[pytest.MarkDecorator] = [pytest.mark.slow] if CASES[name].slow else []
+        if xfail and name in xfail:
+            marks.append(pytest.mark.xfail(strict=True, reason=xfail[name]))
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+#: Issue 36: the agent leaves hooks on the model that hold a lock, so ``torch.save(model)`` and pickle fail.
+HOOKS_ON_THE_MODEL = (
+    "fxtui leaves forward hooks on the user's model (bound to an object holding a lock): torch.save(model) raises "
+    "'cannot pickle _thread.lock' and the hook dictionaries read differently"
+)
+NO_OPTIMIZER_NO_TRAINING = (
+    "without an optimizer object a step is one model call, training and evaluation calls alike: no training steps"
+)
+EVALUATION_NOT_A_KIND = "evaluation calls (no_grad after eval()) are not a kind of step of their own"
+
+
+# --- The program behaves as under python (issue 36) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", case_params(list(CASES), {"word_lm": HOOKS_ON_THE_MODEL, "do_no_harm": HOOKS_ON_THE_MODEL})
+)
+def test_the_program_ends_as_under_python(corpus: Callable[[str], Runs], name: str) -> None:
+    runs = corpus(name)
+    assert runs.python.status == 0, runs.python.stderr[-2000:]
+    assert runs.fxtui.status == runs.python.status, runs.fxtui.stderr[-2000:]
+    assert "Traceback" not in runs.fxtui.stderr
+
+
+@pytest.mark.parametrize(
+    "name", case_params(list(CASES), {"word_lm": HOOKS_ON_THE_MODEL, "do_no_harm": HOOKS_ON_THE_MODEL})
+)
+def test_the_programs_output_is_as_under_python(corpus: Callable[[str], Runs], name: str) -> None:
+    """Line for line, the lines that print times left out (do_no_harm prints hooks, attributes, digests, exports)."""
+    runs = corpus(name)
+    assert runs.done()  # the program got to its end under python
+    assert runs.fxtui.program_lines() == runs.python.program_lines()
+
+
+# --- Steps of the right kind are found and sampled (issue 37, items 1 and 3) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    case_params(
+        [n for n in CASES if n != "do_no_harm"],
+        {
+            "word_lm": NO_OPTIMIZER_NO_TRAINING,
+            "lbfgs_sine": "every call of a cell unrolled over time is a node of its own, so every sampled step meets "
+            "new nodes and is left out of the figures: none counts",
+            "generate_three": "warm-up is by count only (5 steps): three long generate() calls are all warm-up",
+        },
+    ),
+)
+def test_steps_of_the_programs_kind_are_sampled(corpus: Callable[[str], Runs], name: str) -> None:
+    runs = corpus(name)
+    kind = runs.kind(CASES[name].kind)
+    assert kind.steps >= 1 and kind.sampled >= 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the sampling pace is learnt from the evaluation calls at iteration 0: 1 of 28 training steps sampled",
+)
+def test_gpt_training_steps_are_sampled_at_the_pace_of_training_steps(corpus: Callable[[str], Runs]) -> None:
+    """28 training steps after a warm-up of 2: the first samples come one step in five (``MIN_EVERY``)."""
+    assert corpus("char_gpt").kind("train").sampled >= 3
+
+
+def test_gpt_training_steps_are_its_iterations(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("char_gpt")
+    train = runs.kind("train")
+    assert train.steps + train.warmup == runs.done()["steps"]
+
+
+@pytest.mark.xfail(strict=True, reason=EVALUATION_NOT_A_KIND)
+def test_gpt_evaluation_calls_are_counted_apart_from_training(corpus: Callable[[str], Runs]) -> None:
+    """The estimate at iteration 0: 2 × --eval-iters forward calls under no_grad (the last may still be open)."""
+    runs = corpus("char_gpt")
+    evaluation = runs.kind("eval")
+    assert runs.done()["evals"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["evals"]
+
+
+@pytest.mark.xfail(strict=True, reason=NO_OPTIMIZER_NO_TRAINING)
+def test_word_lm_training_step_holds_its_forward_backward_and_update(corpus: Callable[[str], Runs]) -> None:
+    """zero_grad, forward, backward, clip_grad_norm_, p.data.add_: one training step per batch, all its phases."""
+    runs = corpus("word_lm")
+    train = runs.kind("train")
+    assert train.steps + train.warmup == runs.done()["batches"]
+    assert train.phase("forward") > 0 and train.phase("backward") > 0 and train.phase("optimizer") > 0
+
+
+@pytest.mark.xfail(strict=True, reason=EVALUATION_NOT_A_KIND)
+def test_word_lm_evaluation_calls_are_counted_apart(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("word_lm")
+    evaluation = runs.kind("eval")
+    assert runs.done()["eval_calls"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["eval_calls"]
+
+
+def test_gan_iteration_with_two_optimizer_steps_is_one_step(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("gan")
+    train = runs.kind("train")
+    assert train.steps + train.warmup == runs.done()["steps"]
+
+
+def test_gradient_accumulation_makes_one_step_per_optimizer_step(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("grad_accum")
+    train = runs.kind("train")
+    assert train.steps + train.warmup == runs.done()["steps"]
+
+
+@pytest.mark.xfail(strict=True, reason="the header does not say how many micro-batches a training step holds")
+def test_gradient_accumulation_header_says_the_micro_batches_of_a_step(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("grad_accum")
+    per_step = runs.done()["micro_batches"] // runs.done()["steps"]
+    assert re.search(rf"\b{per_step} (micro-batches|model calls|forward calls)\b", runs.header())
+
+
+@pytest.mark.xfail(strict=True, reason=EVALUATION_NOT_A_KIND)
+def test_lbfgs_predictions_under_no_grad_are_counted_apart(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("lbfgs_sine")
+    evaluation = runs.kind("eval")
+    assert runs.done()["predictions"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["predictions"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=EVALUATION_NOT_A_KIND)
+def test_lightning_validation_batches_are_counted_apart(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("lightning_fit")
+    evaluation = runs.kind("eval")
+    assert runs.done()["val_batches"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["val_batches"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="generate() calls are counted only after a warm-up of 5 by count")
+def test_three_generate_calls_are_three_generation_steps(corpus: Callable[[str], Runs]) -> None:
+    generation = corpus("generate_three").kind("generate")
+    assert generation.steps + generation.warmup >= 2  # the last one may be the one still open
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="with all three generate() calls in the warm-up fxtui says no module was called")
+def test_three_generate_calls_are_not_said_to_call_no_module(corpus: Callable[[str], Runs]) -> None:
+    assert "no module was called" not in corpus("generate_three").header()
+
+
+# --- Phases where they happen, every op under its own module (issue 37, items 2 and 4) ----------------------------
+
+
+def test_lbfgs_closures_forward_and_backward_are_phases_forward_and_backward(corpus: Callable[[str], Runs]) -> None:
+    """The cells' ops run inside ``optimizer.step(closure)``: they are forward and backward, not optimizer."""
+    rows = [r for r in corpus("lbfgs_sine").fxtui.rows if r["module_path"].split(".")[0] in ("lstm1", "lstm2")]
+    assert rows and {r["phase"] for r in rows} == {"forward", "backward"}
+
+
+def test_gan_generators_backward_through_the_discriminator_is_the_generators(corpus: Callable[[str], Runs]) -> None:
+    modules = corpus("gan").fxtui.modules
+    generator = next(m for path, m in modules.items() if path.split(".")[0] == "Generator")
+    assert generator["backward_s"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="training_step runs inside optimizer.step(closure): the loss's ops are charged to phase optimizer, "
+    "module AdamW",
+)
+def test_lightning_loss_is_not_charged_to_the_optimizer(corpus: Callable[[str], Runs]) -> None:
+    rows = corpus("lightning_fit").fxtui.rows
+    loss = [r for r in rows if re.search(r"log_softmax|nll_loss|cross_entropy", r["target"])]
+    assert loss and not [r for r in loss if r["phase"] == "optimizer" or r["module_path"] == "AdamW"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="training_step calls self.net: the inner nn.Sequential becomes the root and paths are bare indices (0, 2)",
+)
+def test_lightning_module_paths_are_named_from_the_lightning_module(corpus: Callable[[str], Runs]) -> None:
+    paths = {r["module_path"] for r in corpus("lightning_fit").fxtui.rows if r["phase"] == "forward"}
+    assert {"net.0", "net.2", "net.4"} <= paths
+
+
+@pytest.mark.slow
+def test_transformers_trainer_paths_are_the_models(corpus: Callable[[str], Runs]) -> None:
+    modules = corpus("hf_trainer").fxtui.modules
+    assert {"transformer.h.0.attn", "transformer.h.1.mlp", "lm_head"} <= set(modules)
+    assert modules["transformer.h.0.attn"]["backward_s"] > 0
+
+
+@pytest.mark.slow
+def test_compiled_models_kernels_are_charged_to_its_modules(corpus: Callable[[str], Runs]) -> None:
+    rows = corpus("compiled").fxtui.rows
+    assert any(r["kernel"] and r["module_path"] in ("fc1", "fc2", "out", "norm") for r in rows)
+
+
+@pytest.mark.slow
+def test_ddp_ranks_are_both_reported_with_their_collectives(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("ddp_gloo")
+    assert [r["rank"] for r in runs.fxtui.meta["ranks"]["ranks"]] == [0, 1]
+    assert any(r["phase"] == "comm" for r in runs.fxtui.rows)
+
+
+def test_dataloader_workers_waits_are_the_data_phase(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("loader_workers")
+    assert runs.kind("train").phase("data") > 0
+    assert any(r["phase"] == "data" for r in runs.fxtui.rows)
+
+
+#: ATen ops of the losses the corpus computes (cross-entropy is log_softmax then nll_loss).
+LOSS_OPS = re.compile(r"aten\.(_log_softmax|nll_loss|binary_cross_entropy|mse_loss)")
+
+
+@pytest.mark.parametrize(
+    "name",
+    case_params(
+        ["grad_accum", "loader_workers", "autocast_bf16", "lightning_fit", "compiled", "ddp_gloo"],
+        dict.fromkeys(
+            ["grad_accum", "loader_workers", "autocast_bf16", "lightning_fit", "compiled", "ddp_gloo"],
+            "the loss computed outside any module (F.cross_entropy(model(x), y)) is charged to no module: (root)",
+        ),
+    ),
+)
+def test_a_loss_outside_any_module_is_named_as_the_loss(corpus: Callable[[str], Runs], name: str) -> None:
+    """Issue 37 item 4: charged to the phase it runs in and named (a ``(loss)`` line under the model), not (root)."""
+    loss = [r for r in corpus(name).fxtui.rows if LOSS_OPS.match(r["target"])]
+    assert loss and all(r["module_path"] and r["phase"] != "optimizer" for r in loss)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the generator's backward ops, run through the discriminator's graph, are charged to (root)"
+)
+def test_gan_backward_ops_are_charged_to_the_module_whose_forward_made_them(corpus: Callable[[str], Runs]) -> None:
+    """Every convolution, batch norm and ReLU backward of the GAN belongs to a layer of one of its two models."""
+    layers = re.compile(r"aten\.(convolution_backward|native_batch_norm_backward|threshold_backward)")
+    rows = [r for r in corpus("gan").fxtui.rows if r["phase"] == "backward" and layers.match(r["target"])]
+    assert rows and all(r["module_path"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    "name",
+    # Root share is a ratio of timings: judged on a second run if the machine was busy (see steady()). The programs
+    # whose share is over the bound today fail a structural test above (a loss or a backward charged to no module);
+    # add them here as those pass. char_gpt is left out: its loss sits in the root module's own forward, as
+    # nanoGPT's does, where today's (root) cannot tell the model's own ops from ops outside any module.
+    case_params(["word_lm", "lbfgs_sine", "grad_accum", "autocast_bf16", "hf_trainer"]),
+)
+def test_root_share_is_at_most_three_percent(corpus: Callable[[str], Runs], name: str) -> None:
+    """Σ node medians in rows charged to no module (the table's ``(root)``), over Σ of all."""
+    runs = corpus(name)
+    assert runs.fxtui.rows  # a share of nothing would pass
+    share = steady(runs, lambda run: root_share(run.rows) if run.rows else None, 0.0, 0.03)
+    assert share is not None and share <= 0.03
+
+
+# --- Loops inside a step (issue 37, item 5) -----------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True, reason="every call of an unrolled cell's ops is a node of its own (lstm1 · ∇mm #2455): nodes grow"
+)
+def test_lbfgs_node_count_does_not_follow_the_sequence_length(corpus: Callable[..., Runs]) -> None:
+    short, long = corpus("lbfgs_sine"), corpus("lbfgs_sine", length="30")
+    assert short.fxtui.rows and len(long.fxtui.rows) == len(short.fxtui.rows)
+
+
+# --- Fidelity where the ops outweigh the program's Python (issue 37) -----------------------------------------------
+
+
+def steady(runs: Runs, figure: Callable[[ProgramRun], float | None], low: float, high: float) -> float | None:
+    """A timing figure of the program's fxtui run, judged against ``[low, high]`` only on a machine fit to judge it.
+
+    On a machine busier than its cores, a profiled program's tiny ops can read tens of milliseconds (it waits for a
+    core in the middle of one): one more run (at most) is made when the figure is out of the band then. When that
+    one is still out on a still-busy machine the test is skipped rather than failed: the load, not fxtui, is what it
+    would measure.
+    """
+    value = figure(runs.fxtui)
+    if (value is not None and low <= value <= high) or runs.fxtui.load <= (os.cpu_count() or 1):
+        return value
+    again = figure(runs.again())
+    if (again is None or not low <= again <= high) and machine_busy():
+        pytest.skip(f"{value}, then {again}, out of {low}–{high} on a busy machine ({load_text()})")
+    return again
+
+
+@pytest.mark.parametrize(
+    "name",
+    case_params(
+        ["char_gpt", "word_lm", "gan", "grad_accum"],
+        {
+            "char_gpt": "the sampling pace is learnt from the evaluation calls: too few sampled training steps",
+            "word_lm": NO_OPTIMIZER_NO_TRAINING,
+        },
+    ),
+)
+def test_fidelity_of_training_steps_is_in_band(corpus: Callable[[str], Runs], name: str) -> None:
+    """Σ node medians of a sampled training step ÷ an unsampled one's median: 0.85–1.10, over ≥ 3 sampled steps."""
+    runs = corpus(name)
+    assert runs.kind("train").sampled >= 3, "too few sampled training steps for a fidelity"
+
+    def fidelity(run: ProgramRun) -> float | None:
+        train = step_kinds(run.meta).get("train")
+        return train.fidelity if train is not None and train.sampled >= 3 else None
+
+    value = steady(runs, fidelity, 0.85, 1.10)
+    assert value is not None and 0.85 <= value <= 1.10
