@@ -126,6 +126,12 @@ class KindFigures:
         """The median time of one phase of these steps (0 when the phase is not there)."""
         return float(self.phase_median_s.get(name) or 0.0)
 
+    def phase_fidelity(self, name: str) -> float | None:
+        """Σ node medians in one phase ÷ that phase's unsampled median (None when either is missing)."""
+        nodes = (self.extra.get("phase_nodes_s") or {}).get(name)
+        phase = self.phase(name)
+        return float(nodes) / phase if nodes is not None and phase > 0 else None
+
 
 #: Names the JSON may give a kind, and the one the tests use: ``train``, ``eval``, ``generate``, ``call``.
 KIND_NAMES = {
@@ -144,11 +150,10 @@ KIND_NAMES = {
 def step_kinds(meta: Mapping[str, Any]) -> dict[str, KindFigures]:
     """The steps by kind, keyed ``train``, ``eval``, ``generate`` or ``call``.
 
-    Today's JSON has one kind (``metadata.steps``: ``kind``, ``steps``, ``warmup``, ``sampled``,
-    ``phase_median_s``; fidelity and overhead at the top of ``metadata``). Issue 37 gives each kind its own count,
-    warm-up, sampling and figures: this reads them from ``metadata.steps.kinds`` (a mapping from kind to the same
-    fields, fidelity and overhead among them) or ``metadata.step_kinds`` when the JSON has either. When the schema
-    lands under another name, this is the one place to change.
+    The JSON gives each kind its own count, warm-up, sampling and figures in ``metadata.steps.kinds`` (a list of
+    records with ``kind``, ``steps``, ``warmup``, ``sampled``, ``fidelity``, ``overhead``, ``phase_median_s`` and
+    ``phase_nodes_s``); a JSON with one kind only (``metadata.steps`` and fidelity and overhead at the top of
+    ``metadata``) is read as that kind. This is the one place that follows the schema.
     """
     steps = meta.get("steps") or {}
     per_kind = steps.get("kinds") or meta.get("step_kinds")

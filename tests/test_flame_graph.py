@@ -86,7 +86,7 @@ def test_a_report_with_nothing_timed_writes_nothing(tmp_path: Path) -> None:
     assert target.read_text() == "previous" and not (tmp_path / "out.folded").exists()
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["attach"]], ids=["model", "run", "attach"])
+@pytest.mark.parametrize("command", [["resnet18"], ["run"], ["attach"]], ids=["model", "run", "attach"])
 def test_every_command_offers_both_exports(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with contextlib.suppress(SystemExit):  # argparse's --help exits; fxtui run's returns
         main([*command, "--help"])

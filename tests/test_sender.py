@@ -42,7 +42,8 @@ class FakeCollector:
             except (EOFError, OSError):
                 return
             with self.arrived:
-                self.messages.append(message)
+                assert isinstance(message, list), "the sender sends its messages gathered, in a list"
+                self.messages.extend(message)
                 self.arrived.notify_all()
 
     def wait_for(self, count: int) -> list[object]:

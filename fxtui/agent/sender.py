@@ -3,8 +3,9 @@
 The program's threads only put a message (:mod:`fxtui.core.agent_messages`) on a bounded queue
 (:class:`Sender`); a thread of the agent's own connects to the collector and sends it, pickled over
 a local socket (``multiprocessing.connection``'s framing, authenticated with a key the collector
-made: only the program it started can speak to it). When the collector falls behind and the queue
-is full, the message is dropped and counted (the next step says how many were), never waited for.
+made: only the program it started can speak to it), the messages of :data:`GATHER_S` in one list.
+When the collector falls behind and the queue is full, the message is dropped and counted (the next
+step says how many were), never waited for.
 
 The program's life never depends on the collector's. When it goes (killed, or stuck for
 :data:`STALL_S` seconds), sending fails: the sender lets go of everything queued, takes no more
@@ -43,6 +44,14 @@ from fxtui.core.op_nodes import EagerNode, RootModule
 #: Messages the sender may hold while the collector catches up (a step's message is a few hundred
 #: bytes; a sampled one a few tens of kilobytes).
 QUEUE = 512
+#: Seconds the sender's thread lets messages gather before it sends them, all in one write. Waking for every
+#: step cost the program about 0.3 µs an op inside its steps (the thread takes the GIL to pickle each message as it
+#: comes, in the middle of the program's ops: measured on 2 cores, a step of 1,000 small ops took 1.53 µs an op
+#: under fxtui against 1.19 under python, 1.22 with messages gathered); the collector's figures come at most this
+#: much later.
+GATHER_S = 0.05
+#: Messages sent in one write, at most.
+GATHER = 256
 #: Seconds between looks for a new collector while there is none.
 RETRY_S = 2.0
 #: Seconds a send may make no progress before the collector is taken for stuck (and so, gone).
@@ -122,6 +131,7 @@ class Sender:
 
         Returns at once when the collector is gone.
         """
+        self._wake.set()  # what is queued leaves at once, not after GATHER_S
         if self._state in (_CONNECTING, _CONNECTED):
             ended = False  # the end put after the last message (once there is room for it)
             last, seen = time.monotonic(), self.sent
@@ -157,11 +167,30 @@ class Sender:
                 if self._open(first=False):
                     self._change(True)
                 continue
-            message = self._queue.get()
-            if message is None or self._state == _CLOSED:
+            messages = self._gather()
+            ended = messages[-1] is None
+            if ended:
+                messages.pop()
+            if messages and self._state != _CLOSED:
+                self._send(messages)
+            if ended or self._state == _CLOSED:
                 self._finish()
                 return
-            self._send(message)
+
+    def _gather(self) -> list[Any]:
+        """The next messages: the first as it comes, then what comes within :data:`GATHER_S` (ending at ``None``,
+        the end :meth:`close` puts)."""
+        messages = [self._queue.get()]
+        if messages[0] is None:
+            return messages
+        self._wake.wait(GATHER_S)  # set by close(): what is queued leaves at once
+        with contextlib.suppress(queue.Empty):
+            while len(messages) < GATHER:
+                message = self._queue.get_nowait()
+                messages.append(message)
+                if message is None:
+                    break
+        return messages
 
     def _open(self, first: bool) -> bool:
         try:
@@ -179,34 +208,50 @@ class Sender:
             self._replay = True
             self._state = _CONNECTED
             if self._hello is not None:
-                self._send(self._hello)
+                self._send([self._hello])
             return self._state == _CONNECTED
         self._state = _CONNECTED
         return True
 
-    def _send(self, message: Any) -> None:
+    def _send(self, messages: list[Any]) -> None:
+        """Send ``messages`` in one write (a list: the collector reads each in turn)."""
         connection = self._connection
         if connection is None:
             return
+        batch = [self._prepared(message) for message in messages]
+        try:
+            connection.send(batch)
+        except (OSError, ValueError, EOFError):  # gone, or stuck for STALL_S: a partial message ends the stream
+            self._lose(connection)
+            return
+        except Exception:  # a message that does not pickle: sent one by one, the ones that do still leave
+            for message in batch:
+                try:
+                    connection.send([message])
+                except (OSError, ValueError, EOFError):
+                    self._lose(connection)
+                    return
+                except Exception:
+                    self.dropped += 1
+                else:
+                    self.sent += 1
+            return
+        self.sent += len(batch)
+
+    def _prepared(self, message: Any) -> Any:
+        """``message`` as sent: the greeting as this sender keeps it; a step remembered, and after a new collector
+        came, carrying every node and root described so far."""
         if isinstance(message, Hello):
-            message = self._hello or message
-        elif isinstance(message, Step):
+            return self._hello or message
+        if isinstance(message, Step):
             self._remember(message)
             if self._replay:
                 self._replay = False
                 with self._known:
                     nodes = {**self._nodes, **{n.id: n for n in message.nodes}}
                     roots = {**self._roots, **{r.index: r for r in message.roots}}
-                message = dataclasses.replace(message, nodes=list(nodes.values()), roots=list(roots.values()))
-        try:
-            connection.send(message)
-        except (OSError, ValueError, EOFError):  # gone, or stuck for STALL_S: a partial message ends the stream
-            self._lose(connection)
-            return
-        except Exception:  # a message that does not pickle: dropped, the next one may
-            self.dropped += 1
-            return
-        self.sent += 1
+                return dataclasses.replace(message, nodes=list(nodes.values()), roots=list(roots.values()))
+        return message
 
     def _remember(self, message: object) -> None:
         if isinstance(message, Step) and (message.nodes or message.roots):

@@ -397,10 +397,16 @@ class StepModel:
         self._resume(now)
 
     def finish(self) -> None:
-        """The program ends: an evaluation call still open ends at its last root call's end; the rest is dropped."""
+        """The program ends: an evaluation call still open ends at its last root call's end; a training iteration
+        set aside for an evaluation, complete without an optimizer (its backward done), ends where it was set aside
+        (the last epoch's last batch, before the final evaluation); the rest is dropped."""
         step = self._tick(self.clock())
         if step is not None and (step.kind != "train" or step.provisional) and step.holds["forward"]:
             self._close(step, at=step.at_exit)
         elif step is not None and step.sampled:
             self.recording.stop()
+        paused = self.paused
+        if paused is not None and self.closer is None and paused.holds["backward"] and paused.holds["forward"]:
+            self.current = paused
+            self._close(paused)  # its phases stopped when it was set aside
         self.current = self.paused = None

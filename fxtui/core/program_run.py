@@ -112,6 +112,12 @@ class KindSummary:
     """What a step of it holds (its latest): ``forward``, ``backward``, ``optimizer:AdamW``, ``data``."""
     nodes: int = 0
     """Nodes its sampled steps ran."""
+    phase_median_s: tuple[float, ...] = ()
+    """Its unsampled steps' median of each phase (:data:`STEP_PHASES` order)."""
+    phase_nodes_s: tuple[float, ...] = ()
+    """Σ of its node medians in each phase (:data:`STEP_PHASES` order): beside :attr:`phase_median_s`, how much
+    of each phase the table accounts for. A model's forward and backward are mostly ops; a data loader's or an
+    optimizer's loop in Python is not."""
 
     @property
     def name(self) -> str:

@@ -17,7 +17,7 @@ from fxtui.core.generation import GENERATE_PHASES, GenerationSummary, phase_shar
 from fxtui.core.nodes import NodeStats
 from fxtui.core.op_graph import eager_graph
 from fxtui.core.op_nodes import EagerNode, RootModule
-from fxtui.core.program_run import STEP_KINDS, KindSummary, ProgramState
+from fxtui.core.program_run import STEP_KINDS, STEP_PHASES, KindSummary, ProgramState
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.kind_figures import KindFigures
@@ -170,9 +170,14 @@ class Collector:
         if not figures.sampled:
             return figures.summary()
         stats = figures.stats()
-        pick, _ = figures.node_columns(sorted(figures.nodes))
-        medians = stats.median[pick[pick >= 0]] if len(stats.median) else np.zeros(0)
-        return figures.summary(float(np.nansum(medians)))
+        ids = sorted(figures.nodes)
+        pick, _ = figures.node_columns(ids)
+        if not len(stats.median):
+            return figures.summary(0.0)
+        medians = np.where(pick >= 0, stats.median[np.maximum(pick, 0)], np.nan)
+        phases = np.array([STEP_PHASES.index(p) if (p := self.nodes[i].phase) in STEP_PHASES else -1 for i in ids])
+        by_phase = tuple(float(np.nansum(medians[phases == i])) for i in range(len(STEP_PHASES)))
+        return figures.summary(float(np.nansum(medians)), by_phase)
 
     def _node_stats(
         self, figures: KindFigures, graph: GraphInfo, run_s: float | None, generation: GenerationSummary | None

@@ -179,8 +179,10 @@ class KindFigures:
         fidelity = _spread([s / base_ns for s in self._sampled_ops]) if base_ns else None
         return sampled, plain, overhead, fidelity
 
-    def summary(self, node_time_s: float | None = None) -> KindSummary:
-        """This kind at a glance (``node_time_s``: Σ of its node medians, for its fidelity)."""
+    def summary(self, node_time_s: float | None = None, phase_nodes_s: tuple[float, ...] = ()) -> KindSummary:
+        """This kind at a glance (``node_time_s``: Σ of its node medians, for its fidelity; ``phase_nodes_s`` the
+        same per phase)."""
+        plain = [s for s in self.timeline if not s.sampled][-FIGURES_WINDOW:]
         base = statistics.median(self._plain) / 1e9 if self._plain else None
         sampled = statistics.median(self._sampled) / 1e9 if self._sampled else None
         return KindSummary(
@@ -193,6 +195,8 @@ class KindFigures:
             overhead=sampled / base if base and sampled else None,
             holds=self._typical(),
             nodes=len(self.nodes),
+            phase_median_s=phase_medians(plain) if plain else (),
+            phase_nodes_s=phase_nodes_s,
         )
 
     def step_summary(self, kinds: tuple[KindSummary, ...] = ()) -> StepSummary:

@@ -237,7 +237,8 @@ class ProgramJob:
                         if self.on_exit is not None:
                             self.on_exit(message, connection)
                         continue
-                    self.on_message(message, agent)
+                    for each in message if isinstance(message, list) else (message,):  # an agent's gathered messages
+                        self.on_message(each, agent)
         finally:
             if counted:
                 self._agent_ended()

@@ -334,11 +334,13 @@ class _Resolution:
             elif kind is PhaseEnter:
                 self.phases.append((record.phase, record.owner, len(self.stack)))  # type: ignore[union-attr]
                 self.outside = _Frame((-1, SCRIPT))
-                if record.phase != "closure":  # type: ignore[union-attr]
-                    self.derived.clear()  # (a tensor's id may be another's once it is freed)
+                # A tensor's id may be another's once it is freed: what came from a root is forgotten at a phase,
+                # but for a closure (the model's forward) and a backward (its seed reads the loss, still alive).
+                if record.phase not in ("closure", "backward"):  # type: ignore[union-attr]
+                    self.derived.clear()
             elif kind is PhaseExit:
-                if self.phases:
-                    self.phases.pop()
+                if self.phases and self.phases.pop()[0] == "backward":
+                    self.derived.clear()
                 self.outside = _Frame((-1, SCRIPT))
             elif kind is KernelCall:
                 self.kernel(record)  # type: ignore[arg-type]
@@ -413,6 +415,13 @@ class _Resolution:
             if frame.where[1] == LOSS:
                 phase = "other"  # a loss module's, as a loss computed by functions is: outside the model's forward
             key = (phase, frame.where, label, frame.position(label))
+        elif current is not None and current[0] == "backward":
+            # autograd's own ops outside every node: the seed of a loss's gradient (``loss.backward()``'s
+            # ``ones_like``) is that loss's; anything else, rare, is outside every module
+            frame = self.outside_frame(record)
+            if frame.where[1] != LOSS:
+                frame = self.pseudo(OUTSIDE)
+            key = ("backward", frame.where, GRADIENT + label, frame.position(GRADIENT + label))
         elif current is not None and current[0] not in _MODEL_PHASES:
             key = self.phase_key(current, label)
         else:
@@ -428,10 +437,10 @@ class _Resolution:
         """An op outside every module: its root's loss if it reads what a root returned (or what was computed from
         it), else the script's own."""
         if record.flow is not None and self.derived:
-            inputs, output = record.flow
+            inputs, outputs = record.flow
             root = next((self.derived[t] for t in inputs if t in self.derived), None)
             if root is not None:
-                if output:
+                for output in outputs:
                     self.derived[output] = root
                 return self.losses.setdefault(root, _Frame((root, LOSS)))
         if self.outside.where != (-1, SCRIPT):
@@ -444,9 +453,6 @@ class _Resolution:
             name = who.name if isinstance(who, Named) else type(who).__name__
             frame = self.pseudo((-1, name))
             return "optimizer", frame.where, label, frame.position(label)
-        if phase == "backward":  # autograd's own ops outside every node (rare)
-            frame = self.pseudo(OUTSIDE)
-            return "backward", OUTSIDE, GRADIENT + label, frame.position(GRADIENT + label)
         frame = self.pseudo((-1, _PSEUDO.get(phase, SCRIPT)))
         return phase, frame.where, label, frame.position(label)
 

@@ -88,15 +88,20 @@ class _Mode(TorchDispatchMode):
         return out
 
 
-def _flow(args: Any, out: Any) -> tuple[tuple[int, ...], int]:
-    """The ids of an op's input tensors (lists of them too) and of its output tensor (0 for another output)."""
+def _flow(args: Any, out: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ids of an op's input tensors (lists of them too) and of its output tensors (``nll_loss_forward``'s
+    loss and total weight)."""
     ids = []
     for a in args:
         if type(a) is torch.Tensor:
             ids.append(id(a))
         elif type(a) in (list, tuple):
             ids.extend(id(t) for t in a if type(t) is torch.Tensor)
-    return tuple(ids), id(out) if type(out) is torch.Tensor else 0
+    if type(out) is torch.Tensor:
+        return tuple(ids), (id(out),)
+    if type(out) in (list, tuple):
+        return tuple(ids), tuple(id(t) for t in out if type(t) is torch.Tensor)
+    return tuple(ids), ()
 
 
 def tensor_ids(value: Any) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ class OpCall(NamedTuple):
     """Each input described (shape, dtype, strides), on the steps that describe new nodes."""
     source: str | None = None
     """The user's line the op comes from, on the steps that describe new nodes."""
-    flow: tuple[tuple[int, ...], int] | None = None
+    flow: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     """Outside every module: the ids of its input tensors and of its output (which root's output it consumes)."""
 
 

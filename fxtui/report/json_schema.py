@@ -41,7 +41,7 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import MemorySummary, WhatIf
 from fxtui.core.generation import GenerationSummary
 from fxtui.core.nodes import GraphBreak
-from fxtui.core.program_run import STEP_PHASES, ProgramState, RankSummary, StepSummary
+from fxtui.core.program_run import STEP_PHASES, KindSummary, ProgramState, RankSummary, StepSummary
 from fxtui.core.snapshot import RunError, RunSpreads
 from fxtui.report.json_v1 import upgrade_from_v1
 from fxtui.report.json_values import decode, decode_fields, encode, encode_fields, field_types, missing_as_null
@@ -126,15 +126,39 @@ def _steps_encode(steps: StepSummary | None) -> dict[str, Any] | None:
     ]
     out = encode_fields(steps, frozenset({"recent", "recent_sampled", "history"}))
     out["phase_median_s"] = dict(zip(STEP_PHASES, steps.phase_median_s, strict=False))
+    out["kinds"] = [_kind_encode(kind) for kind in steps.kinds]
     out["recent"] = recent
     out["history_s"] = list(steps.history)
     return out
 
 
+#: A kind's figures kept per phase, written as objects keyed by phase.
+_KIND_PHASES = ("phase_median_s", "phase_nodes_s")
+
+
+def _kind_encode(kind: KindSummary) -> dict[str, Any]:
+    """A kind's fields, each per-phase figure as ``{"data": s, "forward": s, …}`` (``null`` when not measured)."""
+    out = encode_fields(kind, frozenset(_KIND_PHASES))
+    for name in _KIND_PHASES:
+        values = getattr(kind, name)
+        out[name] = dict(zip(STEP_PHASES, values, strict=True)) if values else None
+    return out
+
+
+def _kind_decode(data: Mapping[str, Any]) -> KindSummary:
+    phases = {
+        name: tuple(float(data[name].get(p) or 0.0) for p in STEP_PHASES) if data.get(name) else ()
+        for name in _KIND_PHASES
+    }
+    rest = {k: v for k, v in data.items() if k not in _KIND_PHASES}
+    kind: KindSummary = decode_fields(KindSummary, rest, kind="train", steps=0, **phases)
+    return kind
+
+
 def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
     recent = data.get("recent") or []
     medians = data.get("phase_median_s") or {}
-    rest = {k: v for k, v in data.items() if k not in ("recent", "phase_median_s", "history_s")}
+    rest = {k: v for k, v in data.items() if k not in ("recent", "phase_median_s", "history_s", "kinds")}
     steps: StepSummary = decode_fields(
         StepSummary,
         rest,
@@ -146,6 +170,7 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
         recent=array("d", (float(r.get(p) or 0.0) for r in recent for p in STEP_PHASES)),
         recent_sampled=bytes(int(bool(r.get("sampled"))) for r in recent),
         history=array("d", (float(v) for v in data.get("history_s") or [])),
+        kinds=tuple(_kind_decode(k) for k in data.get("kinds") or ()),
     )
     return steps
 

@@ -43,6 +43,7 @@ def program_lines(report: ReportData) -> list[str]:
         f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
         f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
     )
+    lines += _in_ops(steps)
     if (share := steps.sampling_share) is not None:
         lines.append(
             f"cost       sampling took about {100 * share:.1f}% of the steps' time "
@@ -82,6 +83,25 @@ def _kind_text(steps: StepSummary) -> str:
     if steps.kind == "train" and steps.holds:
         text += f"; each holds {holds_text(steps.holds)}"
     return text
+
+
+def _in_ops(steps: StepSummary) -> list[str]:
+    """How much of each phase the table's ops account for: where fidelity is low, which phase is Python."""
+    lead = next((k for k in steps.kinds if k.kind == steps.kind), None)
+    if lead is None or not lead.phase_nodes_s or not lead.phase_median_s:
+        return []
+    least = 0.01 * (lead.step_median_s or 0.0)  # a phase under 1% of the step is left out: its share is noise
+    shares = [
+        f"{phase} {100 * ops / phase_s:.0f}%"
+        for phase, ops, phase_s in zip(STEP_PHASES, lead.phase_nodes_s, lead.phase_median_s, strict=True)
+        if phase_s > least and phase_s > 0
+    ]
+    if not shares:
+        return []
+    return [
+        f"in ops     {', '.join(shares)} of each phase is in the table's ops (Σ node medians ÷ the phase's "
+        "unsampled median); the rest is Python between ops"
+    ]
 
 
 def _other_kinds(steps: StepSummary) -> list[str]:
