@@ -417,3 +417,9 @@ def test_fidelity_of_the_phases_that_are_ops_is_in_band(corpus: Callable[[str], 
 
     value = steady(runs, fidelity, 0.85, 1.10)
     assert value is not None and 0.85 <= value <= 1.10
+
+
+def test_the_json_names_the_loss_and_the_optimizer_a_script_uses(corpus: Callable[[str], Runs]) -> None:
+    """grad_accum: ``F.cross_entropy`` outside the model, ``torch.optim.SGD``."""
+    meta = corpus("grad_accum").fxtui.meta
+    assert meta["loss"] == "cross-entropy" and meta["optimizer"] == "SGD"

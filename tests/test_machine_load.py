@@ -227,3 +227,29 @@ def test_a_real_busy_program_is_seen_on_a_cpu() -> None:
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_the_collectors_loop_puts_a_disturbed_machine_in_the_programs_header(
+    proc: FakeProc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fxtui run``: the collector's loop samples the load (JobState.watch_load), and the header says it."""
+    from fxtui.core.settings import ProgramSettings
+    from fxtui.jobs import job_state
+    from fxtui.report.api import Report
+    from fxtui.report.program_text import program_lines
+
+    clock = Clock()
+    monkeypatch.setattr(job_state, "LOAD_EVERY_S", 0.0)
+    monkeypatch.setattr(job_state, "MachineLoad", lambda pids, own_pid: monitor(proc, clock, tuple(pids)))
+    state = job_state.JobState(ProgramSettings(("train.py",)))
+    state.collector.started(10, "")
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    state.watch_load()
+    assert state.snapshot().program.disturbance == ""  # one reading: nothing to say yet
+    clock.now += 1.0
+    proc.process(10, 1, {10: (0.5, 0.5)})
+    proc.machine(busy_s=2.0)
+    state.watch_load()
+    lines = program_lines(Report.from_snapshot(state.snapshot()))
+    said = [line for line in lines if line.startswith("disturbed  ")]
+    assert said and "other processes took 50% of its time" in said[0]

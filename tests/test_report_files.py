@@ -292,3 +292,13 @@ def test_a_version_1_program_s_calls_are_evaluation_calls_now() -> None:
     assert report.steps.kind == "eval" and report.steps.median("forward") == 0.01 and report.mode == "run"
     assert report.rows[0].stats.pct == 10.0 and report.rows[0].info.shape == "4×8"
     assert json.loads(report.to_json())["rows"][0]["shape"] == [4, 8]
+
+
+def test_a_programs_loss_is_named_by_the_ops_it_ends_in() -> None:
+    from fxtui.report.data import loss_name
+
+    assert loss_name({"_log_softmax", "nll_loss_forward", "div"}) == "cross-entropy"
+    assert loss_name({"nll_loss_forward"}) == "NLL"
+    assert loss_name({"sigmoid", "binary_cross_entropy"}) == "binary cross-entropy"
+    assert loss_name({"sub", "pow", "mean"}) == "computed by the script"
+    assert loss_name(set()) == ""

@@ -35,8 +35,10 @@ EPILOG = """\
 Everything after SCRIPT (or -m MODULE) is the program's own: it runs as
 python SCRIPT ARGS… would (sys.argv, __name__ == "__main__", its working
 directory, its output and exit status). fxtui finds the model (the outermost
-nn.Module called), the steps (one optimizer.step() each, or one model call),
-and times a sample of the steps per ATen op, charged to the module it runs in.
+nn.Module called) and its steps by kind: training steps (an iteration: its
+forwards, backwards and optimizer steps), evaluation calls (no gradients) and
+generate() calls; it times a sample of each kind per ATen op, charged to the
+module it runs in (--kind chooses which the table shows).
 
 On a terminal the app opens at once and fills as steps happen; with --once, or
 when stdout is not a terminal, the program runs to its end (or Ctrl+C), then

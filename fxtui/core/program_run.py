@@ -67,6 +67,9 @@ class ProgramState:
     """Step records the agent dropped because the collector could not keep up (its queue was full)."""
     note: str = ""
     """One sentence about the program itself: ``no module was called``, an agent failure."""
+    disturbance: str = ""
+    """One sentence when other work took the program's cores (other processes, the hypervisor): how much, for
+    how long; ``""`` on a quiet machine."""
 
     @property
     def script(self) -> str:

@@ -139,7 +139,7 @@ class _Beside:
             threading.Thread(target=_warm, daemon=True, name="fxtui-report-imports").start()
             ended = watch_pid(program)
             while not self.exited.wait(POLL_S) and not ended(0):
-                pass
+                self.state.watch_load()
             self.job.drain(AGENTS_END_S)  # the agents' last messages (the program's own said its last already)
             self._print()
         except BaseException:  # the collector's end is no business of the program's

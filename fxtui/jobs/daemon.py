@@ -133,6 +133,7 @@ def watch(
     written = saved = time.monotonic()
     saved_at = -1
     while running() and not stop.wait(INTERVAL) and not leave.is_set():
+        state.watch_load()
         if server.viewers:
             server.publish(lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))
         now = time.monotonic()

@@ -9,14 +9,20 @@ again to the figures it already had, so one process stays one (not two ranks, on
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from pathlib import Path
 
 from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.launch import log_tail
+from fxtui.jobs.machine_load import MachineLoad
 from fxtui.jobs.ranks import JobCollector
+
+#: Seconds between two looks at the machine's load (each one reads the program's threads' counters in /proc).
+LOAD_EVERY_S = 1.0
 
 
 class JobState:
@@ -35,6 +41,24 @@ class JobState:
         """Agent connections that said anything."""
         self._by_pid: dict[tuple[str, int], int] = {}
         self._same: dict[int, int] = {}
+        self._load: MachineLoad | None = None
+        self._load_at = 0.0
+
+    def watch_load(self) -> None:
+        """Sample the machine's load (at most every :data:`LOAD_EVERY_S`; the collector's loop calls this): the
+        program's processes and their descendants (its DataLoader workers, torchrun's ranks) against every other
+        process, so that the header says when other work took the program's cores."""
+        now = time.monotonic()
+        pid = self.collector.program.pid
+        if not pid or now - self._load_at < LOAD_EVERY_S:
+            return
+        self._load_at = now
+        if self._load is None:
+            self._load = MachineLoad([pid], own_pid=os.getpid())
+        self._load.sample()
+        line = self._load.summary().line()
+        with self.lock:
+            self.collector.disturbed(line)
 
     def receive(self, message: object, agent: int) -> None:
         """Take ``message`` from the agent of connection ``agent``."""

@@ -55,6 +55,11 @@ class JobCollector:
             note = "no module was called: the program ran no nn.Module"
         self.program = dataclasses.replace(self.program, running=False, exit_code=code, note=note)
 
+    def disturbed(self, sentence: str) -> None:
+        """What other work took of the program's cores so far (``""``: nothing worth a word)."""
+        if sentence != self.program.disturbance:
+            self.program = dataclasses.replace(self.program, disturbance=sentence)
+
     def note(self, sentence: str) -> None:
         """Something to say about the program itself (a log that could not be written)."""
         self.program = dataclasses.replace(self.program, note=sentence)

@@ -52,6 +52,33 @@ _SNAPSHOT_FIELDS = frozenset(f.name for f in fields(Snapshot))
 _GRAPH_FIELDS = frozenset(f.name for f in fields(GraphInfo))
 
 
+#: The ATen ops a loss ends in, and the loss they make (the first found, in this order, names it).
+_LOSS_OPS = (
+    ("binary_cross_entropy_with_logits", "binary cross-entropy with logits"),
+    ("binary_cross_entropy", "binary cross-entropy"),
+    ("nll_loss_forward", "NLL"),
+    ("nll_loss2d_forward", "NLL"),
+    ("mse_loss", "MSE"),
+    ("smooth_l1_loss", "smooth L1"),
+    ("huber_loss", "Huber"),
+    ("l1_loss", "L1"),
+    ("kl_div", "KL divergence"),
+    ("cosine_embedding_loss", "cosine embedding"),
+    ("margin_ranking_loss", "margin ranking"),
+)
+
+
+def loss_name(ops: set[str]) -> str:
+    """The loss a program's ``(loss)`` ops make: ``cross-entropy`` (a log-softmax then NLL), ``MSE`` …; ``computed by
+    the script`` when they end in no op a loss is known by; ``""`` when there are none."""
+    if not ops:
+        return ""
+    for op, name in _LOSS_OPS:
+        if op in ops:
+            return "cross-entropy" if name == "NLL" and "_log_softmax" in ops else name
+    return "computed by the script"
+
+
 @dataclass(frozen=True)
 class ReportData(RunFiguresMixin):
     """The result of a profile: the snapshot it was made from, per-node rows (graph order) and per-module rows.
@@ -125,6 +152,15 @@ class ReportData(RunFiguresMixin):
             return self.graph.optimizer
         holds = self.snapshot.steps.holds if self.snapshot.steps is not None else ()
         return ", ".join(name.removeprefix("optimizer:") for name, _ in holds if name.startswith("optimizer:"))
+
+    @property
+    def loss(self) -> str:
+        """How a training step's loss is made: a model's (``--train``: ``cross-entropy against fixed random labels``),
+        or, for a program, what its ``(loss)`` computes (``cross-entropy``, ``MSE``); ``""`` when none is known."""
+        if self.graph.loss or self.snapshot.program is None:
+            return self.graph.loss
+        ops = {r.info.target.removeprefix("aten.") for r in self.rows if r.info.module_path.endswith("(loss)")}
+        return loss_name(ops)
 
     @property
     def attributed_s(self) -> float:
@@ -267,6 +303,7 @@ class ReportData(RunFiguresMixin):
             **metadata_json(self.graph),
             **metadata_json(self.snapshot),
             "optimizer": self.optimizer or None,
+            "loss": self.loss or None,
             "warnings": list(self.warnings),
             "clock_overhead_ns": self.clock_overhead_ns or None,
             "mode": self.mode,

@@ -24,7 +24,7 @@ def program_lines(report: ReportData) -> list[str]:
     if steps is None or not (steps.steps or steps.warmup):
         called = program.note or "no module was called"
         lines.append(f"steps      none: {called}" if "module" in called else f"steps      none yet: {called}")
-        return lines
+        return lines + ([f"disturbed  {program.disturbance}"] if program.disturbance else [])
     lines.append(f"{steps.kind:<10} {_kind_text(steps)}")
     if not steps.steps:
         return lines + _other_kinds(steps) + _warnings(report)
@@ -147,6 +147,8 @@ def _warnings(report: ReportData) -> list[str]:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:
         lines.append(f"warning    {program.note}")
+    if program.disturbance:
+        lines.append(f"disturbed  {program.disturbance}")
     if report.shapes:
         lines.append(
             f"shapes     {len(report.shapes)} node(s) ran at several output shapes (a last smaller batch …): each row "
