@@ -71,7 +71,7 @@ def test_a_training_loop_is_split_into_phases_and_timed_per_node(tmp_path: Path)
     )
     meta = saved["metadata"]
     assert meta["mode"] == "run" and meta["capture"] == "eager"
-    assert meta["optimizer"] == "AdamW" and meta["loss"] is None  # the class its steps call; a loss nothing names
+    assert meta["optimizer"] == "AdamW" and meta["loss"] == "cross-entropy"  # the class its steps call; its (loss)
     steps = meta["steps"]
     assert steps["kind"] == "train" and steps["steps"] == 10 and steps["warmup"] == 2
     assert steps["sampled"] >= 3
