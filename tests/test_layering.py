@@ -102,6 +102,22 @@ def test_the_collector_and_the_viewer_never_load_torch() -> None:
     assert out.strip() == "[]"
 
 
+def test_what_runs_before_a_program_starts_imports_no_numpy_and_no_report() -> None:
+    # fxtui run's fixed cost: the command parses its options, then the program starts. numpy alone took 86 ms
+    # there, the report's writers and the app's job 50 ms more (measured: +0.59 s over python before, +0.30 s
+    # after, tests/benchmarks/bench_fixed_cost.py); what prints the profile is imported in the collector.
+    code = (
+        "import sys; from fxtui.commands.parser import parse; "
+        "from fxtui.commands.options import check_output, program_output; "
+        "args = parse(['run', '--once', '--sort', 'p90', '--columns', 'mean', 'train.py', '--epochs', '1']).args; "
+        "check_output(program_output(args)); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy' or m.startswith('fxtui.report.') "
+        "and m != 'fxtui.report.formats' or m.startswith('fxtui.ui')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_every_module_named_in_a_string_resolves() -> None:
     # Module paths handed to other processes or imported on demand break without an import error when moved.
     import importlib.util

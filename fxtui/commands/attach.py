@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from fxtui.commands.job_app import watch
 from fxtui.commands.next_step import NextStep, program_next_step
 from fxtui.commands.options import (
     add_export_options,
@@ -21,11 +21,15 @@ from fxtui.commands.options import (
     program_output,
 )
 from fxtui.commands.output import say
-from fxtui.commands.program_report import print_report, print_snapshot
 from fxtui.commands.usage import UsageError, help_hint, pointing_at
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings
-from fxtui.jobs.directory import JobInfo
+
+if TYPE_CHECKING:
+    from fxtui.jobs.directory import JobInfo
+
+# The app, the report and the jobs' directory are imported where they are used: the parser imports this module
+# to build fxtui attach's options, whatever the command (a fixed cost of every fxtui command).
 
 DESCRIPTION = "Watch a job started with fxtui run (--detach, or in another terminal); leaving never stops it."
 EPILOG = """\
@@ -84,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             from fxtui.report.api import Report
 
             say(f"its last figures, kept in {profile}:")
+            from fxtui.commands.program_report import print_report
+
             print_report(Report.load(str(profile)), output)
         if not still_runs(job.program_pid):
             return 0
@@ -98,10 +104,14 @@ def run(args: argparse.Namespace) -> int:
         from fxtui.report.api import Report
 
         say(f"job {job.id} ended ({job.exit_code}); its last profile: {profile}")
+        from fxtui.commands.program_report import print_report
+
         print_report(Report.load(str(profile)), output)
         return 0
     if once:
         return once_profile(job, output, next_step)
+    from fxtui.commands.job_app import watch
+
     return watch(job, output, stop_on_quit=False)
 
 
@@ -143,8 +153,12 @@ def _remote(address: str, token: str | None, output: OutputSettings, once: bool,
         snapshot = AttachSource(job, key).take(kind=output.kind or None)
         if snapshot is None or snapshot.graph is None:
             raise FxtuiError(f"the job at {address} has no figures yet (it is still warming up)")
+        from fxtui.commands.program_report import print_snapshot
+
         print_snapshot(snapshot, output, next_step)
         return 0
+    from fxtui.commands.job_app import watch
+
     return watch(job, output, stop_on_quit=False, token=key)
 
 
@@ -156,5 +170,7 @@ def once_profile(job: JobInfo, output: OutputSettings, next_step: NextStep | Non
     if snapshot is None or snapshot.graph is None:
         raise FxtuiError(f"job {job.id} has no figures yet (it is still warming up)")
     say(f"job {job.id}: {' '.join(job.command)} (pid {job.program_pid}), its profile so far:")
+    from fxtui.commands.program_report import print_snapshot
+
     print_snapshot(snapshot, output, next_step)
     return 0

@@ -11,9 +11,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fxtui.core.settings import ModelSettings, OutputSettings
-from fxtui.report.data import ReportData
+
+if TYPE_CHECKING:
+    from fxtui.report.data import ReportData
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def _rewrite(argv: Sequence[str], *, drop: Sequence[str] = (), add: Sequence[str
     """``argv`` without the options ``drop`` names (and their values) nor any export, with ``add`` after the
     command word ``after`` (at the end when none)."""
     from fxtui.commands.parser import takes_value
-    from fxtui.report.export import FORMATS
+    from fxtui.report.formats import FORMATS
 
     valued = takes_value()
     # Files fxtui writes: a suggested command never overwrites the one just written.

@@ -80,7 +80,7 @@ def add_table_options(p: argparse.ArgumentParser, *, program: bool = False) -> N
 
 def add_export_options(p: argparse.ArgumentParser) -> None:
     """The export options (``fxtui TARGET``, ``fxtui run`` and ``fxtui attach`` share them): one per format."""
-    from fxtui.report.export import FORMATS  # torch-free
+    from fxtui.report.formats import FORMATS  # light: no writer imported
 
     e = p.add_argument_group("export (written whole or not at all)")
     for name, form in FORMATS.items():
@@ -104,8 +104,8 @@ def filter_spec(args: argparse.Namespace, phases_ok: bool = False) -> FilterSpec
 
 
 def output_exports(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
-    """(format, path) of every export asked for, in :data:`~fxtui.report.export.FORMATS` order."""
-    from fxtui.report.export import FORMATS
+    """(format, path) of every export asked for, in :data:`~fxtui.report.formats.FORMATS` order."""
+    from fxtui.report.formats import FORMATS
 
     return tuple((name, path) for name in FORMATS if (path := getattr(args, name, None)))
 
@@ -148,8 +148,9 @@ def program_output(args: argparse.Namespace) -> OutputSettings:
 
 def check_output(output: OutputSettings) -> None:
     """Everything the user could have mistyped in how to show the profile, checked before any work starts."""
-    from fxtui.report.export import check_exports
-
     sort_column(output.sort)
     check_extra(output.columns)
-    check_exports(output.export_paths)
+    if any(output.export_paths.values()):  # the writers' module is imported only when a file is asked for
+        from fxtui.report.export import check_exports
+
+        check_exports(output.export_paths)

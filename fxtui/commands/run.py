@@ -13,9 +13,8 @@ import os
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-from fxtui.commands.job_app import watch
-from fxtui.commands.next_step import NextStep, program_next_step
 from fxtui.commands.options import (
     add_export_options,
     add_kind_option,
@@ -25,9 +24,15 @@ from fxtui.commands.options import (
     program_output,
 )
 from fxtui.commands.output import say
-from fxtui.commands.program_report import print_snapshot
 from fxtui.commands.usage import UsageError, help_hint, pointing_at
 from fxtui.core.settings import OutputSettings, ProgramSettings
+
+if TYPE_CHECKING:
+    from fxtui.commands.next_step import NextStep
+    from fxtui.core.snapshot import Snapshot
+
+# What prints and shows a profile (the report, the app's job) is imported where it is used: before the program
+# starts only the parser and the launch run, and every import there is fxtui run's fixed cost.
 
 USAGE = "fxtui run [OPTIONS] SCRIPT [ARGS…] | fxtui run [OPTIONS] -m MODULE [ARGS…]"
 DESCRIPTION = "Profile your own program as it runs, unchanged: its steps by phase, and a sample of them per ATen op."
@@ -116,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     if args.detach:
         return detach(settings, args.listen)
     if args.once or not sys.stdout.isatty():
+        from fxtui.commands.next_step import program_next_step
+
         return headless(settings, output, program_next_step(getattr(args, "argv", ()), command, output, "run"))
     return live(settings, output, args.listen)
 
@@ -144,9 +151,12 @@ def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextS
     if hasattr(os, "fork"):
         from fxtui.jobs.beside import become_the_program
 
-        become_the_program(
-            settings, lambda snapshot: print_snapshot(snapshot, output, next_step), kind=output.kind or None
-        )
+        def report(snapshot: Snapshot) -> None:  # in the collector, after the fork
+            from fxtui.commands.program_report import print_snapshot
+
+            print_snapshot(snapshot, output, next_step)
+
+        become_the_program(settings, report, kind=output.kind or None)
     return _headless_child(settings, output, next_step)
 
 
@@ -183,6 +193,8 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step
     with lock:
         collector.ended(code)
         snapshot = collector.snapshot(State.DONE, kind=output.kind or None)
+    from fxtui.commands.program_report import print_snapshot
+
     print_snapshot(snapshot, output, next_step)
     return exit_status(code)
 
@@ -190,6 +202,7 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step
 def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") -> int:
     """The app on the program, run as a job (so it can be detached: D); when the app closes, the program stops
     as Ctrl+C would, its profile prints, and fxtui exits with its status."""
+    from fxtui.commands.job_app import watch
     from fxtui.jobs.directory import start_detached
 
     job, _ = start_detached(settings, listen)

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO, NodeInfo, NodeStats
 from fxtui.core.rows import Rates
 from fxtui.core.units import format_bytes, format_pct, format_seconds
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SortValue = float | str
 Read = Callable[[NodeInfo, "NodeStats | None", Rates], Any]
@@ -100,6 +101,8 @@ def caution(stats: NodeStats | None) -> bool:
 
 def _caution_by_columns(column: Callable[[str], Sequence[float]]) -> np.ndarray:
     """:func:`caution` of every node from the columns: NodeStats.noisy and .unsteady, one array operation each."""
+    import numpy as np
+
     count, median, iqr, fastest = (
         np.asarray(column(f), dtype=np.float64) for f in ("count", "median_s", "iqr_s", "min_s")
     )
@@ -134,6 +137,8 @@ def _calls_text(stats: NodeStats | None) -> str:
 
 
 def _calls_by_columns(column: Callable[[str], Sequence[float]]) -> np.ndarray:
+    import numpy as np
+
     per_step = np.asarray(column("calls_per_step"), dtype=np.float64)
     return np.where(per_step > 0, per_step, np.asarray(column("count"), dtype=np.float64))
 

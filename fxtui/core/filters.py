@@ -12,11 +12,13 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from fxtui.core.nodes import PHASES, NodeInfo
 from fxtui.core.snapshot import OPCODES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -106,6 +108,8 @@ class NodeColumns:
     _last: NodeColumns | None = None
 
     def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        import numpy as np
+
         self.nodes = nodes
         fields: dict[str, Iterable[str]] = {
             "op": map(operator.attrgetter("op"), nodes),
@@ -134,6 +138,8 @@ class NodeColumns:
 
     def mask(self, spec: FilterSpec) -> np.ndarray:
         """For each node, whether it passes every part of ``spec`` (what :func:`matches` says of it), as booleans."""
+        import numpy as np
+
         mask = np.ones(len(self.nodes), dtype=bool)
         if spec.ops:
             mask &= self._passing("op", spec.ops.__contains__)
@@ -148,6 +154,8 @@ class NodeColumns:
 
     def _passing(self, field: str, test: Callable[[str], object]) -> np.ndarray:
         """``test`` of each node's ``field``, run once per distinct value."""
+        import numpy as np
+
         distinct = self.distinct[field]
         passed = np.fromiter(map(bool, map(test, distinct)), bool, len(distinct))
         return passed[self.codes[field]]

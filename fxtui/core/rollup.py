@@ -14,12 +14,13 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeGuard
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from fxtui.core.column_table import ColumnTable, float_column
 from fxtui.core.nodes import ModuleStats, NodeInfo, NodeStats, module_ancestors, node_medians
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Phases a module's time is split by (two pairs: a training step's, a generation's), as the plan codes them.
 PHASE_CODES = {"forward": 1, "backward": 2, "prefill": 3, "decode": 4}
@@ -77,6 +78,8 @@ class ModulePlan:
         A level of the tree at a time, deepest first, each an array operation: at 50,000
         modules a set operation per level took ~10 ms, a walk up the ancestors per node longer.
         """
+        import numpy as np
+
         if self._levels is None:
             parent, depth = np.array(self.parent, dtype=np.int64), np.array(self.depth, dtype=np.int64)
             levels = [
@@ -113,6 +116,8 @@ class ModulePlan:
 
     def subtree(self, path: str) -> np.ndarray:
         """The nodes of module ``path`` and of every module below it (graph indices, ascending)."""
+        import numpy as np
+
         flat, offsets = self.subtree_nodes()
         i = self.index[path]
         return np.frombuffer(flat, dtype=np.int64)[offsets[i] : offsets[i + 1]]
@@ -123,6 +128,8 @@ class ModulePlan:
 
     def own_totals(self, values: Sequence[float] | np.ndarray) -> np.ndarray:
         """Each module's total of one value per node (graph order) over its own nodes, none below it."""
+        import numpy as np
+
         own, _, _, _ = self._pair_arrays()
         return np.bincount(own, weights=np.asarray(values, dtype=np.float64), minlength=len(self.paths))
 
@@ -135,6 +142,8 @@ class ModulePlan:
 
     def roll_up(self, values: Sequence[float] | np.ndarray, only_phase: int = 0) -> np.ndarray:
         """Each module's subtree total of one value per node (graph order); ``only_phase``: that phase's nodes only."""
+        import numpy as np
+
         _, pair_node, pair_module, phase = self._pair_arrays()
         weights = np.asarray(values, dtype=np.float64)[pair_node]
         if only_phase:
@@ -151,6 +160,8 @@ class ModulePlan:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Each module's own and inclusive total, and its two phases' totals: forward and backward in a
         training step, prefill and decode in a ``generate()`` call (None for neither)."""
+        import numpy as np
+
         values = np.asarray(values, dtype=np.float64)
         phase = self._pair_arrays()[3]
         first = PHASE_CODES["prefill"] if self.generating else PHASE_CODES["forward"]
@@ -165,6 +176,8 @@ class ModulePlan:
 
     def _pair_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each node's own module; every (node, module holding it) pair; each node's phase code."""
+        import numpy as np
+
         if self._pairs is None:
             flat, _ = self.subtree_nodes()
             pair_module = np.repeat(np.arange(len(self.paths)), np.asarray(self.counts, dtype=np.int64))
@@ -207,6 +220,8 @@ def module_table(
     ``forward`` and ``backward`` are the two phases' totals :meth:`ModulePlan.totals` gives: a generation's
     prefill and decode go to ``prefill_s`` and ``decode_s``.
     """
+    import numpy as np
+
     zeros = np.zeros(len(plan.paths))
     prefill = decode = None
     if plan.generating:

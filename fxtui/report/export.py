@@ -27,16 +27,12 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 from fxtui.core.errors import FxtuiError
-from fxtui.report.chrome_trace import trace_json
-from fxtui.report.csv_table import report_csv
 from fxtui.report.data import ReportData
-from fxtui.report.folded import folded_text
-from fxtui.report.speedscope import speedscope_json
+from fxtui.report.formats import FORMATS
 
 
 def report_json(report: ReportData) -> str:
@@ -51,44 +47,6 @@ def report_json(report: ReportData) -> str:
         parts.append(f' "{key}": [\n{records}\n ]' if records else f' "{key}": []')
     # A newline at the end, as text files have (``--json /dev/stdout`` leaves the shell's prompt on a line of its own).
     return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-@dataclass(frozen=True)
-class ExportFormat:
-    """One kind of file a report can be written as."""
-
-    option: str
-    """The command-line option that asks for it (``--json``)."""
-    render: Callable[[ReportData], str]
-    """The report as the file's text."""
-    help: str = ""
-    """What ``--help`` says of it."""
-    needs_timeline: bool = False
-    """It needs one representative run recorded (the Chrome trace)."""
-    aliases: tuple[str, ...] = ()
-    """Other options that ask for it (``--save``)."""
-
-
-#: Every export format, by the name the Python API and ``--OPTION FILE`` use: one line each (the format's own
-#: file renders it).
-FORMATS: dict[str, ExportFormat] = {
-    "json": ExportFormat(
-        "--json",
-        report_json,
-        "rows, modules and metadata as versioned JSON (fxtui.load reads it back; compare two with fxtui diff)",
-        aliases=("--save",),
-    ),
-    "csv": ExportFormat("--csv", report_csv, "one line per node (every rank's), cells a spreadsheet reads"),
-    "chrome_trace": ExportFormat(
-        "--chrome-trace", trace_json, "one representative run for Perfetto / chrome://tracing", needs_timeline=True
-    ),
-    "speedscope": ExportFormat(
-        "--speedscope", speedscope_json, "a flame graph of the time by module and node, for www.speedscope.app"
-    ),
-    "folded": ExportFormat(
-        "--folded", folded_text, "the same as folded stacks (ns) for flamegraph.pl, speedscope and others"
-    ),
-}
 
 
 class ExportError(FxtuiError):
