@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def api_block() -> str:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Python API") :]
+    section = text[text.index("## Python API") :]
     found = re.search(r"```python\n(.*?)```", section, re.S)
     assert found, "the README's Python API section has no python block"
     return found.group(1)
@@ -78,3 +78,27 @@ def test_the_load_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.Mo
     top5 = sorted(by_path, key=lambda p: -by_path[p])[:5]
     series = printed.rsplit("module_path", 1)[1].splitlines()[1:6]
     assert [line.split()[0] for line in series] == top5
+
+
+def files_block() -> str:
+    """The README's example of reading a saved profile back (under "## Files other tools read")."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Files other tools read") :]
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found, "the README's files section has no python block"
+    return found.group(1)
+
+
+def test_the_readme_files_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pandas")
+    from fxtui.report.api import Report
+    from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
+
+    saved = Report.from_snapshot(make_snapshot(resnet18_graph(), resnet18_medians()))
+    (tmp_path / "run.json").write_text(saved.to_json())  # what `--json run.json` writes
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(files_block(), "README.md", "exec"), {})
+    printed = out.getvalue()
+    assert "layer4_1_conv2" in printed and "module_path" in printed  # the table, then the frame's top modules
