@@ -1,4 +1,4 @@
-"""Profile every torchvision model headless and write a compatibility table into the README.
+"""Profile every torchvision model headless and write a compatibility table into tests/benchmarks/README.md.
 
     nice -n 19 python tests/benchmarks/sweep_zoo.py                  # the whole zoo, README updated
     python tests/benchmarks/sweep_zoo.py resnet18 raft_small --no-readme   # a few models, table printed
@@ -8,7 +8,7 @@ TMP`` with a timeout, so one model's memory or a crash cannot affect the next. T
 node and leaf counts come from the JSON. A model that exits 2 suggesting
 ``--submodule PATH`` is run again with that option; its row says whether that works.
 
-The table goes between ``<!-- zoo:start -->`` and ``<!-- zoo:end -->`` in README.md;
+The table goes between ``<!-- zoo:start -->`` and ``<!-- zoo:end -->`` in tests/benchmarks/README.md;
 the rest of the file is left as it is read just before writing. ``--results FILE``
 keeps the raw outcome of every run as JSON, rewritten after each model;
 ``--resume`` continues a sweep from it, and ``--from-results`` makes the table
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
+README = REPO / "tests" / "benchmarks" / "README.md"
 START, END = "<!-- zoo:start -->", "<!-- zoo:end -->"
 
 #: Families in the order the README lists them: torchvision.models submodule -> heading.
@@ -270,7 +270,9 @@ def main() -> None:
     parser.add_argument("models", nargs="*", help="only these models (default: torchvision.models.list_models())")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per fxtui run (default 600)")
     parser.add_argument("--jobs", type=int, default=1, help="models profiled at the same time (default 1)")
-    parser.add_argument("--no-readme", action="store_true", help="print the table instead of writing README.md")
+    parser.add_argument(
+        "--no-readme", action="store_true", help="print the table instead of writing tests/benchmarks/README.md"
+    )
     parser.add_argument("--results", type=Path, help="keep every run's outcome in this JSON file as the sweep goes")
     parser.add_argument("--resume", action="store_true", help="skip the models already in --results")
     parser.add_argument("--from-results", type=Path, metavar="FILE", help="make the table from a --results file")
