@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
-import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -33,7 +31,18 @@ from fxtui.core.agent_contract import AgentOptions, ProgramExit
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
 from fxtui.jobs.daemon import finish, leave_on_sigterm, read_settings, watch
-from fxtui.jobs.directory import ADOPTER, KEY, LOG, PROFILE, VIEWER, JobInfo, job_dir, read_info, write_info
+from fxtui.jobs.directory import (
+    ADOPTER,
+    KEY,
+    LOG,
+    PROFILE,
+    VIEWER,
+    JobInfo,
+    job_dir,
+    read_info,
+    start_collector,
+    write_info,
+)
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.launch import ProgramJob
 from fxtui.jobs.pid_watch import running, watch_pid
@@ -63,28 +72,9 @@ def start_adopting(job: JobInfo) -> JobInfo:
     directory = job_dir(job.id)
     if not (job.program_pid and running(job.program_pid)):
         raise FxtuiError(f"job {job.id}'s program has ended: there is nothing left to watch")
-    log = open(directory / "collector.log", "ab")  # noqa: SIM115 (the collector's own messages, if any)
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", ADOPTER, str(directory)],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-        close_fds=True,
-    )
-    log.close()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        info = read_info(directory)
-        if info is not None and info.pid == daemon.pid:
-            return info
-        if daemon.poll() is not None:
-            if info is not None and info.alive:  # another viewer adopted it first: watch that collector
-                return info
-            raise FxtuiError(f"job {job.id}'s new collector did not start (see {directory / 'collector.log'})")
-        time.sleep(0.05)
-    daemon.kill()
-    raise FxtuiError(f"job {job.id}'s new collector did not start within a minute (see {directory / 'collector.log'})")
+    # Ready when job.json names the new collector; when it ended first, another viewer may have adopted the job.
+    return start_collector(directory, ADOPTER, f"job {job.id}'s new collector",
+                           lambda info, pid: info.pid == pid, given_up=lambda info: info.alive)  # fmt: skip
 
 
 def adopt(directory: Path) -> int:

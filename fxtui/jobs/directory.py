@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -190,9 +191,25 @@ def start_detached(settings: ProgramSettings, listen: str = "") -> tuple[JobInfo
         f.write(secrets.token_hex(32))
     settings_path = directory / "settings.json"
     settings_path.write_text(json.dumps({**asdict(settings), "listen": listen, "cwd": os.getcwd()}))
+    info = start_collector(directory, DAEMON, "the job's collector", lambda info, pid: True)
+    return info, directory
+
+
+def start_collector(
+    directory: Path,
+    module: str,
+    who: str,
+    ready: Callable[[JobInfo, int], bool],
+    *,
+    given_up: Callable[[JobInfo], bool] = lambda info: False,
+) -> JobInfo:
+    """Start a collector (``python -m MODULE DIRECTORY``) in a session of its own, its own messages to the job's
+    ``collector.log``, and return the job as its ``job.json`` says once ``ready(info, collector's pid)``; when it
+    ended first,
+    the job as it is if ``given_up(info)`` (another collector is there), else one sentence naming ``who``."""
     log = open(directory / "collector.log", "ab")  # noqa: SIM115 (the collector's own messages, if any)
     daemon = subprocess.Popen(
-        [sys.executable, "-m", DAEMON, str(directory)],
+        [sys.executable, "-m", module, str(directory)],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,
@@ -203,11 +220,13 @@ def start_detached(settings: ProgramSettings, listen: str = "") -> tuple[JobInfo
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         info = read_info(directory)
-        if info is not None:
-            return info, directory
+        if info is not None and ready(info, daemon.pid):
+            return info
         if daemon.poll() is not None:
-            raise FxtuiError(f"the job's collector did not start (see {directory / 'collector.log'})")
+            if info is not None and given_up(info):
+                return info
+            raise FxtuiError(f"{who} did not start (see {directory / 'collector.log'})")
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         daemon.kill()
-    raise FxtuiError(f"the job's collector did not start within a minute (see {directory / 'collector.log'})")
+    raise FxtuiError(f"{who} did not start within a minute (see {directory / 'collector.log'})")
