@@ -39,6 +39,10 @@ sys.exit(int((here / "stop").read_text() or 0))
 """
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def write(directory: Path, name: str, body: str) -> Path:
     path = directory / name
     path.write_text(textwrap.dedent(body))
@@ -252,8 +256,11 @@ def test_signals_reach_the_program_and_its_status_is_its_own(
     args = ["handle"] if handled else []
 
     def signalled(argv: list[str]) -> tuple[int, str, str]:
+        # As from a terminal: Ctrl+C's default action (a shell that starts a job in the background, as CI may,
+        # has its children ignore SIGINT, and then python itself never raises KeyboardInterrupt).
         p = subprocess.Popen([*argv, "signalled.py", *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=_default_sigint)  # fmt: skip
         assert p.stdout is not None
         ready = p.stdout.readline()
         assert ready == "ready\n"

@@ -145,7 +145,8 @@ def test_sigterm_in_a_real_terminal_leaves_the_alternate_screen_and_shows_the_cu
         os.environ.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
         os.execv(sys.executable, [sys.executable, "-m", "fxtui", model, "--threads", "1", "--warmup", "1"])
     try:
-        screen = read_until(fd, lambda got: b"runs" in got and b"\x1b[?1049h" in got, 120)
+        # Figures on screen (a run counted), so that leaving has figures to save: under load they come late.
+        screen = read_until(fd, lambda got: re.search(rb"\b[1-9]\d* runs", got) and b"\x1b[?1049h" in got, 120)
         assert b"\x1b[?1049h" in screen, screen[-400:]  # the app took the alternate screen
         os.kill(pid, signal.SIGTERM)
         rest = read_until(fd, lambda got: b"saved to" in got, 60)
