@@ -268,7 +268,11 @@ def test_signals_reach_the_program_and_its_status_is_its_own(
             os.killpg(p.pid, sig)
         else:
             os.kill(p.pid, sig)
-        out, err = p.communicate(timeout=300)
+        try:
+            out, err = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # never left spinning on the cores of the tests that follow
+            raise
         return p.returncode, out, err
 
     plain = signalled([PY])
