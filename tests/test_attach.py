@@ -22,20 +22,7 @@ from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
 from fxtui.jobs.attach_source import AttachSource
 from fxtui.jobs.directory import KEY, VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
-
-#: Trains until the file ``stop`` appears next to it, then exits with the status written in it.
-LOOP = """
-import pathlib, sys, torch
-here = pathlib.Path(__file__).parent
-model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-step = 0
-while not (here / "stop").exists():
-    opt.zero_grad(); model(torch.randn(8, 16)).sum().backward(); opt.step(); step += 1
-    if step % 200 == 0:
-        print("step", step, flush=True)
-sys.exit(int((here / "stop").read_text() or 0))
-"""
+from tests.loop_until_stopped import LOOP
 
 
 def _started(directory: Path):  # type: ignore[no-untyped-def]

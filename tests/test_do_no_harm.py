@@ -19,24 +19,10 @@ from fxtui.core.settings import ProgramSettings
 from fxtui.jobs.attach_source import AttachSource
 from fxtui.jobs.directory import LOG, PROFILE, JobInfo, find_job, job_dir, read_info, start_detached
 from fxtui.jobs.pid_watch import running
+from tests.loop_until_stopped import LOOP
 
 PY = sys.executable
 RUN = [PY, "-m", "fxtui", "run", "--once", "--warmup-steps", "2", "--sample-every", "2", "--top", "3"]
-
-#: Trains until the file ``stop`` appears, printing its steps, then exits with the status written in it.
-LOOP = """
-import pathlib, sys, torch
-here = pathlib.Path(__file__).parent
-model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-step = 0
-while not (here / "stop").exists():
-    opt.zero_grad(); model(torch.randn(8, 16)).sum().backward(); opt.step(); step += 1
-    if step % 100 == 0:
-        print("step", step, flush=True)
-print("done at step", step)
-sys.exit(int((here / "stop").read_text() or 0))
-"""
 
 
 def _default_sigint() -> None:
