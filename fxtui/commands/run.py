@@ -162,7 +162,6 @@ def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextS
 
 def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
     """Run the program with the terminal its own, then print the profile; the program's exit status."""
-    from fxtui.core.agent_contract import AgentOptions
     from fxtui.core.snapshot import State
     from fxtui.jobs.launch import ProgramJob, exit_status
     from fxtui.jobs.ranks import JobCollector
@@ -174,7 +173,7 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step
         with lock:
             collector.receive(message, agent)
 
-    options = AgentOptions(settings.warmup, settings.every, settings.budget)
+    options = settings.agent_options()
     job = ProgramJob(settings.command, receive, options=options, env=settings.program_env())
     # Ctrl+C reaches the program (the terminal signals the whole process group): it stops as it would
     # without fxtui, and the profile so far is printed here once it has.

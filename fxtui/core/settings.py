@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec
 
@@ -131,6 +132,10 @@ class ProgramSettings:
     keep_freed_memory: bool = False
     """Run the program with glibc keeping the memory it frees (no page faults for blocks allocated afresh each
     step; its peak stays resident)."""
+
+    def agent_options(self) -> AgentOptions:
+        """What the program's agent is told: its warm-up, its pace and its budget."""
+        return AgentOptions(self.warmup, self.every, self.budget)
 
     def program_env(self) -> dict[str, str]:
         """What the program's environment gets besides the caller's (glibc reads these as it starts)."""

@@ -27,7 +27,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.agent_contract import AgentOptions, ProgramExit
+from fxtui.core.agent_contract import ProgramExit
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
 from fxtui.jobs.daemon import finish, leave_on_sigterm, read_settings, watch
@@ -102,7 +102,7 @@ def adopt(directory: Path) -> int:
     job = ProgramJob(
         settings.command,
         state.receive,
-        options=AgentOptions(settings.warmup, settings.every, settings.budget),
+        options=settings.agent_options(),
         log=True,
         directory=directory,
         key=key,

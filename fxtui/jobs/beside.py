@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from fxtui.core.agent_contract import PROGRAM_PID, AgentOptions, ProgramExit
+from fxtui.core.agent_contract import PROGRAM_PID, ProgramExit
 from fxtui.core.settings import ProgramSettings
 from fxtui.jobs.launch import AGENTS_END_S, ProgramJob, private_dir, program_argv
 from fxtui.jobs.pid_watch import watch_pid
@@ -96,7 +96,7 @@ class _Beside:
         self.job = ProgramJob(
             settings.command,
             self.receive,
-            options=AgentOptions(settings.warmup, settings.every, settings.budget),
+            options=settings.agent_options(),
             directory=self.directory,
             key=secrets.token_bytes(32),
             env=settings.program_env(),

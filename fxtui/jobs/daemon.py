@@ -33,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
 from fxtui.jobs.directory import KEY, PROFILE, VIEWER, JobInfo, write_info
@@ -69,7 +68,7 @@ def run(directory: Path) -> int:
     job = ProgramJob(
         settings.command,
         state.receive,
-        options=AgentOptions(settings.warmup, settings.every, settings.budget),
+        options=settings.agent_options(),
         log=True,
         directory=directory,
         key=key,
