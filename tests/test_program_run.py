@@ -15,3 +15,14 @@ def test_sampling_cost_is_the_sampled_steps_extra_over_all_steps_time() -> None:
     assert StepSummary("train", 10, 5, 2, step_median_s=0.010, sampled_median_s=0.009).sampling_share == 0.0
     assert StepSummary("train", 10, 5, 0, step_median_s=0.010).sampling_share is None
     assert StepSummary("call", 0, 5, 0).sampling_share is None
+
+
+def test_a_fidelity_above_its_bound_over_enough_sampled_steps_is_doubted_in_one_sentence() -> None:
+    from fxtui.core.program_run import OVERCOUNT, OVERCOUNT_SAMPLED, overcount_doubt
+
+    assert overcount_doubt("training steps", 1.05, 10) is None
+    assert overcount_doubt("training steps", OVERCOUNT, 10) is None
+    assert overcount_doubt("training steps", None, 10) is None
+    assert overcount_doubt("training steps", 30.3, OVERCOUNT_SAMPLED - 1) is None  # too few to say
+    doubt = overcount_doubt("evaluation calls", 30.3, OVERCOUNT_SAMPLED)
+    assert doubt is not None and doubt.startswith("the sampled evaluation calls' ops add up to 30.30×")

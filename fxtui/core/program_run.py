@@ -24,6 +24,11 @@ STEP_PHASES = ("data", "forward", "backward", "optimizer", "other")
 STEP_KINDS = ("train", "eval", "generate")
 #: The share of a kind's steps that must hold the same calls for its steps to read as alike.
 ALIKE = 0.9
+#: A fidelity above this, over at least :data:`OVERCOUNT_SAMPLED` sampled steps, is not a reading of the program:
+#: its sampled steps' ops add up to more than a whole unsampled step. The engine's own timing reads 0.90–1.05 on
+#: the programs that are all ops; above it, something made the sampled steps different work.
+OVERCOUNT = 1.15
+OVERCOUNT_SAMPLED = 3
 #: How each kind is named in a sentence: (one, several).
 KIND_NAMES = {
     "train": ("training step", "training steps"),
@@ -127,6 +132,20 @@ class KindSummary:
         """``training steps``, ``evaluation call`` … as many as there are."""
         one, several = KIND_NAMES.get(self.kind, (self.kind, self.kind))
         return one if self.steps == 1 else several
+
+
+def overcount_doubt(name: str, fidelity: float | None, sampled: int) -> str | None:
+    """The sentence that says a kind's per-node figures do not add up, or None when they may be read.
+
+    ``name`` is the kind's name for several (``training steps``), ``fidelity`` its Σ node medians ÷ unsampled
+    median. Under heavy load a fidelity of 30 has been seen: the sampled steps waited for a core inside their ops.
+    """
+    if fidelity is None or fidelity <= OVERCOUNT or sampled < OVERCOUNT_SAMPLED:
+        return None
+    return (
+        f"the sampled {name}' ops add up to {fidelity:.2f}× an unsampled one: they did not do the same work (other "
+        "processes slowed them, their ops overlap others', or the unsampled steps are shorter ones)"
+    )
 
 
 def holds_text(holds: tuple[tuple[str, int], ...] | dict[str, int]) -> str:

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable
 
 from fxtui.core.nodes import Spread
-from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text
+from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
 
@@ -116,6 +116,9 @@ def _other_kinds(steps: StepSummary) -> list[str]:
         if kind.fidelity is not None:
             text += f", fidelity {format_ratio(kind.fidelity)}"
         lines.append(text + f" (their nodes: --kind {kind.kind})")
+        doubt = overcount_doubt(KindSummary(kind.kind, 2).name, kind.fidelity, kind.sampled)
+        if doubt:
+            lines.append(f"caution    {doubt}")
     return lines
 
 
@@ -130,13 +133,8 @@ def _confidence(report: ReportData) -> list[str]:
             f"caution    the {name} are not alike: {100 * steps.holds_share:.0f}% hold {holds_text(steps.holds)}, the "
             "rest hold other calls; their medians mix different work"
         ]
-    if report.fidelity is not None and report.fidelity > 1.15 and steps.sampled >= 3:
-        return [
-            f"caution    the sampled {name}' ops add up to {format_ratio(report.fidelity)} of an unsampled one: the "
-            "steps fxtui took do not cover the same work (their ops overlap others', or the unsampled steps are "
-            "shorter ones)"
-        ]
-    return []
+    doubt = overcount_doubt(name, report.fidelity, steps.sampled)
+    return [f"caution    {doubt}"] if doubt else []
 
 
 def _warnings(report: ReportData) -> list[str]:

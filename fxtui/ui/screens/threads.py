@@ -7,6 +7,7 @@ said "⚠ threads" sees why at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,18 +19,19 @@ from textual.widgets import Static
 
 from fxtui.core import memory_policy
 from fxtui.core.snapshot import GraphInfo, Snapshot
+from fxtui.ui.widgets.status_bar import fidelity_doubt
 
 
-def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "", disturbance: str = "") -> Text:
-    """The warnings (threads, page faults when ``memory_warning`` says so, other work on the machine when
-    ``disturbance`` does), then one line per fact.
+def threads_text(graph: GraphInfo, memory_warning: str = "", memory: str = "", cautions: Sequence[str] = ()) -> Text:
+    """The warnings (threads, page faults when ``memory_warning`` says so, then ``cautions``: other work on the
+    machine, figures that do not add up), then one line per fact.
 
     ``memory`` describes how the engine's process hands freed memory back, when known.
     """
     text = Text()
     text.append("Threads and build", style="bold")
     text.append(f"  ({graph.model}, {graph.threads} thread{'s' if graph.threads != 1 else ''})\n\n")
-    warnings = (*graph.thread_warnings, *graph.value_warnings, *(w for w in (memory_warning, disturbance) if w))
+    warnings = (*graph.thread_warnings, *graph.value_warnings, *(w for w in (memory_warning, *cautions) if w))
     for warning in warnings:
         text.append("⚠ ", style="bold")
         text.append(warning, style="bold")
@@ -50,25 +52,25 @@ class ThreadsScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,T,q", "dismiss", "Close")]
 
-    def __init__(self, graph: GraphInfo, memory_warning: str = "", memory: str = "", disturbance: str = "") -> None:
+    def __init__(
+        self, graph: GraphInfo, memory_warning: str = "", memory: str = "", cautions: Sequence[str] = ()
+    ) -> None:
         super().__init__()
         self.graph = graph
         self.memory_warning = memory_warning
         self.memory = memory
-        self.disturbance = disturbance
+        self.cautions = tuple(cautions)
 
     @classmethod
     def for_snapshot(cls, snapshot: Snapshot) -> ThreadsScreen:
-        """The panel for ``snapshot``, whose graph must be traced: its page-fault and disturbance warnings,
-        how memory is kept."""
+        """The panel for ``snapshot``, whose graph must be traced: its page-fault and disturbance warnings, a
+        program's figures that do not add up, how memory is kept."""
         assert snapshot.graph is not None
         memory = memory_policy.describe(snapshot.malloc) if snapshot.malloc else ""
         disturbance = snapshot.disturbance.line() if snapshot.disturbance else ""
-        return cls(snapshot.graph, snapshot.fault_warning, memory, disturbance)
+        return cls(snapshot.graph, snapshot.fault_warning, memory, (disturbance, fidelity_doubt(snapshot) or ""))
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="threads"):
-            yield Static(
-                threads_text(self.graph, self.memory_warning, self.memory, self.disturbance), id="threads-text"
-            )
+            yield Static(threads_text(self.graph, self.memory_warning, self.memory, self.cautions), id="threads-text")
             yield Static("Esc, T or q closes this panel.", id="threads-hint")
