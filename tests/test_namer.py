@@ -106,3 +106,29 @@ def test_the_namer_keeps_no_module_alive() -> None:
     del model
     gc.collect()
     assert alive() is None and namer.roots == []
+
+
+def test_a_describing_step_names_each_ops_source_line_and_inputs_and_its_caches_stay_bounded() -> None:
+    """The texts are made once per user line and input layout (an unrolled loop repeats a few hundred of each a
+    million times); what each op carries is what it would carry made afresh, and the caches never outgrow their
+    bound whatever the shapes."""
+    from fxtui.ops import recorder as rec
+    from fxtui.ops.records import OpCall
+
+    model = Unrolled()
+    recorder = OpRecorder()
+    recorder.start(stacks=True)
+    try:
+        model(torch.randn(2, 6)).sum().backward()
+    finally:
+        recorder.stop()
+    calls = [r for r in recorder.take() if isinstance(r, OpCall)]
+    forward = [c for c in calls if c.grad_fn is None and c.source]
+    assert forward and all(c.source.startswith("test_namer.py:") for c in forward)
+    assert any("self.cell(x[:, t : t + 1], (h, c))" in c.source for c in forward)
+    addmm = [c for c in calls if "addmm" in str(c.op) and c.inputs]
+    assert addmm and all(i.endswith(")") and " float32 stride (" in i for c in addmm for i in c.inputs[1:])
+    for n in range(1, rec._CACHE_ENTRIES + 100):  # shapes that change every step
+        rec._args_text((torch.empty(n, 1),))
+    assert len(rec._TENSOR_TEXT) <= rec._CACHE_ENTRIES
+    assert rec._args_text((torch.empty(3, 2),)) == ("3×2 float32 stride (2, 1)",)

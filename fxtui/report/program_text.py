@@ -38,7 +38,9 @@ def program_lines(report: ReportData) -> list[str]:
         f"{phase} {format_seconds(m)} ({100 * m / total:.0f}%)"
         for phase, m in zip(STEP_PHASES, steps.phase_median_s, strict=False)
     )
-    lines.append(f"phases     {split} (medians of the unsampled steps)")
+    # With no unsampled step yet (a program of two long steps), the phases are the sampled steps' own: said so.
+    of = "unsampled steps" if steps.step_median_s is not None else "sampled steps: none ran unsampled"
+    lines.append(f"phases     {split} (medians of the {of})")
     lines.append(
         f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
         f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"

@@ -155,3 +155,16 @@ async def test_the_app_on_a_real_running_script_and_stopping_it(tmp_path: Path) 
         assert app.check_action("detach", ()) is False  # nothing left to detach from
         await pilot.press("q")
     assert source.exit_code == -2
+
+
+def test_the_header_says_whose_phase_medians_it_shows_when_no_step_ran_unsampled() -> None:
+    """Two long L-BFGS steps: one warm-up, one sampled; the phases are the sampled step's, and the header says so."""
+    from fxtui.report.data import ReportData
+    from fxtui.report.program_text import program_lines
+
+    snapshot = program_snapshot()
+    assert snapshot.steps is not None
+    for median, said in ((0.057, "(medians of the unsampled steps)"), (None, "(medians of the sampled steps: none")):
+        steps = dataclasses.replace(snapshot.steps, step_median_s=median)
+        lines = program_lines(ReportData.from_snapshot(dataclasses.replace(snapshot, steps=steps)))
+        assert any(line.startswith("phases") and said in line for line in lines), lines
