@@ -41,8 +41,12 @@ def tiny(model_type: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
 
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
 def report(request: pytest.FixtureRequest) -> fxtui.Report:
+    """One intra-op thread: beside a busy process, two threads on two cores made these µs-sized ops wait for each
+    other (the decode nodes read 2–8× their quiet figure; at one thread, as quiet)."""
     model, kwargs = tiny(request.param)
-    return fxtui.profile(model, (), kwargs=kwargs, runs=3, warmup=1, generate=NEW_TOKENS, keep_disturbed=True)
+    return fxtui.profile(
+        model, (), kwargs=kwargs, runs=3, warmup=1, generate=NEW_TOKENS, keep_disturbed=True, threads=1
+    )
 
 
 def test_every_row_is_in_the_prefill_or_a_decode_step(report: fxtui.Report) -> None:
@@ -87,9 +91,12 @@ def test_a_decode_node_is_timed_per_token() -> None:
 
 
 def test_decode_nodes_take_a_step_each_not_the_call(report: fxtui.Report) -> None:
+    """The decode nodes together fit in one profiled decode step: 0.27–0.32 of it here, quiet or beside a busy
+    process, and 1.4–1.6 were each node the sum of the call's five steps. Both sides come from the same profiled
+    calls, so what slows the machine or the instrument moves them together."""
     g = report.generation
-    assert g is not None
-    assert sum(r.median_s for r in report.rows if r.phase == "decode") < g.generate_s / (NEW_TOKENS - 2)
+    assert g is not None and g.profiled_tpot_mean_s
+    assert sum(r.median_s for r in report.rows if r.phase == "decode") < g.profiled_tpot_mean_s
 
 
 def test_the_cache_bytes_are_the_sum_of_its_tensors() -> None:
