@@ -20,9 +20,9 @@ def test_sampling_cost_is_the_sampled_steps_extra_over_all_steps_time() -> None:
 def test_a_fidelity_above_its_bound_over_enough_sampled_steps_is_doubted_in_one_sentence() -> None:
     from fxtui.core.program_run import OVERCOUNT, OVERCOUNT_SAMPLED, overcount_doubt
 
-    assert overcount_doubt("training steps", 1.05, 10) is None
-    assert overcount_doubt("training steps", OVERCOUNT, 10) is None
-    assert overcount_doubt("training steps", None, 10) is None
-    assert overcount_doubt("training steps", 30.3, OVERCOUNT_SAMPLED - 1) is None  # too few to say
-    doubt = overcount_doubt("evaluation calls", 30.3, OVERCOUNT_SAMPLED)
+    assert overcount_doubt("train", 1.05, 10) is None
+    assert overcount_doubt("train", OVERCOUNT, 10) is None
+    assert overcount_doubt("train", None, 10) is None
+    assert overcount_doubt("train", 30.3, OVERCOUNT_SAMPLED - 1) is None  # too few to say
+    doubt = overcount_doubt("eval", 30.3, OVERCOUNT_SAMPLED)
     assert doubt is not None and doubt.startswith("the sampled evaluation calls' ops add up to 30.30×")

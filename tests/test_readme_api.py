@@ -11,19 +11,40 @@ from pathlib import Path
 
 import pytest
 
+from fxtui.report.api import Report
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def api_block() -> str:
+def python_block(heading: str) -> str:
+    """The first python block of the README's section under ``heading``."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Python API") :]
+    section = text[text.index(heading) :]
     found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "the README's Python API section has no python block"
+    assert found, f"the README's {heading!r} section has no python block"
     return found.group(1)
 
 
+def run_printed(code: str, name: str) -> str:
+    """Run ``code`` as printed; what it printed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, name, "exec"), {})
+    return out.getvalue()
+
+
+def saved_profile(folder: Path) -> Report:
+    """What `fxtui resnet18 --once --json run.json` writes, in ``folder`` (the demo's fixed figures, not a
+    measurement)."""
+    from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
+
+    saved = Report.from_snapshot(make_snapshot(resnet18_graph(), resnet18_medians()))
+    (folder / "run.json").write_text(saved.to_json())
+    return saved
+
+
 def test_the_readme_api_example_runs_as_printed() -> None:
-    code = api_block()
+    code = python_block("## Python API")
     scope: dict[str, object] = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -59,17 +80,9 @@ def load_example() -> str:
 
 def test_the_load_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pandas")
-    from fxtui.report.api import Report
-    from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
-
-    # What `fxtui resnet18 --once --json run.json` writes (the demo's fixed figures, not a measurement).
-    saved = Report.from_snapshot(make_snapshot(resnet18_graph(), resnet18_medians()))
-    (tmp_path / "run.json").write_text(saved.to_json())
+    saved = saved_profile(tmp_path)
     monkeypatch.chdir(tmp_path)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(load_example(), "fxtui.load", "exec"), {})
-    printed = out.getvalue()
+    printed = run_printed(load_example(), "fxtui.load")
     assert "model      resnet18" in printed and "layer4_1_conv2" in printed  # the header and the table
     # and the frame's five modules whose own nodes take longest, largest first
     by_path: dict[str, float] = {}
@@ -80,25 +93,9 @@ def test_the_load_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.Mo
     assert [line.split()[0] for line in series] == top5
 
 
-def files_block() -> str:
-    """The README's example of reading a saved profile back (under "## Files other tools read")."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Files other tools read") :]
-    found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "the README's files section has no python block"
-    return found.group(1)
-
-
 def test_the_readme_files_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pandas")
-    from fxtui.report.api import Report
-    from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
-
-    saved = Report.from_snapshot(make_snapshot(resnet18_graph(), resnet18_medians()))
-    (tmp_path / "run.json").write_text(saved.to_json())  # what `--json run.json` writes
+    saved_profile(tmp_path)
     monkeypatch.chdir(tmp_path)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(files_block(), "README.md", "exec"), {})
-    printed = out.getvalue()
+    printed = run_printed(python_block("## Files other tools read"), "README.md")
     assert "layer4_1_conv2" in printed and "module_path" in printed  # the table, then the frame's top modules

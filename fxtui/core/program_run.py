@@ -134,14 +134,15 @@ class KindSummary:
         return one if self.steps == 1 else several
 
 
-def overcount_doubt(name: str, fidelity: float | None, sampled: int) -> str | None:
-    """The sentence that says a kind's per-node figures do not add up, or None when they may be read.
+def overcount_doubt(kind: str, fidelity: float | None, sampled: int) -> str | None:
+    """The sentence that says the per-node figures of a ``kind`` of step do not add up, or None when they may be read.
 
-    ``name`` is the kind's name for several (``training steps``), ``fidelity`` its Σ node medians ÷ unsampled
-    median. Under heavy load a fidelity of 30 has been seen: the sampled steps waited for a core inside their ops.
+    ``fidelity`` is its Σ node medians ÷ unsampled median. Under heavy load a fidelity of 30 has been seen: the
+    sampled steps waited for a core inside their ops.
     """
     if fidelity is None or fidelity <= OVERCOUNT or sampled < OVERCOUNT_SAMPLED:
         return None
+    name = KIND_NAMES.get(kind, (kind, kind))[1]
     return (
         f"the sampled {name}' ops add up to {fidelity:.2f}× an unsampled one: they did not do the same work (other "
         "processes slowed them, their ops overlap others', or the unsampled steps are shorter ones)"

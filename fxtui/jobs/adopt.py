@@ -73,8 +73,13 @@ def start_adopting(job: JobInfo) -> JobInfo:
     if not (job.program_pid and running(job.program_pid)):
         raise FxtuiError(f"job {job.id}'s program has ended: there is nothing left to watch")
     # Ready when job.json names the new collector; when it ended first, another viewer may have adopted the job.
-    return start_collector(directory, ADOPTER, f"job {job.id}'s new collector",
-                           lambda info, pid: info.pid == pid, given_up=lambda info: info.alive)  # fmt: skip
+    return start_collector(
+        directory,
+        ADOPTER,
+        f"job {job.id}'s new collector",
+        ready=lambda info, pid: info.pid == pid,
+        given_up=lambda info: info.alive,
+    )
 
 
 def adopt(directory: Path) -> int:

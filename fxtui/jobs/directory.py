@@ -204,9 +204,10 @@ def start_collector(
     given_up: Callable[[JobInfo], bool] = lambda info: False,
 ) -> JobInfo:
     """Start a collector (``python -m MODULE DIRECTORY``) in a session of its own, its own messages to the job's
-    ``collector.log``, and return the job as its ``job.json`` says once ``ready(info, collector's pid)``; when it
-    ended first,
-    the job as it is if ``given_up(info)`` (another collector is there), else one sentence naming ``who``."""
+    ``collector.log``, and return the job as its ``job.json`` says once ``ready(info, collector's pid)``.
+
+    When the collector ends first: the job as it is if ``given_up(info)`` (another collector is there), else one
+    sentence naming ``who``."""
     log = open(directory / "collector.log", "ab")  # noqa: SIM115 (the collector's own messages, if any)
     daemon = subprocess.Popen(
         [sys.executable, "-m", module, str(directory)],

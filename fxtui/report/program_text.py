@@ -118,7 +118,7 @@ def _other_kinds(steps: StepSummary) -> list[str]:
         if kind.fidelity is not None:
             text += f", fidelity {format_ratio(kind.fidelity)}"
         lines.append(text + f" (their nodes: --kind {kind.kind})")
-        doubt = overcount_doubt(KindSummary(kind.kind, 2).name, kind.fidelity, kind.sampled)
+        doubt = overcount_doubt(kind.kind, kind.fidelity, kind.sampled)
         if doubt:
             lines.append(f"caution    {doubt}")
     return lines
@@ -135,7 +135,7 @@ def _confidence(report: ReportData) -> list[str]:
             f"caution    the {name} are not alike: {100 * steps.holds_share:.0f}% hold {holds_text(steps.holds)}, the "
             "rest hold other calls; their medians mix different work"
         ]
-    doubt = overcount_doubt(name, report.fidelity, steps.sampled)
+    doubt = overcount_doubt(steps.kind, report.fidelity, steps.sampled)
     return [f"caution    {doubt}"] if doubt else []
 
 

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from fxtui.core.captures import capture_mode
 from fxtui.core.column_table import column_total
 from fxtui.core.commands import Pause, Resume
-from fxtui.core.program_run import KindSummary, overcount_doubt
+from fxtui.core.program_run import overcount_doubt
 from fxtui.core.snapshot import RunFigures, Snapshot, State
 from fxtui.core.units import format_ratio, format_seconds
 
@@ -60,7 +60,7 @@ def fidelity_doubt(snapshot: Snapshot) -> str | None:
     steps = snapshot.steps
     if snapshot.program is None or steps is None or not steps.steps:
         return None
-    return overcount_doubt(KindSummary(steps.kind, 2).name, fidelity(snapshot), steps.sampled)
+    return overcount_doubt(steps.kind, fidelity(snapshot), steps.sampled)
 
 
 def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
@@ -145,10 +145,11 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
         text.append(f" │ rank {summary.shown} of {len(summary.ranks)} (R)", style="bold")
     name = {"train": "training steps", "eval": "eval calls", "generate": "generate() calls"}.get(steps.kind, "steps")
     text.append(f" │ {steps.steps} {name} · {steps.sampled} sampled · {format_seconds(steps.step_median_s)} · ")
-    if fidelity_doubt(snapshot):  # the sentence is in the T panel
-        text.append(f"⚠ fidelity {format_ratio(fidelity(snapshot))} (T)", style="bold reverse")
+    value = fidelity(snapshot)  # a sum over every node: once per refresh
+    if overcount_doubt(steps.kind, value, steps.sampled):  # the sentence is in the T panel
+        text.append(f"⚠ fidelity {format_ratio(value)} (T)", style="bold reverse")
     else:
-        text.append(f"fidelity {format_ratio(fidelity(snapshot))}")
+        text.append(f"fidelity {format_ratio(value)}")
     others = [k for k in steps.kinds if k.kind != steps.kind]
     if others:  # the program ran other kinds of step too: k shows them
         text.append(" │ " + ", ".join(f"{k.steps} {k.kind}" for k in others) + " (k)")
