@@ -45,12 +45,15 @@ from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.agent_messages import Bye, Hello, Step
+from fxtui.core.step_aside import CONTEXT, PROFILER
+from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernels import CompiledKernels
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.recorder import OpRecorder
 
 _clock = time.perf_counter_ns
+_profiler_enabled = torch._C._autograd._profiler_enabled
 
 try:
     import resource
@@ -71,6 +74,15 @@ class _Recording(Recording):
         self.calls = calls
         self.faults = 0
         self._faults0 = 0
+        self._broken = ""
+
+    def aside(self) -> str:
+        # The program's own profiler is on: fxtui's dispatch mode would make it count every op twice
+        # (pytorch#195746) and slow what it times. Read at each step's start (0.05 µs).
+        return PROFILER if _profiler_enabled() else ""
+
+    def broken(self) -> str:
+        return self._broken
 
     def start(self, describing: bool) -> None:
         self.recorder.start(stacks=describing)
@@ -80,6 +92,8 @@ class _Recording(Recording):
     def stop(self) -> list[Any]:
         self.faults += _faults() - self._faults0
         self.calls.recording = False
+        mode = self.recorder.mode
+        self._broken = CONTEXT if mode is not None and mode_context.lost(mode) else ""
         self.recorder.stop()
         return self.recorder.take()
 
@@ -147,6 +161,7 @@ class Agent:
                 if hasattr(owner, name):
                     self._phase(owner, name, OPTIMIZER, "optimizer")
         self.generate.install(self._guarded(model.generate_enter), self._guarded(model.generate_exit))
+        self._watch_profilers()
         self.kernels.install()
         # The frames of fxtui's own bookkeeping, called from the module calls and the optimizer's hooks: TorchDynamo
         # must neither compile them nor trace them into the program's graphs.
@@ -166,6 +181,26 @@ class Agent:
                 undo()
         self._undo.clear()
 
+    def _watch_profilers(self) -> None:
+        """The program's own profiler wins: before torch prepares or enables it, fxtui stops timing the step (its
+        mode off the stack, so the profiler counts each op once) and sets the step aside.
+
+        ``torch.profiler.profile`` and ``torch.autograd.profiler.profile`` call these names of
+        ``torch.autograd.profiler``'s namespace (``_prepare_profiler`` when a schedule's warm-up begins,
+        ``_enable_profiler`` when it records); the legacy profiler calls ``_enable_profiler_legacy``. Steps that
+        begin while a profiler is on are not timed either (:meth:`_Recording.aside`).
+        """
+        from torch.autograd import profiler, profiler_legacy
+
+        def stand_aside(who: object) -> None:
+            self.model.set_aside(PROFILER)
+            mode_context.settle()
+
+        for owner, name in ((profiler, "_prepare_profiler"), (profiler, "_enable_profiler"),
+                            (profiler_legacy, "_enable_profiler_legacy")):  # fmt: skip
+            if hasattr(owner, name):
+                self._wrap(owner, name, stand_aside, _nothing)
+
     def _wrap(self, owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> None:
         self._undo.append(wrap_call(owner, name, self._guarded(enter), self._guarded(leave)))
 
@@ -183,6 +218,7 @@ class Agent:
             if self.failed or threading.get_ident() != self._thread:
                 return
             try:
+                mode_context.settle()  # a mode left on the stack in another context: popped once back in its own
                 fn(*args)
             except Exception as e:
                 self._fail(e)
@@ -197,6 +233,7 @@ class Agent:
         if self.failed:
             return call(module, *args, **kwargs)
         try:
+            mode_context.settle()
             root, steps = self._root_of(module)
             self.model.root_enter(root, torch.is_grad_enabled(), module.training, steps)
             if self.generate.active:  # a forward inside generate(): the prefill or a decode step
@@ -214,6 +251,8 @@ class Agent:
             try:
                 self.recorder.exit(module, out)
                 self.model.root_exit()
+                self._end_inference_recording()
+                mode_context.settle()
             except Exception as e:
                 self._fail(e)
         if self.generate.active:
@@ -222,6 +261,16 @@ class Agent:
             except Exception as e:
                 self._fail(e)
         return out
+
+    def _end_inference_recording(self) -> None:
+        """A call recorded from inside an ``inference_mode`` block has returned: recording stops here, still inside
+        the block. Its mode, pushed in the block, dies when the block ends (torch restores the thread's keys), so an
+        evaluation step begun there (one ``with torch.inference_mode(): model(x)`` per batch) is timed over its
+        call; the program's own Python up to the next call (metrics, logging) is the step's unrecorded rest."""
+        mode = self.recorder.mode
+        if mode is not None and not self.model.generating and mode_context.pushed_in_inference(mode):
+            self.recorder.stop()
+            self.calls.recording = False
 
     def _inner_call(self, module: torch.nn.Module, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
         """A module called inside a root's call while a step is recorded: the per-op timer's module stack."""
@@ -248,6 +297,7 @@ class Agent:
         if is_compiling() or self.failed or threading.get_ident() != self._thread:
             return None
         try:
+            mode_context.settle()
             self.model.optimizer_enter(optimizer, type(optimizer).__name__)
             return self._closure(args, kwargs)
         except Exception as e:
@@ -258,6 +308,7 @@ class Agent:
         if is_compiling() or self.failed or threading.get_ident() != self._thread:
             return
         try:
+            mode_context.settle()
             self.model.optimizer_exit(optimizer)
         except Exception as e:
             self._fail(e)
@@ -323,6 +374,7 @@ class Agent:
                 warm=step.warm,
                 holds=step.holds,
                 restart=step.restart,
+                aside=step.aside,
             )
         )
 
@@ -348,6 +400,10 @@ class Agent:
             traceback.print_exc()
         with contextlib.suppress(Exception):
             self.uninstall()
+
+
+def _nothing() -> None:
+    """After a call nothing is to be done."""
 
 
 _agent: Agent | None = None

@@ -66,6 +66,8 @@ class OpenStep:
     """The roots called with gradients in it (the models it may train)."""
     at_exit: list[int] | None = None
     """The phases when its last root call ended (a program's last evaluation call ends there, not at exit)."""
+    aside: str = ""
+    """Why fxtui left it unsampled, its wall time out of the figures (:data:`~fxtui.core.step_aside.ASIDE`)."""
 
     @property
     def wall(self) -> int:
@@ -88,6 +90,8 @@ class ClosedStep:
     holds: tuple[tuple[str, int], ...]
     restart: bool = False
     """The kind's steps so far held only part of an iteration (an optimizer seen late): their figures are void."""
+    aside: str = ""
+    """Why fxtui left it unsampled (:data:`~fxtui.core.step_aside.ASIDE`): not a plain unsampled step either."""
 
 
 class Recording:
@@ -102,6 +106,15 @@ class Recording:
 
     def mark(self, phase: str, enter: bool, owner: object = None) -> None:
         """Note a phase's start or end among the records (only while recording)."""
+
+    def aside(self) -> str:
+        """Why no step may be timed now (the program's own profiler is on), or ""."""
+        return ""
+
+    def broken(self) -> str:
+        """Why the records just stopped miss ops the step ran (the mode lost to a context it could not follow),
+        or ""."""
+        return ""
 
 
 class StepModel:
@@ -172,8 +185,10 @@ class StepModel:
         pace = self.paces["eval" if provisional else kind]
         index, sampled = pace.open()
         sampled = sampled and self.enabled
+        aside = self.recording.aside()  # the program's profiler on: no step under it is timed, nor counted as plain
+        sampled = sampled and not aside
         step = OpenStep(kind, index, now, now, sampled=sampled, describing=sampled and self.describe(kind),
-                        provisional=provisional)  # fmt: skip
+                        provisional=provisional, aside=aside)  # fmt: skip
         self.current = step
         if sampled:
             self.recording.start(step.describing)
@@ -184,7 +199,7 @@ class StepModel:
         if step is self.current:
             self.current = None
         if step.sampled:
-            step.records += self.recording.stop()
+            self._stop(step)
         kind = step.kind
         if step.provisional:  # no backward came: an evaluation call after all
             kind = "eval"
@@ -192,14 +207,16 @@ class StepModel:
         wall = sum(acc)
         pace = self.paces["eval" if step.provisional else kind]
         restart, pace.restarted = pace.restarted, False
-        warm = pace.close(step.index, wall, step.sampled, step.describing)
+        # A step set aside teaches the pace nothing (its wall holds the program's profiler, or part of a recording):
+        # closed as a describing step is.
+        warm = pace.close(step.index, wall, step.sampled, step.describing or bool(step.aside))
         self.emit(ClosedStep(kind, step.index, step.start, wall, tuple(acc), step.sampled, step.describing, warm,
-                             step.records, tuple(sorted(step.holds.items())), restart))  # fmt: skip
+                             step.records, tuple(sorted(step.holds.items())), restart, step.aside))  # fmt: skip
 
     def _pause(self, step: OpenStep) -> None:
         """Set a training step aside while an evaluation or ``generate()`` call runs."""
         if step.sampled:
-            step.records += self.recording.stop()
+            self._stop(step)
         self.paused = step
         self.current = None
 
@@ -210,9 +227,36 @@ class StepModel:
         self.paused = None
         step.last = now
         self.current = step
+        if not step.aside and (aside := self.recording.aside()):
+            self._set_aside(step, aside)
         if step.sampled:
             self.recording.start(step.describing)
         return step
+
+    def _stop(self, step: OpenStep) -> None:
+        """Stop recording ``step``: its records kept, or the step set aside if they miss some of its ops."""
+        records = self.recording.stop()
+        broken = self.recording.broken()
+        if broken:
+            self._set_aside(step, broken)
+        else:
+            step.records += records
+
+    def _set_aside(self, step: OpenStep, why: str) -> None:
+        """``step`` is left unsampled for ``why``, and its wall time out of the figures."""
+        step.sampled = step.describing = False
+        step.records = []
+        step.aside = why
+
+    def set_aside(self, why: str) -> None:
+        """The program starts its own profiler (``why``): the step in progress stops being timed (the profiler
+        starts with fxtui's mode off the stack) and is set aside, as is a training step paused for an evaluation."""
+        for step in (self.current, self.paused):
+            if step is None:
+                continue
+            if step is self.current and step.sampled:
+                self.recording.stop()
+            self._set_aside(step, why)
 
     def _leave_current(self, now: int) -> None:
         """The step in progress gives way to another: a training step is paused, any other ends."""
@@ -404,7 +448,7 @@ class StepModel:
         if step is not None and (step.kind != "train" or step.provisional) and step.holds["forward"]:
             self._close(step, at=step.at_exit)
         elif step is not None and step.sampled:
-            self.recording.stop()
+            self.recording.stop()  # records and all dropped: the step is not sent
         paused = self.paused
         if paused is not None and self.closer is None and paused.holds["backward"] and paused.holds["forward"]:
             self.current = paused

@@ -80,6 +80,9 @@ class Step:
     """What the step holds: ``forward`` (root calls), ``backward``, ``optimizer:AdamW`` (steps), ``data`` (batches)."""
     restart: bool = False
     """The figures of this kind so far are void: its steps held only part of an iteration (an optimizer seen late)."""
+    aside: str = ""
+    """Why fxtui left this step unsampled on purpose (:data:`~fxtui.core.step_aside.ASIDE`): its wall time is not a
+    plain unsampled step's either."""
 
 
 @dataclass(frozen=True)

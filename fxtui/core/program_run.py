@@ -126,6 +126,9 @@ class KindSummary:
     """Σ of its node medians in each phase (:data:`STEP_PHASES` order): beside :attr:`phase_median_s`, how much
     of each phase the table accounts for. A model's forward and backward are mostly ops; a data loader's or an
     optimizer's loop in Python is not."""
+    aside: tuple[tuple[str, int], ...] = ()
+    """Steps fxtui left unsampled on purpose, per reason (:data:`~fxtui.core.step_aside.ASIDE`), out of every
+    median: under the program's own profiler, or in a context fxtui could not follow."""
 
     @property
     def name(self) -> str:

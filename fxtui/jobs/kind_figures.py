@@ -52,6 +52,8 @@ class KindFigures:
     def reset(self) -> None:
         """Forget the figures so far (the nodes stay known)."""
         self.steps = self.sampled = self.warmup = 0
+        self.aside: Counter[str] = Counter()
+        """Steps the agent left unsampled on purpose, per reason: counted, their times out of every figure."""
         self.window = SampleWindow()
         self._columns: dict[tuple[int, str], int] = {}
         self._column_keys: list[tuple[int, str]] = []
@@ -87,6 +89,9 @@ class KindFigures:
         self.holds = step.holds or self.holds
         if step.holds and (step.holds in self._held or len(self._held) < MIXES):
             self._held[step.holds] += 1
+        if step.aside:  # under the program's profiler, or partly recorded: neither a sampled nor a plain step's time
+            self.aside[step.aside] += 1
+            return
         self.timeline.append(StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled))
         self._grow_history(step.wall_ns)
         if not (step.sampled and step.describing):  # a describing step's calls are slower: no figure
@@ -197,6 +202,7 @@ class KindFigures:
             nodes=len(self.nodes),
             phase_median_s=phase_medians(plain) if plain else (),
             phase_nodes_s=phase_nodes_s,
+            aside=tuple(sorted(self.aside.items())),
         )
 
     def step_summary(self, kinds: tuple[KindSummary, ...] = ()) -> StepSummary:

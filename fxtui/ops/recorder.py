@@ -45,6 +45,7 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 from torch.utils._pytree import tree_leaves
 
+from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.records import ModuleEnter, ModuleExit, OpCall, PhaseEnter, PhaseExit, Record, make
 
@@ -86,6 +87,22 @@ class _Mode(TorchDispatchMode):
         else:
             self._sink(make(OpCall, (func, t0, t1, _autograd_node(), shape, None, None, flow)))
         return out
+
+    def quiet(self) -> None:
+        """Record nothing any more: the mode lingers on the stack until it can be popped where it was pushed."""
+        self._sink = _ignore
+        self._stacks = False
+        self.outside = False
+
+    def resume(self, sink: Callable[[Record], None], stacks: bool) -> None:
+        """Record again (a lingering mode taken back by the next sampled step)."""
+        self._sink = sink
+        self._stacks = stacks
+        self.outside = True
+
+
+def _ignore(record: Record) -> None:
+    """A quiet mode's sink."""
 
 
 def _flow(args: Any, out: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -214,7 +231,12 @@ class OpRecorder:
         """Begin recording (the mode on top of the dispatch stack, module hooks installed)."""
         if self._mode is not None:
             return
-        self._mode = _Mode(self.records.append, stacks)
+        # A mode of an earlier step still on the stack, waiting to be popped where it was pushed (mode_context):
+        # taken back, rather than a second one pushed above it.
+        lingering = mode_context.reclaim()
+        if isinstance(lingering, _Mode):
+            lingering.resume(self.records.append, stacks)
+        self._mode = lingering if isinstance(lingering, _Mode) else _Mode(self.records.append, stacks)
         self._compiled = _compiled_type()
         self._depth = 0
         self._calls = []  # per module call in progress: whether it is compiled (the mode stepped aside)
@@ -223,7 +245,8 @@ class OpRecorder:
             self._handles = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
         else:
             run_eagerly(_Mode.__torch_dispatch__)
-        self._mode.__enter__()
+        if lingering is not self._mode:
+            mode_context.push(self._mode, self._mode.quiet)
         if self.kernels is not None:
             self.kernels.start(self)
 
@@ -276,7 +299,7 @@ class OpRecorder:
         if any(self._calls):  # stopped inside a compiled module's call (the next step begins there): back on top
             _push_mode(self._mode)
             self._calls.clear()
-        self._mode.__exit__(None, None, None)
+        mode_context.pop(self._mode)  # or, in another context than its push's, quiet until it can be
         self._mode = None
         for handle in self._handles:
             handle.remove()

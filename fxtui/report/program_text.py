@@ -8,6 +8,7 @@ from collections.abc import Callable
 from fxtui.core.nodes import Spread
 from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
+from fxtui.report.aside_lines import aside_lines
 from fxtui.report.data import ReportData
 
 #: Page faults a step from which the header names them (4 MiB mapped afresh every step).
@@ -143,6 +144,8 @@ def _warnings(report: ReportData) -> list[str]:
     program = report.program
     assert program is not None
     lines = _confidence(report)
+    if report.steps is not None:
+        lines += aside_lines(report.steps.kinds)
     if program.dropped:
         lines.append(f"warning    {program.dropped} step records were dropped: the collector fell behind the program")
     if program.note:

@@ -1,0 +1,33 @@
+"""Steps fxtui leaves unsampled on purpose, and why: a program's own profiler, a context fxtui cannot follow.
+
+Such a step is neither sampled nor a plain unsampled step: its wall time holds the program's profiler (or part of
+a recording) and is left out of every median. The agent marks it (``Step.aside``), the collector counts it per
+kind, and the header says how many and why.
+"""
+
+from __future__ import annotations
+
+PROFILER = "profiler"
+"""The program's own ``torch.profiler`` (or autograd profiler) was on: fxtui's mode would double its counts."""
+CONTEXT = "context"
+"""The step's torch context changed under fxtui's mode in a way it could not follow without changing the program
+(an ``inference_mode`` block it was recorded in ended inside the step): its records miss ops."""
+
+#: Every reason, in the order the header names them.
+ASIDE = (PROFILER, CONTEXT)
+
+
+def aside_text(why: str, count: int, name: str) -> str:
+    """One sentence for ``count`` steps (``name``: ``training steps``, ``evaluation calls`` …) set aside for ``why``."""
+    were = "was" if count == 1 else "were"
+    if why == PROFILER:
+        return (
+            f"{count} {name} under the program's own torch.profiler {were} not sampled (its counts and times stay its "
+            "own); their times are left out of the figures"
+        )
+    if why == CONTEXT:
+        return (
+            f"{count} {name} {were} not sampled: torch's thread state changed under fxtui's mode (an inference_mode "
+            "block ended inside the step) and following it would change what the program computes"
+        )
+    return f"{count} {name} {were} not sampled ({why})"
