@@ -18,7 +18,7 @@ from fxtui.agent.steps import ClosedStep, Recording, StepModel
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.agent_messages import Step
 from fxtui.core.program_run import KindSummary
-from fxtui.core.step_aside import CONTEXT, PROFILER
+from fxtui.core.step_aside import CONTEXT, MODE, PROFILER
 from fxtui.jobs.kind_figures import KindFigures
 from fxtui.ops import mode_context
 from fxtui.ops.recorder import OpRecorder
@@ -254,12 +254,13 @@ def test_the_header_says_how_many_steps_were_set_aside_and_why() -> None:
     kinds = (
         KindSummary("train", 40, aside=((PROFILER, 12),)),
         KindSummary("eval", 3, aside=((CONTEXT, 1),)),
-        KindSummary("generate", 2),
+        KindSummary("generate", 2, aside=((MODE, 2),)),
     )
     lines = aside_lines(kinds)
     assert lines[0].startswith("aside      12 training steps under the program's own torch.profiler were not sampled")
     assert lines[1].startswith("aside      1 evaluation call was not sampled: torch's thread state changed")
-    assert len(lines) == 2
+    assert lines[2].startswith("aside      2 generate() calls under a dispatch mode of the program's own")
+    assert len(lines) == 3
 
 
 def test_the_json_keeps_the_asides_per_kind() -> None:
@@ -275,3 +276,58 @@ def test_counter_of_reasons_is_a_plain_counter() -> None:
     figures.add(Step(0, "eval", 1, (0, 1, 0, 0, 0), False, False, warm=True, aside=PROFILER))
     figures.reset()
     assert figures.aside == Counter()
+
+
+# -- the agent in this process (fxtui.watch) ----------------------------------------------------------------------
+
+
+def _loop(model: torch.nn.Module, opt: torch.optim.Optimizer, steps: int) -> list[float]:
+    losses = []
+    for _ in range(steps):
+        loss = torch.nn.functional.mse_loss(model(torch.randn(4, 8)), torch.zeros(4, 2))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses
+
+
+def _program() -> tuple[list[float], list[tuple[str, int]], int]:
+    """Training, evaluations under inference_mode (one block per call, and one block for a loop), an op without
+    tensors after each, and a profiled window: the losses, the profiler's counts and FlopCounterMode's."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = _loop(model, opt, 6)
+    for _ in range(3):
+        with torch.inference_mode():
+            losses.append(float(model(torch.randn(2, 8)).sum()))
+        losses.append(float(torch.empty(()).fill_(1)))
+        losses += _loop(model, opt, 2)
+        with torch.inference_mode():
+            losses += [float(model(torch.randn(2, 8)).sum()) for _ in range(3)]
+        losses.append(float(torch.empty(()).fill_(2)))
+    with torch.profiler.profile() as prof:
+        losses += _loop(model, opt, 5)
+    counts = sorted((e.key, e.count) for e in prof.key_averages() if e.key.startswith("aten::"))
+    with FlopCounterMode(display=False) as flops:
+        losses += _loop(model, opt, 2)
+    return losses, counts, flops.get_total_flops()
+
+
+def test_the_agent_leaves_torch_as_it_found_it_and_the_programs_profiler_counts_as_alone() -> None:
+    import fxtui
+
+    alone = _program()
+    with fxtui.watch(warmup=1, every=1) as w:
+        watched = _program()
+    assert watched == alone  # losses, the profiler's op counts, FlopCounterMode's flops
+    steps = w.report().steps
+    assert steps is not None
+    kinds = {k.kind: k for k in steps.kinds}
+    assert kinds["eval"].sampled >= 6  # evaluations under inference_mode are timed, not only survived
+    assert dict(kinds["train"].aside).get(PROFILER, 0) >= 5
+    assert dict(kinds["train"].aside).get(MODE, 0) >= 1  # under FlopCounterMode: fxtui's mode stayed off its stack
+    assert stack() == 0  # FlopCounterMode's own mode was left on the stack when fxtui pushed above it

@@ -45,7 +45,7 @@ from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.agent_messages import Bye, Hello, Step
-from fxtui.core.step_aside import CONTEXT, PROFILER
+from fxtui.core.step_aside import CONTEXT, MODE, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernels import CompiledKernels
@@ -78,8 +78,11 @@ class _Recording(Recording):
 
     def aside(self) -> str:
         # The program's own profiler is on: fxtui's dispatch mode would make it count every op twice
-        # (pytorch#195746) and slow what it times. Read at each step's start (0.05 µs).
-        return PROFILER if _profiler_enabled() else ""
+        # (pytorch#195746) and slow what it times. Read at each step's start (0.05 µs). A dispatch mode of the
+        # program's on the stack: fxtui's would be pushed above it, and the program's exit would pop fxtui's.
+        if _profiler_enabled():
+            return PROFILER
+        return MODE if mode_context.programs_mode_on_stack() else ""
 
     def broken(self) -> str:
         return self._broken
@@ -162,6 +165,7 @@ class Agent:
                     self._phase(owner, name, OPTIMIZER, "optimizer")
         self.generate.install(self._guarded(model.generate_enter), self._guarded(model.generate_exit))
         self._watch_profilers()
+        self._wrap(torch.autograd.grad_mode.inference_mode, "__exit__", self._inference_exit, _nothing)
         self.kernels.install()
         # The frames of fxtui's own bookkeeping, called from the module calls and the optimizer's hooks: TorchDynamo
         # must neither compile them nor trace them into the program's graphs.
@@ -200,6 +204,19 @@ class Agent:
                             (profiler_legacy, "_enable_profiler_legacy")):  # fmt: skip
             if hasattr(owner, name):
                 self._wrap(owner, name, stand_aside, _nothing)
+
+    def _inference_exit(self, block: object) -> None:
+        """An ``inference_mode`` block ends: if fxtui's mode was pushed in it, recording stops here, still inside.
+
+        Leaving the block restores the thread's keys as they were before it, without the ``Python`` key: a mode
+        pushed inside would be dead after it. So an evaluation step begun in the block (``with
+        torch.inference_mode(): model(x)`` per batch, or a whole validation loop) is timed up to the block's end;
+        the program's Python after it, up to the next call, is the step's unrecorded rest.
+        """
+        mode = self.recorder.mode
+        if mode is not None and mode_context.pushed_here(mode):
+            self.recorder.stop()
+            self.calls.recording = False
 
     def _wrap(self, owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> None:
         self._undo.append(wrap_call(owner, name, self._guarded(enter), self._guarded(leave)))
@@ -251,7 +268,6 @@ class Agent:
             try:
                 self.recorder.exit(module, out)
                 self.model.root_exit()
-                self._end_inference_recording()
                 mode_context.settle()
             except Exception as e:
                 self._fail(e)
@@ -261,16 +277,6 @@ class Agent:
             except Exception as e:
                 self._fail(e)
         return out
-
-    def _end_inference_recording(self) -> None:
-        """A call recorded from inside an ``inference_mode`` block has returned: recording stops here, still inside
-        the block. Its mode, pushed in the block, dies when the block ends (torch restores the thread's keys), so an
-        evaluation step begun there (one ``with torch.inference_mode(): model(x)`` per batch) is timed over its
-        call; the program's own Python up to the next call (metrics, logging) is the step's unrecorded rest."""
-        mode = self.recorder.mode
-        if mode is not None and not self.model.generating and mode_context.pushed_in_inference(mode):
-            self.recorder.stop()
-            self.calls.recording = False
 
     def _inner_call(self, module: torch.nn.Module, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
         """A module called inside a root's call while a step is recorded: the per-op timer's module stack."""

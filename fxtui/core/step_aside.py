@@ -13,8 +13,12 @@ CONTEXT = "context"
 """The step's torch context changed under fxtui's mode in a way it could not follow without changing the program
 (an ``inference_mode`` block it was recorded in ended inside the step): its records miss ops."""
 
+MODE = "mode"
+"""A dispatch mode of the program's own (``FlopCounterMode``, a user's mode) was on torch's mode stack: fxtui's
+mode pushed above it would be the one the program's ``__exit__`` pops."""
+
 #: Every reason, in the order the header names them.
-ASIDE = (PROFILER, CONTEXT)
+ASIDE = (PROFILER, MODE, CONTEXT)
 
 
 def aside_text(why: str, count: int, name: str) -> str:
@@ -24,6 +28,11 @@ def aside_text(why: str, count: int, name: str) -> str:
         return (
             f"{count} {name} under the program's own torch.profiler {were} not sampled (its counts and times stay its "
             "own); their times are left out of the figures"
+        )
+    if why == MODE:
+        return (
+            f"{count} {name} under a dispatch mode of the program's own (FlopCounterMode …) {were} not sampled: "
+            "fxtui's mode stays off its stack; their times are left out of the figures"
         )
     if why == CONTEXT:
         return (

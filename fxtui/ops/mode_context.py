@@ -61,6 +61,12 @@ def alive(mode: TorchDispatchMode) -> bool:
     return _is_included(torch._C.DispatchKey.Python) and _on_stack(mode)
 
 
+def programs_mode_on_stack() -> bool:
+    """A dispatch mode of the program's (``FlopCounterMode``, its own) is on the stack: fxtui does not push above
+    it, for the program's ``__exit__`` pops whatever mode is on top (it would pop fxtui's and leave its own)."""
+    return any(id(_stack_at(i)) not in _pushed for i in range(_stack_length()))
+
+
 def lost(mode: TorchDispatchMode) -> bool:
     """``mode`` is on the stack but dead: a guard restored the thread's key set without the ``Python`` key (an
     ``inference_mode`` block it was pushed in ended), so it has missed every op since."""
@@ -95,6 +101,13 @@ def pushed_in_inference(mode: TorchDispatchMode) -> bool:
     """``mode`` was pushed under ``inference_mode``: it dies when that block ends (the agent stops it before)."""
     entry = _pushed.get(id(mode))
     return entry is not None and entry.context[0]
+
+
+def pushed_here(mode: TorchDispatchMode) -> bool:
+    """``mode`` was pushed under ``inference_mode`` in the context of now: an ``inference_mode`` block ending here
+    is (as far as can be told) the one it was pushed in, and would leave it dead (the agent stops it first)."""
+    entry = _pushed.get(id(mode))
+    return entry is not None and entry.context[0] and context() == entry.context
 
 
 def _can_pop(entry: _Pushed) -> bool:
