@@ -331,3 +331,23 @@ def test_the_agent_leaves_torch_as_it_found_it_and_the_programs_profiler_counts_
     assert dict(kinds["train"].aside).get(PROFILER, 0) >= 5
     assert dict(kinds["train"].aside).get(MODE, 0) >= 1  # under FlopCounterMode: fxtui's mode stayed off its stack
     assert stack() == 0  # FlopCounterMode's own mode was left on the stack when fxtui pushed above it
+
+
+def test_the_programs_profiler_started_inside_inference_mode_finds_fxtuis_mode_gone() -> None:
+    """A step timed from outside; the program profiles an inference under ``inference_mode``: fxtui's mode leaves
+    the stack before the profiler starts (it would count every op twice), and the block's end is repaired."""
+    recorder = OpRecorder(hooks=False)
+    recorder.start()
+    mode = recorder.mode
+    assert mode is not None
+    with torch.inference_mode():
+        recorder.stop()  # the step model stops the step: another context, so the mode lingers ...
+        assert mode_context.lingering() == 1
+        assert mode_context.pop_for_profiler(mode)  # ... until the profiler starts: gone at once
+        assert stack() == 0 and mode_context.lingering() == 0
+        with torch.profiler.profile() as prof:
+            torch.ones(3, 3).mm(torch.ones(3, 3))
+    assert python_key()  # the block restored the key over an empty stack (the crash of the issue) ...
+    mode_context.after_inference_exit()  # ... which the agent's wrapper of inference_mode.__exit__ takes out
+    assert not python_key() and torch.empty(()).shape == ()
+    assert {e.key: e.count for e in prof.key_averages()}["aten::mm"] == 1

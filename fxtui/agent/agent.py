@@ -165,7 +165,7 @@ class Agent:
                     self._phase(owner, name, OPTIMIZER, "optimizer")
         self.generate.install(self._guarded(model.generate_enter), self._guarded(model.generate_exit))
         self._watch_profilers()
-        self._wrap(torch.autograd.grad_mode.inference_mode, "__exit__", self._inference_exit, _nothing)
+        self._wrap(torch.autograd.grad_mode.inference_mode, "__exit__", self._inference_exit, _after_inference_exit)
         self.kernels.install()
         # The frames of fxtui's own bookkeeping, called from the module calls and the optimizer's hooks: TorchDynamo
         # must neither compile them nor trace them into the program's graphs.
@@ -197,8 +197,10 @@ class Agent:
         from torch.autograd import profiler, profiler_legacy
 
         def stand_aside(who: object) -> None:
+            mode = self.recorder.mode or mode_context.lingering_mode()  # timing now, or left quiet
             self.model.set_aside(PROFILER)
-            mode_context.settle()
+            if mode is not None:
+                mode_context.pop_for_profiler(mode)
 
         for owner, name in ((profiler, "_prepare_profiler"), (profiler, "_enable_profiler"),
                             (profiler_legacy, "_enable_profiler_legacy")):  # fmt: skip
@@ -410,6 +412,10 @@ class Agent:
 
 def _nothing() -> None:
     """After a call nothing is to be done."""
+
+
+def _after_inference_exit() -> None:
+    mode_context.after_inference_exit()
 
 
 _agent: Agent | None = None

@@ -187,6 +187,47 @@ def settle() -> None:
             _pop(entry)
 
 
+def lingering_mode() -> TorchDispatchMode | None:
+    """The latest mode waiting to be popped, if any."""
+    return _lingering[-1].mode if _lingering else None
+
+
 def lingering() -> int:
     """Modes waiting to be popped (for tests and the agent's end)."""
     return len(_lingering)
+
+
+_repairing: Context | None = None
+"""The push context of a mode popped away from it (:func:`pop_for_profiler`), until the program is back there."""
+
+
+def pop_for_profiler(mode: TorchDispatchMode) -> bool:
+    """Pop ``mode`` now though the program has entered ``inference_mode`` blocks since it was pushed: the program's
+    profiler is starting, and must not see it. Each of those blocks, as it ends, restores the ``Python`` key with
+    the stack empty; :func:`after_inference_exit` takes it out again right there. Not inside a compiled call
+    entered since (its restore cannot be followed): False, the mode left quiet."""
+    global _repairing
+    entry = _pushed.get(id(mode))
+    if entry is None or _can_pop(entry):
+        settle()
+        return True
+    if _get_current_dispatch_mode() is not mode or _compiled_calls() != entry.context[3]:
+        return False
+    if entry in _lingering:
+        _lingering.remove(entry)
+    _pop(entry)
+    _repairing = entry.context
+    return True
+
+
+def after_inference_exit() -> None:
+    """An ``inference_mode`` block has ended: if it restored the ``Python`` key over an empty stack (a mode popped
+    inside it by :func:`pop_for_profiler`), the key goes, as torch's own pop of the last mode takes it."""
+    global _repairing
+    if _repairing is None:
+        return
+    if _stack_length() == 0 and _is_included(torch._C.DispatchKey.Python):
+        for key in _PYTHON_KEYS:
+            torch._C._dispatch_tls_set_dispatch_key_included(key, False)
+    if context() == _repairing:
+        _repairing = None

@@ -1,7 +1,8 @@
 """A program that profiles 20 of its own steps with ``torch.profiler`` and prints ``key_averages()`` counts.
 
 Follows the profiling recipes of PyTorch's tutorials: ``torch.profiler.profile`` with a ``schedule`` and
-``prof.step()`` each iteration, ``record_function`` naming a region, and a window of ``torch.autograd.profiler``;
+``prof.step()`` each iteration, ``record_function`` naming a region, a window of ``torch.autograd.profiler``, and
+one inference profiled under ``inference_mode`` between training steps;
 the counts it prints are its own and must not change because another profiler watches.
 """
 
@@ -48,6 +49,10 @@ with torch.autograd.profiler.profile() as legacy:
     for _ in range(3):
         train_step(model, opt)
 say("autograd", counts(legacy))
+say("train", 99, train_step(model, opt))
+with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU]) as inference:  # an inference profiled
+    model(batch()[0])
+say("inference", counts(inference), tuple(torch.empty(()).shape))
 for step in range(6):
     say("after", step, train_step(model, opt))
 say("final", weight_sum(model))
