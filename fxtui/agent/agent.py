@@ -177,6 +177,7 @@ class Agent:
         """Remove every hook and wrapper (the program goes on as if never watched)."""
         with contextlib.suppress(Exception):
             self.recorder.stop()
+            mode_context.settle()  # a mode left quiet by a step that ended elsewhere: popped if it can be here
         self.calls.recording = False
         self.generate.uninstall()
         self.kernels.uninstall()
