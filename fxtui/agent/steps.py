@@ -66,6 +66,9 @@ class OpenStep:
     """The roots called with gradients in it (the models it may train)."""
     at_exit: list[int] | None = None
     """The phases when its last root call ended (a program's last evaluation call ends there, not at exit)."""
+    loss_from: int | None = None
+    """Its ``other`` time when its last forward ended, while nothing but the script's own code has run since: what
+    a backward that follows finds above it is the loss computed from the forward's output (its forward's)."""
 
     @property
     def wall(self) -> int:
@@ -154,6 +157,7 @@ class StepModel:
     def _push(self, phase: int, mark: str = "", owner: object = None) -> None:
         step = self.current
         if step is not None:
+            step.loss_from = None  # a phase between a forward and its backward: what came after it is no loss
             step.stack.append(phase)
             if mark and step.sampled:
                 self.recording.mark(mark, True, owner)
@@ -293,14 +297,23 @@ class StepModel:
     def root_exit(self) -> None:
         """The root module's call ends."""
         step = self._tick(self.clock())
-        if self._entered and self._entered.pop():
+        forward = bool(self._entered) and self._entered.pop()
+        if forward:
             self._pop()
         if step is not None and len(step.stack) == 1:
             step.at_exit = list(step.acc)
+        if step is not None and forward and step.stack[-1] == OTHER:
+            step.loss_from = step.acc[OTHER]
 
     def backward_enter(self) -> None:
         now = self.clock()
         step = self._tick(now)
+        if step is not None and step.loss_from is not None:
+            # The loss computed outside every module (F.cross_entropy(model(x), y), a loss module): the forward's.
+            loss = step.acc[OTHER] - step.loss_from
+            step.acc[OTHER] -= loss
+            step.acc[FORWARD] += loss
+            step.loss_from = None
         if step is None:
             step = self._resume(now) or self._open("train", now)
         elif step.kind == "eval":

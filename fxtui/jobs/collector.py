@@ -21,6 +21,7 @@ from fxtui.core.program_run import STEP_KINDS, STEP_PHASES, KindSummary, Program
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.step_shapes import shapes_in_a_step
 
 
 class Collector:
@@ -142,6 +143,7 @@ class Collector:
         generation = figures.generation.summary()
         sampled, plain, overhead, fidelity = figures.spreads()
         nodes, shapes = self._node_stats(figures, graph, sampled.median if sampled else None, generation)
+        step_shapes = shapes_in_a_step(figures, graph)
         run_s = sampled.median if sampled else (plain.median if plain else 1.0)
         modules = module_table(graph.module_plan, *graph.module_plan.totals(nodes.column("median_s")), run_s=run_s)
         summaries = tuple(self._summary(k) for k in STEP_KINDS if self.kinds[k].steps or self.kinds[k].warmup)
@@ -163,6 +165,7 @@ class Collector:
             steps=figures.step_summary(summaries),
             shapes=shapes,
             generation=generation,
+            step_shapes=step_shapes,
         )
 
     def _summary(self, kind: str) -> KindSummary:

@@ -9,6 +9,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
+from fxtui.report.step_shapes_text import step_shapes_lines
 
 #: Page faults a step from which the header names them (4 MiB mapped afresh every step).
 FAULTS_HINT = 1000
@@ -154,6 +155,7 @@ def _warnings(report: ReportData) -> list[str]:
             f"shapes     {len(report.shapes)} node(s) ran at several output shapes (a last smaller batch …): each row "
             "shows its most frequent shape; --json lists the others"
         )
+    lines += step_shapes_lines(report.snapshot.step_shapes)
     return lines
 
 
