@@ -322,3 +322,28 @@ def test_a_loss_computed_outside_the_model_is_the_forward_of_its_training_step()
         q.backward(200)
         q.step(30, sgd)
     assert all(phase(s, "forward") == 100 and phase(s, "other") == 20 for s in q.kinds("train"))
+
+
+def test_a_models_method_calling_its_parts_at_the_top_is_no_evaluation_call_of_its_own() -> None:
+    """pytorch/examples vae: after its evaluation under no_grad, ``model.decode(sample)`` calls two layers of the
+    model at the top; they are part of the step in progress, not two more evaluation calls."""
+    p, adam = Program(warmup=1), object()
+    for _ in range(2):  # epochs
+        for _ in range(4):
+            p.call(100)
+            p.backward(200)
+            p.step(30, adam, "Adam")
+        for _ in range(3):
+            p.call(50, grad=False, training=False)
+            p.other(5)
+        p.model.root_enter(0, False, False, True, part=True)  # decode's fc3 …
+        p.clock.advance(20_000)
+        p.model.root_exit()
+        p.model.root_enter(0, False, False, True, part=True)  # … and fc4
+        p.clock.advance(20_000)
+        p.model.root_exit()
+    p.model.finish()
+    evals = p.kinds("eval", warm=False)
+    assert len(evals) == 6  # the test batches, and nothing else
+    assert all(dict(s.holds) == {"forward": 1} for s in evals)
+    assert phase(evals[2], "forward") == 90  # the epoch's last call and the decode of samples that followed it

@@ -247,10 +247,12 @@ class StepModel:
 
     # -- events ----------------------------------------------------------------------------------
 
-    def root_enter(self, root: int, grad: bool, training: bool, steps: bool = True) -> None:
+    def root_enter(self, root: int, grad: bool, training: bool, steps: bool = True, part: bool = False) -> None:
         """A root module's call begins (a module called at the top, outside every other).
 
         ``steps``: False for a loss module (``nn.CrossEntropyLoss()(out, y)``): it is part of whatever step runs.
+        ``part``: a part of the model called by one of the model's own methods (``model.decode(z)`` of samples):
+        a forward of the step in progress, not a call of its own.
         """
         now = self.clock()
         step = self._tick(now)
@@ -259,6 +261,9 @@ class StepModel:
             return
         if not steps:
             self._entered.append(False)  # a loss module's call: its time is the phase it runs in (the script's)
+            return
+        if part and step is not None and not step.provisional:
+            self._enter(step, root, grad)  # its time is the step's forward; it holds no forward call of its own
             return
         if self.generating or self.stepping:
             if step is not None:

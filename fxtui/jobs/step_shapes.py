@@ -11,6 +11,9 @@ from __future__ import annotations
 from fxtui.core.snapshot import GraphInfo
 from fxtui.jobs.kind_figures import SHAPE_JOIN, KindFigures
 
+#: The phases of the model's own nodes (a module's calls), where several shapes in a step are a module reused.
+_MODEL_PHASES = frozenset({"forward", "backward", "prefill", "decode"})
+
 
 def shapes_in_a_step(figures: KindFigures, graph: GraphInfo) -> dict[str, tuple[str, ...]]:
     """Node name → the output shapes its calls ran at in one step (its most frequent steps'), for nodes with
@@ -19,8 +22,8 @@ def shapes_in_a_step(figures: KindFigures, graph: GraphInfo) -> dict[str, tuple[
     pick, _ = figures.node_columns(ids)
     out: dict[str, tuple[str, ...]] = {}
     for info, column in zip(graph.nodes, pick, strict=False):
-        if column < 0:
-            continue
+        if column < 0 or info.phase not in _MODEL_PHASES:
+            continue  # an optimizer's or a DataLoader's loop over tensors of every shape folds by design (``#16``)
         text = figures.column_shapes(int(column))
         if SHAPE_JOIN in text:
             out[info.name] = tuple(text.split(SHAPE_JOIN))

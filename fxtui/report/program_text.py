@@ -155,7 +155,7 @@ def _warnings(report: ReportData) -> list[str]:
             f"shapes     {len(report.shapes)} node(s) ran at several output shapes (a last smaller batch …): each row "
             "shows its most frequent shape; --json lists the others"
         )
-    lines += step_shapes_lines(report.snapshot.step_shapes)
+    lines += step_shapes_lines(report.snapshot.step_shapes, {r.name: r.stats.median_s for r in report.rows})
     return lines
 
 

@@ -8,12 +8,13 @@ from collections.abc import Mapping
 NAMED = 2
 
 
-def step_shapes_lines(step_shapes: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """``shapes`` lines saying which rows hold calls at several shapes in one step; none when no node did."""
+def step_shapes_lines(step_shapes: Mapping[str, tuple[str, ...]], medians: Mapping[str, float]) -> list[str]:
+    """``shapes`` lines saying which rows hold calls at several shapes in one step (the slowest named, by their
+    ``medians``); none when no node did."""
     if not step_shapes:
         return []
-    named = list(step_shapes.items())[:NAMED]
-    said = "; ".join(f"{name} at {', '.join(shapes)}" for name, shapes in named)
+    named = sorted(step_shapes.items(), key=lambda kv: -medians.get(kv[0], 0.0))[:NAMED]
+    said = "; ".join(f"{name} at {', '.join(s or 'scalar' for s in shapes)}" for name, shapes in named)
     more = len(step_shapes) - len(named)
     rest = f" and {more} more" if more else ""
     return [
