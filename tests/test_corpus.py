@@ -73,6 +73,8 @@ CASES: dict[str, Case] = {
     "loader_workers": Case(script("loader_workers.py", "--epochs", "2", "--batches", "12")),
     "autocast_bf16": Case(script("autocast_bf16.py", "--steps", "24")),
     "do_no_harm": Case(script("do_no_harm.py", "--steps", "12")),
+    "reused_module": Case(script("reused_module.py", "--epochs", "2", "--batches", "10", "--test-batches", "3")),
+    "vae_sampling": Case(script("vae_sampling.py", "--epochs", "2", "--batches", "12", "--test-batches", "4")),
     # fxtui's default warm-up (5 steps): three long generate() calls must be sampled all the same.
     "generate_three": Case(
         script("generate_three.py", "--new-tokens", "48", "--layers", "4", "--width", "256"),  # calls of ≥ 1 s
@@ -329,7 +331,12 @@ LOSS_OPS = re.compile(r"aten\.(_log_softmax|nll_loss|binary_cross_entropy|mse_lo
 
 @pytest.mark.parametrize(
     "name",
-    case_params(["grad_accum", "loader_workers", "autocast_bf16", "lightning_fit", "compiled", "ddp_gloo"]),
+    case_params(
+        [
+            *("grad_accum", "loader_workers", "autocast_bf16", "reused_module", "vae_sampling"),
+            *("lightning_fit", "compiled", "ddp_gloo"),
+        ]
+    ),
 )
 def test_a_loss_outside_any_module_is_named_as_the_loss(corpus: Callable[[str], Runs], name: str) -> None:
     """Issue 37 item 4: charged to the phase it runs in and named (a ``(loss)`` line under the model), not (root)."""
@@ -404,7 +411,11 @@ def steady(runs: Runs, figure: Callable[[ProgramRun], float | None], low: float,
 #: a quarter Python (module calls, an LSTM's checks of its weights: 61–88% of the phase is ops, measured) and
 #: their optimizer, data and other phases mostly Python; the header says so per phase (``in ops``), and these
 #: are left out of the band.
-OPS_PHASES = [("gan", "forward"), *((name, "backward") for name in ("char_gpt", "word_lm", "gan", "grad_accum"))]
+OPS_PHASES = [
+    ("gan", "forward"),
+    ("reused_module", "forward"),  # its convolutions, and the ReLU reused at two shapes: every call in the table
+    *((name, "backward") for name in ("char_gpt", "word_lm", "gan", "grad_accum", "reused_module")),
+]
 
 
 @pytest.mark.parametrize(
@@ -428,3 +439,39 @@ def test_the_json_names_the_loss_and_the_optimizer_a_script_uses(corpus: Callabl
     """grad_accum: ``F.cross_entropy`` outside the model, ``torch.optim.SGD``."""
     meta = corpus("grad_accum").fxtui.meta
     assert meta["loss"] == "cross-entropy" and meta["optimizer"] == "SGD"
+
+
+# --- Issue 42: a module reused at two shapes, a loss outside every module, a model's method of its own ------------
+
+
+def test_a_module_reused_at_two_shapes_holds_every_call_in_its_row(corpus: Callable[[str], Runs]) -> None:
+    """super_resolution's pattern: one ReLU after convolutions of 64, 64 and 32 channels. Its row holds all three
+    calls (the table's sum and fidelity count them), and the JSON names both shapes; none of its time is left to a
+    shape listed apart."""
+    runs = corpus("reused_module")
+    relu = next(r for r in runs.fxtui.rows if r["name"] == "act · relu")
+    assert relu["calls_per_step"] == 3
+    meta = runs.fxtui.meta
+    assert len(meta["step_shapes"]["act · relu"]) == 2 and "act · relu" not in meta["shapes"]
+    assert "act · relu at" in runs.header()
+
+
+@pytest.mark.parametrize(("name", "loss"), [("reused_module", "aten.mse_loss"), ("vae_sampling", "aten.binary_cross")])
+def test_a_loss_outside_any_module_is_the_forward_of_the_training_step(
+    corpus: Callable[[str], Runs], name: str, loss: str
+) -> None:
+    """nn.MSELoss() called on the output, or F.binary_cross_entropy + KL in a function: the training step's forward
+    (its time and its ops), never ``other``, the script's own Python."""
+    runs = corpus(name)
+    rows = [r for r in runs.fxtui.rows if r["target"].startswith(loss) and r["phase"] != "backward"]
+    assert rows and all(r["phase"] == "forward" and r["module_path"].endswith("(loss)") for r in rows)
+    loss_module = next(m for path, m in runs.fxtui.modules.items() if path.endswith("(loss)"))
+    assert loss_module["forward_s"] > 0
+
+
+def test_decoding_samples_after_an_evaluation_is_no_evaluation_call(corpus: Callable[[str], Runs]) -> None:
+    """vae: ``model.decode(torch.randn(64, 20))`` after each evaluation calls two of the model's layers at the top:
+    the evaluation calls are the test batches, not two more per epoch."""
+    runs = corpus("vae_sampling")
+    evaluation = runs.kind("eval")
+    assert runs.done()["evals"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["evals"]
