@@ -94,6 +94,7 @@ CASES: dict[str, Case] = {
         (*TORCHRUN, *script("ddp_gloo.py", "--epochs", "2", "--batches", "8")),
         slow=True,
     ),
+    "hogwild": Case(script("hogwild.py", "--epochs", "2", "--batches", "12"), slow=True),
 }
 
 
@@ -475,3 +476,27 @@ def test_decoding_samples_after_an_evaluation_is_no_evaluation_call(corpus: Call
     runs = corpus("vae_sampling")
     evaluation = runs.kind("eval")
     assert runs.done()["evals"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["evals"]
+
+
+# --- Issue 42: child processes that train on their own are the job's processes, not ranks -------------------------
+
+
+@pytest.mark.slow
+def test_hogwild_workers_are_processes_of_the_job_not_ranks(corpus: Callable[[str], Runs]) -> None:
+    """mnist_hogwild's pattern: two torch.multiprocessing workers, no process group. They are named as workers of the
+    job, beside its main process; no straggler, no waiting in collectives, no rank numbers."""
+    runs = corpus("hogwild")
+    ranks = runs.fxtui.meta["ranks"]
+    assert not ranks["collectives"] and ranks["straggler"] is None
+    assert [r["role"] for r in ranks["ranks"]] == ["main process", "worker 1 of 2", "worker 2 of 2"]
+    header = runs.header()
+    assert re.search(r"process +worker 1 of 2, pid \d+: \d+ training steps", header)
+    assert "straggler" not in header and "rank 1000" not in header and "waiting in backward" not in header
+
+
+@pytest.mark.slow
+def test_hogwild_parents_evaluation_is_in_the_report(corpus: Callable[[str], Runs]) -> None:
+    runs = corpus("hogwild")
+    evaluation = runs.kind("eval")
+    assert runs.done()["evals"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["evals"]
+    assert runs.kind("train").steps >= 1  # and the figures lead with a worker's training steps

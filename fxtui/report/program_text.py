@@ -9,6 +9,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
+from fxtui.report.process_text import process_lines
 from fxtui.report.step_shapes_text import step_shapes_lines
 
 #: Page faults a step from which the header names them (4 MiB mapped afresh every step).
@@ -59,7 +60,9 @@ def program_lines(report: ReportData) -> list[str]:
             "it); fxtui run --keep-freed-memory runs it with glibc keeping freed memory"
         )
     ranks = report.rank_summary
-    if ranks is not None:
+    if ranks is not None and not ranks.collectives:
+        lines += process_lines(ranks)
+    elif ranks is not None:
         for r in ranks.ranks:
             lines.append(
                 f"rank {r.rank:<5} {r.host + ': ' if r.host else ''}step {format_seconds(r.step_median_s)}, "
