@@ -94,8 +94,10 @@ class KindFigures:
             self._held[step.holds] += 1
         self.timeline.append(StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled))
         self._grow_history(step.wall_ns)
-        if not (step.sampled and step.describing):  # a describing step's calls are slower: no figure
-            for call in step.generation:
+        for call in step.generation:
+            if step.sampled and step.describing:  # a describing step's calls are slower: no figure, only facts
+                self.generation.note(call)
+            else:
                 self.generation.add(call, sampled=step.sampled)
         if not step.sampled:
             self._plain.append(step.wall_ns)

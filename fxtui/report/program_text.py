@@ -9,6 +9,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
+from fxtui.report.generation_text import generation_lines, unfigured_text
 from fxtui.report.process_text import process_lines
 from fxtui.report.step_shapes_text import step_shapes_lines
 
@@ -30,6 +31,8 @@ def program_lines(report: ReportData) -> list[str]:
     lines.append(f"{steps.kind:<10} {_kind_text(steps)}")
     if not steps.steps:
         return lines + _other_kinds(steps) + _warnings(report)
+    if steps.kind == "generate" and report.generation is not None:
+        return lines + generation_lines(report, steps) + _other_kinds(steps) + _warnings(report)
     sp = report.spreads
     lines.append(
         f"step       {format_seconds(report.eager_median_s)}{_range(sp.eager, format_seconds)} unsampled median   "
@@ -88,7 +91,7 @@ def _kind_text(steps: StepSummary) -> str:
     )
     if steps.kind == "train" and steps.holds:
         text += f"; each holds {holds_text(steps.holds)}"
-    return text
+    return text + unfigured_text(steps)
 
 
 def _in_ops(steps: StepSummary) -> list[str]:
