@@ -53,6 +53,8 @@ class Case:
     needs: tuple[str, ...] = ()
     kind: str = "train"
     slow: bool = False
+    xfail: str = ""
+    """Why fxtui does not yet run it as python does (its tests are expected to fail, not strictly)."""
 
 
 def script(name: str, *args: str) -> tuple[str, ...]:
@@ -95,6 +97,11 @@ CASES: dict[str, Case] = {
         slow=True,
     ),
     "hogwild": Case(script("hogwild.py", "--epochs", "2", "--batches", "12"), slow=True),
+    "ema_checkpoints": Case(
+        script("ema_checkpoints.py", "--epochs", "2", "--batches", "10", "--val-batches", "3"),
+        xfail="the EMA's validation under torch.inference_mode() after a sampled step dies in PyTorch's Python "
+        "dispatch fallback (issue 42, item 1: the agent's dispatch mode and inference_mode)",
+    ),
 }
 
 
@@ -163,7 +170,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str],
 
 def case_params(names: list[str]) -> list[object]:
     """pytest params for these programs, the slow ones marked slow."""
-    return [pytest.param(name, marks=[pytest.mark.slow] if CASES[name].slow else [], id=name) for name in names]
+    params = []
+    for name in names:
+        case = CASES[name]
+        marks = [pytest.mark.slow] if case.slow else []
+        if case.xfail:
+            marks.append(pytest.mark.xfail(reason=case.xfail, strict=False))
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
 
 
 # --- The program behaves as under python (issue 36) ---------------------------------------------------------------
@@ -500,3 +514,30 @@ def test_hogwild_parents_evaluation_is_in_the_report(corpus: Callable[[str], Run
     evaluation = runs.kind("eval")
     assert runs.done()["evals"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["evals"]
     assert runs.kind("train").steps >= 1  # and the figures lead with a worker's training steps
+
+
+# --- Issue 42: an EMA model validated under inference_mode, checkpoints saved (timm train.py --model-ema) ------------
+
+
+@pytest.mark.xfail(reason=CASES["ema_checkpoints"].xfail, strict=False)
+def test_ema_validations_under_inference_mode_are_evaluation_calls(corpus: Callable[[str], Runs]) -> None:
+    """The model's and its EMA's validation batches, each a call under inference_mode, after a training epoch."""
+    runs = corpus("ema_checkpoints")
+    assert runs.fxtui.status == 0, runs.fxtui.stderr[-2000:]
+    evaluation = runs.kind("eval")
+    assert runs.done()["evals"] - 1 <= evaluation.steps + evaluation.warmup <= runs.done()["evals"]
+    assert runs.kind("train").steps + runs.kind("train").warmup == runs.done()["steps"]
+
+
+@pytest.mark.slow
+def test_three_generate_calls_header_agrees_with_itself(corpus: Callable[[str], Runs]) -> None:
+    """Issue 42 item 5: the JSON's fidelity is the kind's, on the unit of the prefill and decode lines (the prompt and
+    one token); every row that took time has a share; the weights are counted; no line divides per-token node
+    times by a whole call."""
+    runs = corpus("generate_three")
+    meta, header = runs.fxtui.meta, runs.header()
+    generate = runs.kind("generate")
+    assert meta["fidelity"] is not None and generate.fidelity == pytest.approx(meta["fidelity"])
+    assert all(r["run_frac"] > 0 for r in runs.fxtui.rows if r["median_s"] > 0)
+    assert meta["generation"]["weight_bytes"] > 0 and "weights 0 B" not in header
+    assert "in ops" not in header and "fidelity   " not in header

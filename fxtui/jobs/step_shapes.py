@@ -11,8 +11,9 @@ from __future__ import annotations
 from fxtui.core.snapshot import GraphInfo
 from fxtui.jobs.kind_figures import SHAPE_JOIN, KindFigures
 
-#: The phases of the model's own nodes (a module's calls), where several shapes in a step are a module reused.
-_MODEL_PHASES = frozenset({"forward", "backward", "prefill", "decode"})
+#: The phases of a module's own calls, where several shapes in a step are a module reused. (Its gradients then run
+#: at those shapes too, as do gradients whose positions fold, ``#7``: their rows hold every call all the same.)
+_MODEL_PHASES = frozenset({"forward", "prefill", "decode"})
 
 
 def shapes_in_a_step(figures: KindFigures, graph: GraphInfo) -> dict[str, tuple[str, ...]]:
