@@ -329,7 +329,7 @@ class _Resolution:
         self.after_forward = False  # … when only the script's code has run since a root's forward ended
 
     def run(self, records: Iterable[Record]) -> list[tuple[int, int, str, int]]:
-        records = records if isinstance(records, list) else list(records)
+        records = list(records)
         # A loss that a backward follows is part of the step's forward (a training step's); one computed after the
         # last backward, or in a step with none (an evaluation), is the script's phase, ``other``.
         last_grad = next(
