@@ -28,4 +28,8 @@ def called_by_its_model(namer: OpNamer, module: torch.nn.Module) -> bool:
         caller = sys._getframe(_CALLER).f_locals.get("self")
     except (ValueError, AttributeError):  # a stack shallower than expected
         return False
-    return isinstance(caller, torch.nn.Module) and caller is not module and any(m is module for m in caller.modules())
+    if not isinstance(caller, torch.nn.Module) or caller is module:
+        return False
+    # The caller holds the module when it is its root or one of the root's modules above it: known paths, no walk.
+    above = namer.known_module(caller)
+    return above is not None and above[0] == known[0] and (not above[1] or known[1].startswith(above[1] + "."))
