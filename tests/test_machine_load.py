@@ -253,3 +253,24 @@ def test_the_collectors_loop_puts_a_disturbed_machine_in_the_programs_header(
     lines = program_lines(Report.from_snapshot(state.snapshot()))
     said = [line for line in lines if line.startswith("disturbed  ")]
     assert said and "other processes took 50% of its time" in said[0]
+
+
+def test_hogwild_workers_contending_for_the_cores_are_the_programs_own_not_other_processes(proc: FakeProc) -> None:
+    """mnist_hogwild: the main process waits in join() while its two spawned workers train; the spawn start method's
+    resource tracker idles beside them. Each worker waits for a core its sibling holds: the job's own contention."""
+    clock = Clock()
+    proc.process(10, 1, {10: (0.0, 0.0)})
+    proc.process(11, 10, {11: (0.0, 0.0)}, name="python -c from multiprocessing.resource_tracker")
+    for worker in (12, 13):
+        proc.process(worker, 10, {worker: (0.0, 0.0)})
+    load = monitor(proc, clock)
+    load.sample()
+    clock.now += 1.0
+    proc.process(10, 1, {10: (0.01, 0.0)})
+    for worker in (12, 13):  # three busy threads in all on two cores: each worker waits for the other's
+        proc.process(worker, 10, {worker: (0.99, 0.5)})
+    proc.machine(busy_s=2.0)
+    interval = load.sample()
+    assert interval is not None and interval.program_cpu_s == pytest.approx(1.99)
+    assert interval.others_cpu_s == pytest.approx(0.0, abs=0.02) and not interval.disturbed
+    assert load.summary().line() == ""

@@ -74,8 +74,24 @@ def test_the_loss_outside_the_model_and_the_scripts_own_ops_are_named() -> None:
     _, nodes = step(namer, train_step)
     where = {(n.module_path, n.phase, n.label) for n in nodes}
     assert (SCRIPT, "other", "randn") in where
-    assert (LOSS, "other", "_log_softmax") in where and (LOSS, "backward", "∇nll_loss_backward") in where
+    # the loss before its backward is the step's forward; its .item() after the backward is the script's phase
+    assert (LOSS, "forward", "_log_softmax") in where and (LOSS, "backward", "∇nll_loss_backward") in where
+    assert (LOSS, "other", "_local_scalar_dense") in where
     assert ("0", "backward", "∇mm") in where  # the model's gradient, under its module
+
+
+def test_a_loss_in_a_step_without_backward_is_the_scripts_phase() -> None:
+    """An evaluation: the loss of an output computed under no_grad is not a forward (nothing differentiates it)."""
+    model, namer = nn.Sequential(nn.Linear(8, 4)), OpNamer()
+    namer.add_root(model)
+
+    def evaluate() -> None:
+        with torch.no_grad():
+            F.cross_entropy(model(torch.randn(5, 8)), torch.tensor([0, 1, 2, 3, 0])).item()
+
+    _, nodes = step(namer, evaluate)
+    loss = {n.phase for n in nodes if n.module_path == LOSS}
+    assert loss == {"other"}
 
 
 def test_a_model_saved_and_loaded_again_keeps_its_root_and_nodes() -> None:

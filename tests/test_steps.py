@@ -95,7 +95,7 @@ def test_an_evaluation_before_training_is_counted_apart_and_paces_itself() -> No
         p.call(60, grad=False, training=False)
     for _ in range(12):
         p.call(300)
-        p.other(10)  # the next batch
+        p.other(10)  # the loss divided by the micro-batches, the next batch: between the forward and its backward
         p.backward(500)
         p.phase(OPTIMIZER, 20)  # clip_grad_norm_
         p.step(30, adamw, "AdamW")
@@ -106,7 +106,8 @@ def test_an_evaluation_before_training_is_counted_apart_and_paces_itself() -> No
     assert len(trains) == 12  # the 13th, opened by the last optimizer step, is still open at the end
     warm = p.kinds("train")
     assert [s.wall_ns // 1000 for s in warm] == [880] * len(warm)  # one whole iteration each, nothing of eval's
-    assert phase(warm[0], "forward") == 300 and phase(warm[0], "backward") == 500 and phase(warm[0], "optimizer") == 55
+    assert phase(warm[0], "forward") == 310 and phase(warm[0], "backward") == 500 and phase(warm[0], "optimizer") == 55
+    assert phase(warm[0], "other") == 15
     assert dict(warm[0].holds) == {"forward": 1, "backward": 1, "optimizer:AdamW": 1}
     assert any(s.sampled for s in warm) and any(s.sampled for s in p.kinds("eval"))
     # Each kind is paced by its own steps: the first sampled evaluation call came right after its warm-up.
@@ -183,7 +184,7 @@ def test_a_closure_is_the_models_forward_and_backward_not_the_optimizers() -> No
     p.model.finish()
     trains = p.kinds("train")
     assert [(phase(s, "forward"), phase(s, "backward"), phase(s, "optimizer"), phase(s, "other")) for s in trains] == [
-        (900, 900, 40, 15)
+        (915, 900, 40, 0)  # each closure's loss (5 µs between its forward and its backward) is the forward's
     ] * len(trains)
     assert dict(trains[0].holds) == {"forward": 3, "backward": 3, "optimizer:LBFGS": 1}
     assert len(p.kinds("eval", warm=False)) == 5
@@ -290,3 +291,59 @@ def test_sampling_stops_when_the_agent_is_turned_off() -> None:
         p.backward(10)
         p.step(1, opt)
     assert not any(s.sampled for s in p.steps) and p.recorder.starts == 0
+
+
+def test_a_loss_computed_outside_the_model_is_the_forward_of_its_training_step() -> None:
+    """pytorch/examples vae (a functional loss) and super_resolution (an nn.MSELoss module): the time between the
+    model's forward and the backward that follows is the loss's, the forward's; an evaluation's loss stays other,
+    and so does what follows a phase between the forward and the backward (a DataLoader's next batch)."""
+    p, adam = Program(warmup=1), object()
+    for _ in range(4):
+        p.phase(DATA, 10)
+        p.call(100)
+        p.other(20)  # F.binary_cross_entropy(recon, x) + KL, outside every module
+        p.call(15, root=1, steps=False)  # or a loss module called on the output
+        p.backward(200)
+        p.step(30, adam, "Adam")
+        p.other(7)  # loss.item(), logging
+    for _ in range(3):
+        p.call(50, grad=False, training=False)
+        p.other(8)  # the evaluation's loss
+    p.model.finish()
+    trains = p.kinds("train")
+    assert trains and all(phase(s, "forward") == 135 and phase(s, "other") == 7 for s in trains)
+    evals = p.kinds("eval", warm=False)
+    assert evals and all(phase(s, "forward") == 50 and phase(s, "other") == 8 for s in evals[:-1])
+    q, sgd = Program(warmup=1), object()
+    for _ in range(4):
+        q.call(100)
+        q.phase(DATA, 10)  # a batch fetched between the forward and its backward: not the loss
+        q.other(20)
+        q.backward(200)
+        q.step(30, sgd)
+    assert all(phase(s, "forward") == 100 and phase(s, "other") == 20 for s in q.kinds("train"))
+
+
+def test_a_models_method_calling_its_parts_at_the_top_is_no_evaluation_call_of_its_own() -> None:
+    """pytorch/examples vae: after its evaluation under no_grad, ``model.decode(sample)`` calls two layers of the
+    model at the top; they are part of the step in progress, not two more evaluation calls."""
+    p, adam = Program(warmup=1), object()
+    for _ in range(2):  # epochs
+        for _ in range(4):
+            p.call(100)
+            p.backward(200)
+            p.step(30, adam, "Adam")
+        for _ in range(3):
+            p.call(50, grad=False, training=False)
+            p.other(5)
+        p.model.root_enter(0, False, False, True, part=True)  # decode's fc3 …
+        p.clock.advance(20_000)
+        p.model.root_exit()
+        p.model.root_enter(0, False, False, True, part=True)  # … and fc4
+        p.clock.advance(20_000)
+        p.model.root_exit()
+    p.model.finish()
+    evals = p.kinds("eval", warm=False)
+    assert len(evals) == 6  # the test batches, and nothing else
+    assert all(dict(s.holds) == {"forward": 1} for s in evals)
+    assert phase(evals[2], "forward") == 90  # the epoch's last call and the decode of samples that followed it

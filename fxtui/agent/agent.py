@@ -38,6 +38,7 @@ from torch.compiler import is_compiling
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from fxtui.agent.generate_hook import GenerateWatch, resolve_step
+from fxtui.agent.model_methods import called_by_its_model
 from fxtui.agent.module_calls import ModuleCalls
 from fxtui.agent.owners import owner_of
 from fxtui.agent.sender import Sender
@@ -255,7 +256,8 @@ class Agent:
         try:
             mode_context.settle()
             root, steps = self._root_of(module)
-            self.model.root_enter(root, torch.is_grad_enabled(), module.training, steps)
+            part = steps and called_by_its_model(self.namer, module)
+            self.model.root_enter(root, torch.is_grad_enabled(), module.training, steps, part)
             if self.generate.active:  # a forward inside generate(): the prefill or a decode step
                 self.generate.forward(module)
             self.recorder.enter(module, args)

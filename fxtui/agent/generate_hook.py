@@ -146,7 +146,7 @@ class _Call:
 
         ttft, steps = split_steps(self.t0, self.starts, self.t1)
         cache = cache_bytes(self.cache_ref) if self.cache_ref is not None else None
-        weights = weight_bytes(self.model) if cache is not None else 0
+        weights = weight_bytes(self.model) if self.start >= 0 else 0  # a sampled call's (a model without a cache too)
         self.cache_ref = None
         return GenerationCall(
             wall_ns=self.t1 - self.t0,

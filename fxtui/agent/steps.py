@@ -68,6 +68,9 @@ class OpenStep:
     """The phases when its last root call ended (a program's last evaluation call ends there, not at exit)."""
     aside: str = ""
     """Why fxtui left it unsampled, its wall time out of the figures (:data:`~fxtui.core.step_aside.ASIDE`)."""
+    loss_from: int | None = None
+    """Its ``other`` time when its last forward ended, while nothing but the script's own code has run since: what
+    a backward that follows finds above it is the loss computed from the forward's output (its forward's)."""
 
     @property
     def wall(self) -> int:
@@ -167,6 +170,7 @@ class StepModel:
     def _push(self, phase: int, mark: str = "", owner: object = None) -> None:
         step = self.current
         if step is not None:
+            step.loss_from = None  # a phase between a forward and its backward: what came after it is no loss
             step.stack.append(phase)
             if mark and step.sampled:
                 self.recording.mark(mark, True, owner)
@@ -287,10 +291,12 @@ class StepModel:
 
     # -- events ----------------------------------------------------------------------------------
 
-    def root_enter(self, root: int, grad: bool, training: bool, steps: bool = True) -> None:
+    def root_enter(self, root: int, grad: bool, training: bool, steps: bool = True, part: bool = False) -> None:
         """A root module's call begins (a module called at the top, outside every other).
 
         ``steps``: False for a loss module (``nn.CrossEntropyLoss()(out, y)``): it is part of whatever step runs.
+        ``part``: a part of the model called by one of the model's own methods (``model.decode(z)`` of samples):
+        a forward of the step in progress, not a call of its own.
         """
         now = self.clock()
         step = self._tick(now)
@@ -299,6 +305,9 @@ class StepModel:
             return
         if not steps:
             self._entered.append(False)  # a loss module's call: its time is the phase it runs in (the script's)
+            return
+        if part and step is not None and not step.provisional:
+            self._enter(step, root, grad)  # its time is the step's forward; it holds no forward call of its own
             return
         if self.generating or self.stepping:
             if step is not None:
@@ -337,14 +346,23 @@ class StepModel:
     def root_exit(self) -> None:
         """The root module's call ends."""
         step = self._tick(self.clock())
-        if self._entered and self._entered.pop():
+        forward = bool(self._entered) and self._entered.pop()
+        if forward:
             self._pop()
         if step is not None and len(step.stack) == 1:
             step.at_exit = list(step.acc)
+        if step is not None and forward and step.stack[-1] == OTHER:
+            step.loss_from = step.acc[OTHER]
 
     def backward_enter(self) -> None:
         now = self.clock()
         step = self._tick(now)
+        if step is not None and step.loss_from is not None:
+            # The loss computed outside every module (F.cross_entropy(model(x), y), a loss module): the forward's.
+            loss = step.acc[OTHER] - step.loss_from
+            step.acc[OTHER] -= loss
+            step.acc[FORWARD] += loss
+            step.loss_from = None
         if step is None:
             step = self._resume(now) or self._open("train", now)
         elif step.kind == "eval":

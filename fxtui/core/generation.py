@@ -107,8 +107,12 @@ class GenerationSummary:
         return self.ttft_s + (self.tpot_mean_s or 0.0)
 
     def reference(self, phase: str) -> float | None:
-        """What a node of ``phase`` is a share of: the profiled time to first token, or the profiled mean step."""
-        return self.profiled_ttft_s if phase == "prefill" else self.profiled_tpot_mean_s
+        """What a node of ``phase`` is a share of: the profiled time to first token, or the profiled mean step (the
+        uninstrumented one's while no profiled call counts: the first sampled call notes its nodes' inputs, and its
+        time is no figure)."""
+        if phase == "prefill":
+            return self.profiled_ttft_s or self.ttft_s
+        return self.profiled_tpot_mean_s or self.tpot_mean_s
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready: the figures, then ``decode_positions`` (one record per bin) and the cache."""
@@ -190,8 +194,8 @@ class GenerationSummary:
             + (" (the end-of-sequence token is suppressed until then)" if self.eos_suppressed else "")
             + f"; {self.calls} uninstrumented calls"
             if self.forced
-            else f"generate   {self.calls} unsampled generate() calls of the program's own; the latest: {sequences} "
-            f"after a {self.prompt_tokens}-token prompt",
+            else f"generate   {self.calls} unsampled generate() call{'' if self.calls == 1 else 's'} of the program's "
+            f"own; the latest: {sequences} after a {self.prompt_tokens}-token prompt",
             f"call       {format_seconds(self.generate_s)} uninstrumented median, "
             f"{format_seconds(self.generate_profiled_s)} profiled (every ATen op timed); "
             f"{_rate(self.tokens_per_s)} tokens/s",

@@ -259,6 +259,13 @@ class RankFigures:
     """Its backward phase's median less its backward ops': time waiting in collectives (and autograd's engine)."""
     comm_ops_s: float = 0.0
     """Σ of its collective ops' medians (``c10d.allreduce_`` …): launching them, not waiting for them."""
+    pid: int = 0
+    role: str = ""
+    """A process of a job without collectives (hogwild workers): ``main process`` or ``worker 1 of 2``; ``""`` for a
+    rank."""
+    kind: str = ""
+    """The kind of step its figures are of (a job's processes may each run their own: workers train, the main
+    process evaluates)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,9 +274,14 @@ class RankSummary:
 
     shown: int
     ranks: tuple[RankFigures, ...]
+    collectives: bool = True
+    """The processes share collectives (a distributed job's ranks); False for processes that train on their own
+    (hogwild workers): none waits for another, there is no straggler."""
 
     def straggler(self) -> str:
         """One sentence: the rank whose compute is the slowest, by how much, and what the others wait."""
+        if not self.collectives:
+            return ""
         timed = [r for r in self.ranks if r.compute_s > 0]
         if len(timed) < 2:
             return ""

@@ -276,6 +276,9 @@ class Snapshot(RunFiguresMixin):
     other_ranks: Mapping[int, Snapshot] = field(default_factory=dict)
     """A distributed job's last profile (``State.DONE``): every other rank's own snapshot, so that a report holds
     every rank's rows (:attr:`rank_summary` says which rank this one is)."""
+    step_shapes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Nodes whose calls in one step ran at several output shapes (one module called after layers of different
+    widths): those shapes, in the order they came. Their rows hold every call's time."""
 
     def shown_after(self, before: Snapshot | None) -> Snapshot:
         """What to show when this snapshot follows ``before``: itself, or, when a source that failed after

@@ -20,7 +20,9 @@ from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.program_run import STEP_KINDS, STEP_PHASES, KindSummary, ProgramState
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
+from fxtui.jobs.generation_figures import generation_kind, generation_medians, generation_spreads
 from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.step_shapes import shapes_in_a_step
 
 
 class Collector:
@@ -142,6 +144,7 @@ class Collector:
         generation = figures.generation.summary()
         sampled, plain, overhead, fidelity = figures.spreads()
         nodes, shapes = self._node_stats(figures, graph, sampled.median if sampled else None, generation)
+        step_shapes = shapes_in_a_step(figures, graph)
         run_s = sampled.median if sampled else (plain.median if plain else 1.0)
         modules = module_table(graph.module_plan, *graph.module_plan.totals(nodes.column("median_s")), run_s=run_s)
         summaries = tuple(self._summary(k) for k in STEP_KINDS if self.kinds[k].steps or self.kinds[k].warmup)
@@ -149,20 +152,26 @@ class Collector:
         if self.failed and program.note != self.failed:
             self._replace(note=self.failed)
             program = self.program
+        run_median_s, eager_median_s = sampled.median if sampled else None, plain.median if plain else None
+        spreads = RunSpreads(run=sampled, eager=plain, overhead=overhead, fidelity=fidelity)
+        if kind == "generate" and generation is not None:  # figures of the prompt and one token, as its lines
+            run_median_s, eager_median_s = generation_medians(generation)
+            spreads = generation_spreads()
         return Snapshot(
             graph=graph,
             state=state,
             runs=figures.sampled,
-            run_median_s=sampled.median if sampled else None,
-            eager_median_s=plain.median if plain else None,
+            run_median_s=run_median_s,
+            eager_median_s=eager_median_s,
             nodes=nodes,
             modules=modules,
             message=message,
-            spreads=RunSpreads(run=sampled, eager=plain, overhead=overhead, fidelity=fidelity),
+            spreads=spreads,
             program=program,
             steps=figures.step_summary(summaries),
             shapes=shapes,
             generation=generation,
+            step_shapes=step_shapes,
         )
 
     def _summary(self, kind: str) -> KindSummary:
@@ -177,7 +186,10 @@ class Collector:
         medians = np.where(pick >= 0, stats.median[np.maximum(pick, 0)], np.nan)
         phases = np.array([STEP_PHASES.index(p) if (p := self.nodes[i].phase) in STEP_PHASES else -1 for i in ids])
         by_phase = tuple(float(np.nansum(medians[phases == i])) for i in range(len(STEP_PHASES)))
-        return figures.summary(float(np.nansum(medians)), by_phase)
+        summary = figures.summary(float(np.nansum(medians)), by_phase)
+        if kind == "generate":
+            return generation_kind(summary, figures.generation.summary(), float(np.nansum(medians)))
+        return summary
 
     def _node_stats(
         self, figures: KindFigures, graph: GraphInfo, run_s: float | None, generation: GenerationSummary | None

@@ -29,6 +29,8 @@ class GenerationCalls:
     def __init__(self) -> None:
         self.reset()
         self.cache: GenerationCall | None = None
+        self.weights = 0
+        """The model's parameters and buffers, as the latest sampled call counted them."""
 
     def reset(self) -> None:
         self.plain: deque[GenerationCall] = deque(maxlen=KEPT)
@@ -37,9 +39,16 @@ class GenerationCalls:
 
     def add(self, call: GenerationCall, sampled: bool) -> None:
         (self.sampled if sampled else self.plain).append(call)
+        self.note(call)
+
+    def note(self, call: GenerationCall) -> None:
+        """A call's facts — its sizes, its cache, the model's weights — without its times (a sampled call that noted
+        its nodes' inputs: slower, no figure)."""
         self.latest = call
         if call.kv_cache_bytes is not None:
             self.cache = call
+        if call.weight_bytes:
+            self.weights = call.weight_bytes
 
     def summary(self) -> GenerationSummary | None:
         latest = self.latest
@@ -77,7 +86,7 @@ class GenerationCalls:
             kv_cache_bytes=cache.kv_cache_bytes if cache else None,
             kv_layer_bytes=cache.kv_layer_bytes if cache else (),
             cache=cache.cache if cache else "",
-            weight_bytes=cache.weight_bytes if cache else 0,
+            weight_bytes=self.weights,
             forwards=len(latest.steps_ns) + 1,
             forced=False,
         )

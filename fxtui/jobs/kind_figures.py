@@ -1,11 +1,12 @@
 """The figures of one kind of step (training steps, evaluation calls, ``generate()`` calls) as the collector keeps them.
 
 Every step's wall time and phases go into the kind's timeline; its sampled steps' ops into a
-:class:`~fxtui.core.sample_window.SampleWindow`, one column per node and output shape, one value per
-step: a node that ran several times in a step (a module called in a loop) counts the sum of its
-calls, and how many calls it made. A node's row shows its most frequent shape; the others are
-listed per node (``Snapshot.shapes``), so a last smaller batch is never mixed into a node's median
-silently.
+:class:`~fxtui.core.sample_window.SampleWindow`, one column per node and the output shapes it ran at
+in a step, one value per step: a node that ran several times in a step (a module called in a loop, or
+one activation module after layers of different widths) counts the sum of all its calls, whatever
+their shapes, and how many calls it made. A node's row shows its most frequent shapes; steps whose
+shapes differ (a last smaller batch) are listed per node (``Snapshot.shapes``), so they are never
+mixed into a node's median silently.
 
 The figures are those of a captured model, read for a program: *run* is a sampled step (timed
 per node), *uninstrumented* an unsampled one; fidelity is Σ node medians ÷ the unsampled
@@ -38,6 +39,10 @@ FIGURES_WINDOW = 256
 HISTORY = 512
 #: Different mixes of calls (forwards, backwards, optimizer steps) a kind's steps are counted by, at most.
 MIXES = 16
+#: Output shapes of one node in one step named in its column, at most (a loop over growing tensors names a few).
+MAX_STEP_SHAPES = 3
+#: Joins the output shapes a node ran at in one step (a module called at two shapes: ``4×64×32×32 + 4×32×32×32``).
+SHAPE_JOIN = " + "
 
 
 class KindFigures:
@@ -94,8 +99,10 @@ class KindFigures:
             return
         self.timeline.append(StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled))
         self._grow_history(step.wall_ns)
-        if not (step.sampled and step.describing):  # a describing step's calls are slower: no figure
-            for call in step.generation:
+        for call in step.generation:
+            if step.sampled and step.describing:  # a describing step's calls are slower: no figure, only facts
+                self.generation.note(call)
+            else:
                 self.generation.add(call, sampled=step.sampled)
         if not step.sampled:
             self._plain.append(step.wall_ns)
@@ -109,19 +116,33 @@ class KindFigures:
         self.trace = (step.start_ns, step.ops)
 
     def _add_ops(self, ops: list[tuple[int, int, str, int]]) -> None:
-        """A sampled step's ops: per node and shape, the sum of its calls' times (one sample), and their count."""
+        """A sampled step's ops: per node, the sum of all its calls' times (one sample) and their count, in the
+        column of the shapes it ran at in this step (:func:`step_shapes`)."""
+        per_node: dict[int, list[int]] = {}  # node → [Σ ns, calls]
+        seen: dict[int, list[str]] = {}  # node → its output shapes in this step, in the order they came
+        for node, duration, shape, _began in ops:
+            kept_ns = per_node.get(node)
+            if kept_ns is None:
+                per_node[node] = [duration, 1]
+                seen[node] = [shape]
+                continue
+            kept_ns[0] += duration
+            kept_ns[1] += 1
+            shapes = seen[node]
+            if shape not in shapes and len(shapes) <= MAX_STEP_SHAPES:
+                shapes.append(shape)
         sums: dict[int, int] = {}
         calls: dict[int, int] = {}
         new = 0
-        for node, duration, shape, _began in ops:
-            key = (node, shape)
+        for node, (duration, n) in per_node.items():
+            key = (node, step_shapes(seen[node]))
             column = self._columns.get(key)
             if column is None:
                 column = self._columns[key] = len(self._columns)
                 self._column_keys.append(key)
                 new += 1
-            sums[column] = sums.get(column, 0) + duration
-            calls[column] = calls.get(column, 0) + 1
+            sums[column] = duration
+            calls[column] = n
         for column, n in calls.items():
             node, shape = self._column_keys[column]
             counts = self._shape_counts.setdefault(node, {})
@@ -163,6 +184,10 @@ class KindFigures:
             if len(ranked) > 1:
                 others[node_id] = tuple((shape, n, self._columns[(node_id, shape)]) for shape, n in ranked)
         return pick, others
+
+    def column_shapes(self, column: int) -> str:
+        """The output shapes (:func:`step_shapes`) of a window column's steps."""
+        return self._column_keys[column][1]
 
     def calls_per_step(self, columns: np.ndarray) -> np.ndarray:
         """The mean number of calls per sampled step of each column (0 where never sampled)."""
@@ -236,6 +261,20 @@ class KindFigures:
         """The share of the steps that hold what most do (1.0: every step alike)."""
         counted = sum(self._held.values())
         return self._held.most_common(1)[0][1] / counted if counted else 1.0
+
+
+def step_shapes(shapes: list[str]) -> str:
+    """The text of the output shapes a node ran at in one step: one shape as it is, several joined in the order they
+    came (beyond :data:`MAX_STEP_SHAPES`, the first ones and ``…``).
+
+    A node's step is one sample whatever shapes its calls had: a module called at two shapes in every step (one
+    activation after convolutions of different widths) holds the time of all its calls in one figure, while a step
+    whose calls differ from the others' (a last smaller batch) is kept apart, never mixed into the node's median.
+    """
+    if len(shapes) == 1:
+        return shapes[0]
+    named = shapes[:MAX_STEP_SHAPES]
+    return SHAPE_JOIN.join(named) + (SHAPE_JOIN + "…" if len(shapes) > MAX_STEP_SHAPES else "")
 
 
 def _spread(values: Iterable[float]) -> Spread | None:

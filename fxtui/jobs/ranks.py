@@ -22,6 +22,7 @@ from fxtui.core.nodes import NodeStats
 from fxtui.core.program_run import ProgramState, RankFigures, RankSummary
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
+from fxtui.jobs.job_processes import has_collectives, lead_process, own_kind, processes, same_kind, with_every_kind
 
 
 class JobCollector:
@@ -75,8 +76,11 @@ class JobCollector:
     # -- which processes ----------------------------------------------------------------------
 
     def ranked(self) -> list[tuple[int, Collector]]:
-        """The processes that run steps, by rank (processes without one after, in the order they reported)."""
+        """The processes that run steps, by rank (processes without one after, in the order they reported); in a job
+        without collectives, numbered as processes (:func:`~fxtui.jobs.job_processes.processes`)."""
         stepping = [c for c in self.agents.values() if c.steps or c.nodes]
+        if len(stepping) > 1 and not has_collectives(stepping):
+            return [(i, c) for i, (c, _role) in enumerate(processes(stepping, self.program.pid))]
         keyed = [(c.hello.rank if c.hello is not None and c.hello.rank is not None else 10_000 + i, c)
                  for i, c in enumerate(stepping)]  # fmt: skip
         return sorted(keyed, key=lambda kc: kc[0])
@@ -91,13 +95,26 @@ class JobCollector:
         if len(ranked) <= 1:
             collector = ranked[0][1] if ranked else self._any()
             return dataclasses.replace(collector.snapshot(state, kind=kind), program=self.program, timelines=traces)
-        snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
-        shown = rank if rank in snapshots else ranked[0][0]
+        collectives = has_collectives(c for _, c in ranked)
+        if collectives:
+            snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
+            shown = rank if rank in snapshots else ranked[0][0]
+            roles = {}
+        else:  # processes on their own (hogwild): each its own kind of step, the one asked for where it runs it
+            snapshots = {r: c.snapshot(state, kind=own_kind(c, kind)) for r, c in ranked}
+            shown = rank if rank in snapshots else lead_process(ranked, kind)
+            roles = {i: role for i, (_c, role) in enumerate(processes([c for _, c in ranked], self.program.pid))}
         base = snapshots[shown]
-        summary = RankSummary(shown, tuple(_figures(r, c, snapshots[r]) for r, c in ranked))
+        compared = snapshots
+        if not collectives:
+            base = with_every_kind(base, (s for r, s in snapshots.items() if r != shown))
+            compared = {r: s for r, s in snapshots.items() if same_kind(s, base)}  # a worker's steps beside another's
+        summary = RankSummary(
+            shown, tuple(_figures(r, c, snapshots[r], roles.get(r, "")) for r, c in ranked), collectives
+        )
         assert base.graph is not None
         graph = dataclasses.replace(base.graph, ranks=tuple(r for r, _ in ranked))
-        nodes = _spread_over_ranks(base, snapshots, shown)
+        nodes = _spread_over_ranks(base, compared, shown)
         return dataclasses.replace(
             base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
             message=base.message or summary.straggler(),
@@ -110,8 +127,9 @@ class JobCollector:
         return next(iter(self.agents.values()))
 
 
-def _figures(rank: int, collector: Collector, snapshot: Snapshot) -> RankFigures:
-    """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits."""
+def _figures(rank: int, collector: Collector, snapshot: Snapshot, role: str = "") -> RankFigures:
+    """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits (``role``: a
+    process's name in a job without collectives)."""
     graph, steps = snapshot.graph, snapshot.steps
     medians = snapshot.nodes.column("median_s") if isinstance(snapshot.nodes, ColumnTable) else []
     compute = backward = comm_ops = 0.0
@@ -134,6 +152,9 @@ def _figures(rank: int, collector: Collector, snapshot: Snapshot) -> RankFigures
         compute_s=compute,
         comm_s=max(0.0, (backward_phase or 0.0) - backward),
         comm_ops_s=comm_ops,
+        pid=hello.pid if hello is not None else 0,
+        role=role,
+        kind=steps.kind if steps is not None else "",
     )
 
 

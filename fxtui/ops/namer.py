@@ -19,7 +19,11 @@
 * **Code outside every module is named.** Ops outside every module that consume a root's output,
   or what was computed from it — the loss, ``F.cross_entropy(model(x), y)``, its ``.item()`` —
   are that root's ``(loss)`` (the recorder notes the tensors each such op reads and makes); other
-  ops outside every module (making a batch, moving it) are ``(script)``.
+  ops outside every module (making a batch, moving it) are ``(script)``. Between a root's forward
+  and the backward that follows it, with no phase between (the loss, and whatever the script does
+  there), ops outside every module are the forward's, as the step's wall time counts them
+  (:mod:`fxtui.agent.steps`); elsewhere (after the last backward, in a step with none: an
+  evaluation) they are ``other``.
 * **Compiled code**: the kernels of compiled graphs (:mod:`fxtui.ops.kernels`) are charged to
   the modules their source nodes ran in; a compiled module's time outside its timed kernels is a
   node of its own, ``<compiled>``.
@@ -321,17 +325,28 @@ class _Resolution:
         self.kernel_ns = 0  # Σ of the step's compiled kernels so far
         self.call_from = 0  # … when the compiled call in progress began
         self.skipping = 0  # compiled modules on the stack
+        self.loss_phase = "other"  # the phase of ops outside every module now: "forward" before a backward …
+        self.after_forward = False  # … when only the script's code has run since a root's forward ended
 
     def run(self, records: Iterable[Record]) -> list[tuple[int, int, str, int]]:
-        for record in records:
+        records = list(records)
+        # A loss that a backward follows is part of the step's forward (a training step's); one computed after the
+        # last backward, or in a step with none (an evaluation), is the script's phase, ``other``.
+        last_grad = next(
+            (i for i in range(len(records) - 1, -1, -1) if type(r := records[i]) is OpCall and r.grad_fn is not None),
+            -1,
+        )
+        for at, record in enumerate(records):
             kind = type(record)
             if kind is OpCall:
+                self.loss_phase = "forward" if self.after_forward and at < last_grad else "other"
                 self.op(record)  # type: ignore[arg-type]
             elif kind is ModuleEnter:
                 self.enter(record)  # type: ignore[arg-type]
             elif kind is ModuleExit:
                 self.exit(record)  # type: ignore[arg-type]
             elif kind is PhaseEnter:
+                self.after_forward = False
                 self.phases.append((record.phase, record.owner, len(self.stack)))  # type: ignore[union-attr]
                 self.outside = _Frame((-1, SCRIPT))
                 # A tensor's id may be another's once it is freed: what came from a root is forgotten at a phase,
@@ -339,6 +354,7 @@ class _Resolution:
                 if record.phase not in ("closure", "backward"):  # type: ignore[union-attr]
                     self.derived.clear()
             elif kind is PhaseExit:
+                self.after_forward = False
                 if self.phases and self.phases.pop()[0] == "backward":
                     self.derived.clear()
                 self.outside = _Frame((-1, SCRIPT))
@@ -379,6 +395,7 @@ class _Resolution:
             self.marks.append(record.seq)
             self.owners.append((parent.where, parent.anchor))
         else:  # a root's forward ended: the ops that consume its output are its loss
+            self.after_forward = True
             root = frame.where[0]
             if frame.where[1] != LOSS:
                 self.losses[root] = _Frame((root, LOSS))
@@ -413,7 +430,7 @@ class _Resolution:
             frame = self.stack[-1]
             phase = current[0] if current is not None and current[0] in _GENERATE else "forward"
             if frame.where[1] == LOSS:
-                phase = "other"  # a loss module's, as a loss computed by functions is: outside the model's forward
+                phase = self.loss_phase  # a loss module's, as a loss computed by functions is
             key = (phase, frame.where, label, frame.position(label))
         elif current is not None and current[0] == "backward":
             # autograd's own ops outside every node: the seed of a loss's gradient (``loss.backward()``'s
@@ -426,7 +443,7 @@ class _Resolution:
             key = self.phase_key(current, label)
         else:
             frame = self.outside_frame(record)
-            key = ("other", frame.where, label, frame.position(label))
+            key = (self.loss_phase, frame.where, label, frame.position(label))
         shape = record.shape
         shape_text = "×".join(map(str, shape)) if shape is not None else ""
         target = f"{func.namespace}.{label}"

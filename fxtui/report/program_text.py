@@ -10,6 +10,9 @@ from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary,
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.aside_lines import aside_lines
 from fxtui.report.data import ReportData
+from fxtui.report.generation_text import generation_lines, unfigured_text
+from fxtui.report.process_text import process_lines
+from fxtui.report.step_shapes_text import step_shapes_lines
 
 #: Page faults a step from which the header names them (4 MiB mapped afresh every step).
 FAULTS_HINT = 1000
@@ -29,6 +32,8 @@ def program_lines(report: ReportData) -> list[str]:
     lines.append(f"{steps.kind:<10} {_kind_text(steps)}")
     if not steps.steps:
         return lines + _other_kinds(steps) + _warnings(report)
+    if steps.kind == "generate" and report.generation is not None:
+        return lines + generation_lines(report, steps) + _other_kinds(steps) + _warnings(report)
     sp = report.spreads
     lines.append(
         f"step       {format_seconds(report.eager_median_s)}{_range(sp.eager, format_seconds)} unsampled median   "
@@ -59,7 +64,9 @@ def program_lines(report: ReportData) -> list[str]:
             "it); fxtui run --keep-freed-memory runs it with glibc keeping freed memory"
         )
     ranks = report.rank_summary
-    if ranks is not None:
+    if ranks is not None and not ranks.collectives:
+        lines += process_lines(ranks)
+    elif ranks is not None:
         for r in ranks.ranks:
             lines.append(
                 f"rank {r.rank:<5} {r.host + ': ' if r.host else ''}step {format_seconds(r.step_median_s)}, "
@@ -85,7 +92,7 @@ def _kind_text(steps: StepSummary) -> str:
     )
     if steps.kind == "train" and steps.holds:
         text += f"; each holds {holds_text(steps.holds)}"
-    return text
+    return text + unfigured_text(steps)
 
 
 def _in_ops(steps: StepSummary) -> list[str]:
@@ -157,6 +164,7 @@ def _warnings(report: ReportData) -> list[str]:
             f"shapes     {len(report.shapes)} node(s) ran at several output shapes (a last smaller batch …): each row "
             "shows its most frequent shape; --json lists the others"
         )
+    lines += step_shapes_lines(report.snapshot.step_shapes, {r.name: r.stats.median_s for r in report.rows})
     return lines
 
 

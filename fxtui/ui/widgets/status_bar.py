@@ -142,7 +142,9 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
         return
     if snapshot.rank_summary is not None:
         summary = snapshot.rank_summary
-        text.append(f" │ rank {summary.shown} of {len(summary.ranks)} (R)", style="bold")
+        role = next((r.role for r in summary.ranks if r.rank == summary.shown and r.role), "")
+        shown = role if not summary.collectives and role else f"rank {summary.shown} of {len(summary.ranks)}"
+        text.append(f" │ {shown} (R)", style="bold")  # a hogwild job's process is named, not ranked
     name = {"train": "training steps", "eval": "eval calls", "generate": "generate() calls"}.get(steps.kind, "steps")
     text.append(f" │ {steps.steps} {name} · {steps.sampled} sampled · {format_seconds(steps.step_median_s)} · ")
     value = fidelity(snapshot)  # a sum over every node: once per refresh
