@@ -37,6 +37,7 @@ import torch
 from torch.compiler import is_compiling
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from fxtui.agent.cpu_wait import ThreadWait
 from fxtui.agent.generate_hook import GenerateWatch, resolve_step
 from fxtui.agent.module_calls import ModuleCalls
 from fxtui.agent.owners import owner_of
@@ -111,6 +112,8 @@ class Agent:
         self.calls = ModuleCalls(self._root_call, self._inner_call)
         self.recording = _Recording(self.recorder, self.calls)
         self.model = StepModel(_clock, self._emit, self.recording, options, describe=self._describe)
+        self.cpu_wait = ThreadWait()
+        self.model.wait_clock = self.cpu_wait.read
         self.generate = GenerateWatch(self.recorder)
         """transformers' ``generate()`` calls: each a step, split into its prefill and decode steps."""
         self._undo: list[Callable[[], None]] = []
@@ -165,6 +168,7 @@ class Agent:
             with contextlib.suppress(Exception):
                 undo()
         self._undo.clear()
+        self.cpu_wait.close()
 
     def _wrap(self, owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> None:
         self._undo.append(wrap_call(owner, name, self._guarded(enter), self._guarded(leave)))
@@ -323,6 +327,7 @@ class Agent:
                 warm=step.warm,
                 holds=step.holds,
                 restart=step.restart,
+                wait_ns=step.wait_ns,
             )
         )
 

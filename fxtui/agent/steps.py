@@ -66,6 +66,10 @@ class OpenStep:
     """The roots called with gradients in it (the models it may train)."""
     at_exit: list[int] | None = None
     """The phases when its last root call ended (a program's last evaluation call ends there, not at exit)."""
+    waited: int = 0
+    """Its thread's run-queue delay while it ran, ns, up to :attr:`wait_at` (-1: the kernel does not say)."""
+    wait_at: int = -1
+    """The thread's run-queue delay when the step last opened or resumed (-1 while set aside)."""
 
     @property
     def wall(self) -> int:
@@ -88,6 +92,8 @@ class ClosedStep:
     holds: tuple[tuple[str, int], ...]
     restart: bool = False
     """The kind's steps so far held only part of an iteration (an optimizer seen late): their figures are void."""
+    wait_ns: int = -1
+    """Time its thread was ready to run but waited for a CPU (:mod:`fxtui.agent.cpu_wait`); -1 where unknown."""
 
 
 class Recording:
@@ -141,6 +147,9 @@ class StepModel:
         """Per root call in progress: whether it opened a forward phase."""
         self.enabled = True
         """False once the collector is gone: no step is sampled any more."""
+        self.wait_clock: Callable[[], int] = lambda: -1
+        """The stepping thread's run-queue delay so far, ns (-1: unknown); read where a step opens, pauses, resumes
+        and closes (:class:`~fxtui.agent.cpu_wait.ThreadWait`)."""
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -174,6 +183,7 @@ class StepModel:
         sampled = sampled and self.enabled
         step = OpenStep(kind, index, now, now, sampled=sampled, describing=sampled and self.describe(kind),
                         provisional=provisional)  # fmt: skip
+        step.wait_at = self.wait_clock()
         self.current = step
         if sampled:
             self.recording.start(step.describing)
@@ -185,6 +195,7 @@ class StepModel:
             self.current = None
         if step.sampled:
             step.records += self.recording.stop()
+        self._stop_waiting(step)
         kind = step.kind
         if step.provisional:  # no backward came: an evaluation call after all
             kind = "eval"
@@ -194,12 +205,22 @@ class StepModel:
         restart, pace.restarted = pace.restarted, False
         warm = pace.close(step.index, wall, step.sampled, step.describing)
         self.emit(ClosedStep(kind, step.index, step.start, wall, tuple(acc), step.sampled, step.describing, warm,
-                             step.records, tuple(sorted(step.holds.items())), restart))  # fmt: skip
+                             step.records, tuple(sorted(step.holds.items())), restart,
+                             min(step.waited, wall) if step.waited >= 0 else -1))  # fmt: skip
+
+    def _stop_waiting(self, step: OpenStep) -> None:
+        """Add the thread's run-queue delay since the step opened or resumed to the step's."""
+        if step.wait_at < 0:
+            return
+        now = self.wait_clock()
+        step.waited = step.waited + now - step.wait_at if now >= 0 and step.waited >= 0 else -1
+        step.wait_at = -1
 
     def _pause(self, step: OpenStep) -> None:
         """Set a training step aside while an evaluation or ``generate()`` call runs."""
         if step.sampled:
             step.records += self.recording.stop()
+        self._stop_waiting(step)
         self.paused = step
         self.current = None
 
@@ -209,6 +230,7 @@ class StepModel:
             return None
         self.paused = None
         step.last = now
+        step.wait_at = self.wait_clock()
         self.current = step
         if step.sampled:
             self.recording.start(step.describing)

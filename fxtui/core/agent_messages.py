@@ -80,6 +80,9 @@ class Step:
     """What the step holds: ``forward`` (root calls), ``backward``, ``optimizer:AdamW`` (steps), ``data`` (batches)."""
     restart: bool = False
     """The figures of this kind so far are void: its steps held only part of an iteration (an optimizer seen late)."""
+    wait_ns: int = -1
+    """Time the thread that ran the step was ready to run but waited for a CPU (the kernel's run-queue delay, ns);
+    -1 where the kernel does not say."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
+from fxtui.report.waiting_text import in_ops_line, split_lines
 
 #: Page faults a step from which the header names them (4 MiB mapped afresh every step).
 FAULTS_HINT = 1000
@@ -42,10 +43,13 @@ def program_lines(report: ReportData) -> list[str]:
     of = "unsampled steps" if steps.step_median_s is not None else "sampled steps: none ran unsampled"
     lines.append(f"phases     {split} (medians of the {of})")
     lines.append(
-        f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
-        f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
+        f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (a sampled step's ops ÷ the "
+        f"unsampled median)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ "
+        "unsampled)"
     )
-    lines += _in_ops(steps)
+    lead = next((k for k in steps.kinds if k.kind == steps.kind), None)
+    measured = lead is not None and lead.waiting is not None and lead.waiting.in_ops
+    lines += (in_ops_line(lead) + split_lines(lead)) if lead is not None and measured else _in_ops(steps)
     if (share := steps.sampling_share) is not None:
         lines.append(
             f"cost       sampling took about {100 * share:.1f}% of the steps' time "

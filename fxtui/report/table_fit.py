@@ -149,4 +149,8 @@ def wrap_line(line: str, width: int | None, indent: int = LABEL) -> str:
     wrapped = textwrap.wrap(
         glued, width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False
     )
+    if any(len(part) > width for part in wrapped):
+        # A figure glued to its words, or one word (a whole torchrun command's path), longer than the line: the
+        # line fits the terminal all the same, broken where it must be.
+        wrapped = textwrap.wrap(line, width, subsequent_indent=" " * indent, break_on_hyphens=False)
     return "\n".join(part.replace("\u00a0", " ") for part in wrapped)
