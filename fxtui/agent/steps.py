@@ -184,6 +184,8 @@ class StepModel:
         step = OpenStep(kind, index, now, now, sampled=sampled, describing=sampled and self.describe(kind),
                         provisional=provisional)  # fmt: skip
         step.wait_at = self.wait_clock()
+        if step.wait_at < 0:
+            step.waited = -1  # the kernel does not say: the step carries no wait
         self.current = step
         if sampled:
             self.recording.start(step.describing)
@@ -231,6 +233,8 @@ class StepModel:
         self.paused = None
         step.last = now
         step.wait_at = self.wait_clock()
+        if step.wait_at < 0:
+            step.waited = -1  # the kernel does not say: the step carries no wait
         self.current = step
         if step.sampled:
             self.recording.start(step.describing)
