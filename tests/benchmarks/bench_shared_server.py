@@ -40,7 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
-    "char_gpt": ("tests/programs/char_gpt.py", "--iters", "120", "--eval-interval", "1000"),
+    "char_gpt": ("tests/programs/char_gpt.py", "--iters", "80", "--eval-interval", "1000"),
     "cnn": ("tests/programs/loader_workers.py", "--epochs", "3", "--batches", "30", "--batch-size", "32"),
 }
 BUSY = "while True: pass"
