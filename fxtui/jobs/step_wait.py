@@ -10,7 +10,7 @@ The agent sends every step's wall time and the run-queue delay of the thread tha
   their thread waited include that wait: a kept step's ops are counted less its wait in the same proportion
   (:attr:`SampledStep.running_ops`), for the split only;
 * **in ops** per phase: each sampled step's Σ op times in a phase ÷ that phase's unsampled median, the median
-  of those per-step ratios;
+  of those per-step ratios (ops as timed, as the fidelity);
 * **the program's Python** is what remains of the step: 1 − ops − waiting.
 
 A sampled step whose wait took more than :data:`DISTURBED_SHARE` of its wall time is *disturbed*: its ops are
@@ -116,9 +116,8 @@ class StepWaits:
         in_ops: list[Spread | None] = []
         for i, _phase in enumerate(STEP_PHASES):
             base = phase_base_ns[i] if i < len(phase_base_ns) else 0.0
-            # Where steps that waited are counted, their ops less their wait, as the split counts them.
-            ratios = [s.phase_ops_ns[i] * (s.running_ops / s.ops_ns if kept and s.ops_ns else 1.0) / base
-                      for s in counted if base > 0 and i < len(s.phase_ops_ns)]  # fmt: skip
+            # As the fidelity: the ops as timed (the split alone takes a kept step's wait out of them).
+            ratios = [s.phase_ops_ns[i] / base for s in counted if base > 0 and i < len(s.phase_ops_ns)]
             in_ops.append(_spread(ratios))
         return StepWaiting(
             known=self.known,

@@ -27,7 +27,8 @@ def split_lines(lead: KindSummary) -> list[str]:
     python = waiting.python_share
     parts = []
     if (ops := waiting.ops_share) is not None:
-        parts.append(f"ops {100 * ops:.0f}%")
+        less = " (less the time they waited)" if waiting.kept_disturbed and waiting.running_ops is not None else ""
+        parts.append(f"ops {100 * ops:.0f}%{less}")
     parts.append(waiting.waiting_text() or "waiting for a CPU –")
     if python is not None:
         parts.append(f"the program's Python {100 * python:.0f}%")
