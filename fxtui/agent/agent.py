@@ -37,6 +37,7 @@ import torch
 from torch.compiler import is_compiling
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from fxtui.agent.cpu_wait import ThreadWait
 from fxtui.agent.generate_hook import GenerateWatch, resolve_step
 from fxtui.agent.model_methods import called_by_its_model
 from fxtui.agent.module_calls import ModuleCalls
@@ -129,6 +130,8 @@ class Agent:
         self.calls = ModuleCalls(self._root_call, self._inner_call)
         self.recording = _Recording(self.recorder, self.calls)
         self.model = StepModel(_clock, self._emit, self.recording, options, describe=self._describe)
+        self.cpu_wait = ThreadWait()
+        self.model.wait_clock = self.cpu_wait.read
         self.generate = GenerateWatch(self.recorder)
         """transformers' ``generate()`` calls: each a step, split into its prefill and decode steps."""
         self._undo: list[Callable[[], None]] = []
@@ -186,6 +189,7 @@ class Agent:
             with contextlib.suppress(Exception):
                 undo()
         self._undo.clear()
+        self.cpu_wait.close()
 
     def _watch_profilers(self) -> None:
         """The program's own profiler wins: before torch prepares or enables it, fxtui stops timing the step (its
@@ -386,6 +390,7 @@ class Agent:
                 holds=step.holds,
                 restart=step.restart,
                 aside=step.aside,
+                wait_ns=step.wait_ns,
             )
         )
 

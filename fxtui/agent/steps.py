@@ -71,6 +71,10 @@ class OpenStep:
     loss_from: int | None = None
     """Its ``other`` time when its last forward ended, while nothing but the script's own code has run since: what
     a backward that follows finds above it is the loss computed from the forward's output (its forward's)."""
+    waited: int = 0
+    """Its thread's run-queue delay while it ran, ns, up to :attr:`wait_at` (-1: the kernel does not say)."""
+    wait_at: int = -1
+    """The thread's run-queue delay when the step last opened or resumed (-1 while set aside)."""
 
     @property
     def wall(self) -> int:
@@ -95,6 +99,8 @@ class ClosedStep:
     """The kind's steps so far held only part of an iteration (an optimizer seen late): their figures are void."""
     aside: str = ""
     """Why fxtui left it unsampled (:data:`~fxtui.core.step_aside.ASIDE`): not a plain unsampled step either."""
+    wait_ns: int = -1
+    """Time its thread was ready to run but waited for a CPU (:mod:`fxtui.agent.cpu_wait`); -1 where unknown."""
 
 
 class Recording:
@@ -157,6 +163,9 @@ class StepModel:
         """Per root call in progress: whether it opened a forward phase."""
         self.enabled = True
         """False once the collector is gone: no step is sampled any more."""
+        self.wait_clock: Callable[[], int] = lambda: -1
+        """The stepping thread's run-queue delay so far, ns (-1: unknown); read where a step opens, pauses, resumes
+        and closes (:class:`~fxtui.agent.cpu_wait.ThreadWait`)."""
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -193,6 +202,9 @@ class StepModel:
         sampled = sampled and not aside
         step = OpenStep(kind, index, now, now, sampled=sampled, describing=sampled and self.describe(kind),
                         provisional=provisional, aside=aside)  # fmt: skip
+        step.wait_at = self.wait_clock()
+        if step.wait_at < 0:
+            step.waited = -1  # the kernel does not say: the step carries no wait
         self.current = step
         if sampled:
             self.recording.start(step.describing)
@@ -204,6 +216,7 @@ class StepModel:
             self.current = None
         if step.sampled:
             self._stop(step)
+        self._stop_waiting(step)
         kind = step.kind
         if step.provisional:  # no backward came: an evaluation call after all
             kind = "eval"
@@ -215,12 +228,22 @@ class StepModel:
         # closed as a describing step is.
         warm = pace.close(step.index, wall, step.sampled, step.describing or bool(step.aside))
         self.emit(ClosedStep(kind, step.index, step.start, wall, tuple(acc), step.sampled, step.describing, warm,
-                             step.records, tuple(sorted(step.holds.items())), restart, step.aside))  # fmt: skip
+                             step.records, tuple(sorted(step.holds.items())), restart, step.aside,
+                             min(step.waited, wall) if step.waited >= 0 else -1))  # fmt: skip
+
+    def _stop_waiting(self, step: OpenStep) -> None:
+        """Add the thread's run-queue delay since the step opened or resumed to the step's."""
+        if step.wait_at < 0:
+            return
+        now = self.wait_clock()
+        step.waited = step.waited + now - step.wait_at if now >= 0 and step.waited >= 0 else -1
+        step.wait_at = -1
 
     def _pause(self, step: OpenStep) -> None:
         """Set a training step aside while an evaluation or ``generate()`` call runs."""
         if step.sampled:
             self._stop(step)
+        self._stop_waiting(step)
         self.paused = step
         self.current = None
 
@@ -230,6 +253,9 @@ class StepModel:
             return None
         self.paused = None
         step.last = now
+        step.wait_at = self.wait_clock()
+        if step.wait_at < 0:
+            step.waited = -1  # the kernel does not say: the step carries no wait
         self.current = step
         if not step.aside and (aside := self.recording.aside()):
             self._set_aside(step, aside)

@@ -95,6 +95,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run the program with glibc keeping the memory it frees (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_): "
         "blocks it allocates afresh every step stop costing page faults; its peak stays resident",
     )
+    s.add_argument(
+        "--keep-disturbed",
+        action="store_true",
+        help="keep in the node figures the sampled steps that waited for a CPU more than 10%% of their time "
+        "(other processes held the cores); by default they are left out while 5 quiet ones remain",
+    )
     add_table_options(p, program=True)
     add_kind_option(p)
     add_export_options(p)
@@ -116,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
 
     prune_ended()  # ended jobs' directories older than a week
     settings = ProgramSettings(
-        tuple(command), warmup=args.warmup_steps, every=args.sample_every, keep_freed_memory=args.keep_freed_memory
+        tuple(command),
+        warmup=args.warmup_steps,
+        every=args.sample_every,
+        keep_freed_memory=args.keep_freed_memory,
+        keep_disturbed=args.keep_disturbed,
     )
     if args.detach:
         return detach(settings, args.listen)
@@ -166,7 +176,7 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step
     from fxtui.jobs.launch import ProgramJob, exit_status
     from fxtui.jobs.ranks import JobCollector
 
-    collector = JobCollector(settings.command, warmup=settings.warmup)
+    collector = JobCollector(settings.command, warmup=settings.warmup, keep_disturbed=settings.keep_disturbed)
     lock = threading.Lock()
 
     def receive(message: object, agent: int) -> None:

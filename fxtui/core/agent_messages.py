@@ -83,6 +83,9 @@ class Step:
     aside: str = ""
     """Why fxtui left this step unsampled on purpose (:data:`~fxtui.core.step_aside.ASIDE`): its wall time is not a
     plain unsampled step's either."""
+    wait_ns: int = -1
+    """Time the thread that ran the step was ready to run but waited for a CPU (the kernel's run-queue delay, ns);
+    -1 where the kernel does not say."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fxtui.core.step_waiting import StepWaiting
+
 #: How a step's wall time splits: waiting on a DataLoader, the model's forward calls, backward,
 #: the optimizer (step, zero_grad, gradient clipping), and the script's own Python between them.
 STEP_PHASES = ("data", "forward", "backward", "optimizer", "other")
@@ -75,6 +77,12 @@ class ProgramState:
     disturbance: str = ""
     """One sentence when other work took the program's cores (other processes, the hypervisor): how much, for
     how long; ``""`` on a quiet machine."""
+    others_cores: float | None = None
+    """Other processes' mean CPU use while the program ran, in cores (None: not measured)."""
+    cpus: int = 0
+    """The machine's CPUs (0: not measured)."""
+    steal_share: float = 0.0
+    """Time the hypervisor gave the CPUs to another machine, over the run's wall time."""
 
     @property
     def script(self) -> str:
@@ -129,6 +137,8 @@ class KindSummary:
     aside: tuple[tuple[str, int], ...] = ()
     """Steps fxtui left unsampled on purpose, per reason (:data:`~fxtui.core.step_aside.ASIDE`), out of every
     median: under the program's own profiler, or in a context fxtui could not follow."""
+    waiting: StepWaiting | None = None
+    """Its steps split into ops, the program's Python and waiting for a CPU; which sampled steps waited."""
 
     @property
     def name(self) -> str:

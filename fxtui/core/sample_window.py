@@ -199,12 +199,13 @@ class SampleWindow:
         if run_ns is not None:
             self._runs.add(run_ns)
 
-    def add(self, columns: np.ndarray, ns: np.ndarray) -> None:
-        """One sampled step: ``ns[i]`` for column ``columns[i]`` (the others are holes)."""
+    def add(self, columns: np.ndarray, ns: np.ndarray, disturbed: bool = False) -> None:
+        """One sampled step: ``ns[i]`` for column ``columns[i]`` (the others are holes); ``disturbed``: its thread
+        waited for a CPU beyond the threshold (a program's step, :mod:`fxtui.jobs.step_wait`)."""
         row = np.full(self.columns, _HOLE, dtype=np.int64)
         values = np.maximum(ns.astype(np.int64), 0)
         row[columns] = values
-        slot = self._next_slot(False)  # before reading the ring: making room may replace it
+        slot = self._next_slot(disturbed)  # before reading the ring: making room may replace it
         self._buf[:, slot] = row
         self._count[columns] += 1
         self._sum[columns] += values
@@ -256,12 +257,15 @@ class SampleWindow:
         samples = self._buf[:, :filled]
         runs, eager = self._runs.kept(), self._eager.kept()
         paired = self.steps == self._runs.count == self._eager.count  # every slot holds one whole step
+        alone = not self._runs.count and not self._eager.count  # a program's sampled steps: no runs to pair
         quiet = ~self._disturbed[:filled]
         quiet_steps = int(quiet.sum())
         left_out = 0
-        if leave_out_disturbed and paired and MIN_QUIET <= quiet_steps < filled:
+        if leave_out_disturbed and (paired or alone) and MIN_QUIET <= quiet_steps < filled:
             left_out = filled - quiet_steps
-            samples, runs, eager = samples[:, quiet], runs[quiet], eager[quiet]
+            samples = samples[:, quiet]
+            if paired:
+                runs, eager = runs[quiet], eager[quiet]
         have = samples >= 0
         dense = bool(have.all())  # every column ran every step kept (a model's nodes)
         q = _quantiles(samples, None if dense else have)

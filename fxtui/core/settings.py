@@ -132,6 +132,8 @@ class ProgramSettings:
     keep_freed_memory: bool = False
     """Run the program with glibc keeping the memory it frees (no page faults for blocks allocated afresh each
     step; its peak stays resident)."""
+    keep_disturbed: bool = False
+    """Keep the sampled steps that waited for a CPU beyond the threshold in the node figures."""
 
     def agent_options(self) -> AgentOptions:
         """What the program's agent is told: its warm-up, its pace and its budget."""

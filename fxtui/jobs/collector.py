@@ -23,17 +23,18 @@ from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.generation_figures import generation_kind, generation_medians, generation_spreads
 from fxtui.jobs.kind_figures import KindFigures
 from fxtui.jobs.step_shapes import shapes_in_a_step
+from fxtui.jobs.step_wait import phase_ops
 
 
 class Collector:
     """Aggregates one process's messages; :meth:`snapshot` freezes them for the app and the report."""
 
-    def __init__(self, command: tuple[str, ...], log: str = "", warmup: int = 5) -> None:
+    def __init__(self, command: tuple[str, ...], log: str = "", warmup: int = 5, keep_disturbed: bool = False) -> None:
         self.program = ProgramState(command, log=log)
         self.hello: Hello | None = None
         self.nodes: dict[int, EagerNode] = {}
         self.roots: dict[int, RootModule] = {}
-        self.kinds: dict[str, KindFigures] = {kind: KindFigures(kind) for kind in STEP_KINDS}
+        self.kinds: dict[str, KindFigures] = {kind: KindFigures(kind, keep_disturbed) for kind in STEP_KINDS}
         self._graphs: dict[str, tuple[tuple[int, int, int, int], GraphInfo]] = {}
         self._described = 0
         self.failed = ""
@@ -63,7 +64,7 @@ class Collector:
             self._replace(dropped=step.dropped)
         figures = self.kinds.get(step.kind)
         if figures is not None:
-            figures.add(step)
+            figures.add(step, phase_ops(step, self.nodes) if step.sampled else ())
 
     def started(self, pid: int, log: str) -> None:
         """The program runs as ``pid``, its output going to ``log``."""

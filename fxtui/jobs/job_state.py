@@ -30,7 +30,7 @@ class JobState:
 
     def __init__(self, settings: ProgramSettings, log: Path | None = None) -> None:
         self.lock = threading.Lock()
-        self.collector = JobCollector(settings.command, warmup=settings.warmup)
+        self.collector = JobCollector(settings.command, warmup=settings.warmup, keep_disturbed=settings.keep_disturbed)
         self.log = log
         self.last_step = -1
         """The program's latest step's index, as its agent numbers them (the steps it has taken)."""
@@ -56,9 +56,11 @@ class JobState:
         if self._load is None:
             self._load = MachineLoad([pid], own_pid=os.getpid())
         self._load.sample()
-        line = self._load.summary().line()
+        summary = self._load.summary()
         with self.lock:
-            self.collector.disturbed(line)
+            self.collector.disturbed(summary.line())
+            if summary.known and summary.intervals:  # beside each step's wait: what other processes used
+                self.collector.loaded(summary.others_cores, summary.cpus, summary.steal_share)
 
     def receive(self, message: object, agent: int) -> None:
         """Take ``message`` from the agent of connection ``agent``."""

@@ -30,6 +30,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTimes, phase_medians
 from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
+from fxtui.jobs.step_wait import StepWaits
 
 #: Steps the timeline keeps for the app's plot and the export.
 TIMELINE = 10_000
@@ -48,8 +49,10 @@ SHAPE_JOIN = " + "
 class KindFigures:
     """One kind's steps so far: counts, timeline, reference and sampled walls, and every node's window."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, keep_disturbed: bool = False) -> None:
         self.kind = kind
+        self.keep_disturbed = keep_disturbed
+        """Sampled steps that waited for a CPU stay in the node figures (``--keep-disturbed``)."""
         self.nodes: set[int] = set()
         """The nodes this kind's sampled steps ran."""
         self.reset()
@@ -78,11 +81,13 @@ class KindFigures:
         """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
         self.trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
         """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
+        self.waits = StepWaits(self.keep_disturbed)
+        """Its steps as ops, Python and waiting for a CPU (:mod:`fxtui.jobs.step_wait`)."""
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def add(self, step: Step) -> None:
-        """One step of this kind, as the agent sent it."""
+    def add(self, step: Step, phase_ops: tuple[int, ...] = ()) -> None:
+        """One step of this kind, as the agent sent it (``phase_ops``: a sampled step's Σ op ns per phase)."""
         if step.restart:
             self.reset()
         if step.sampled:
@@ -106,16 +111,18 @@ class KindFigures:
                 self.generation.add(call, sampled=step.sampled)
         if not step.sampled:
             self._plain.append(step.wall_ns)
+            self.waits.add_plain(step.wall_ns, step.wait_ns, step.phases_ns)
             return
         self.sampled += 1
+        waited = self.waits.add_sampled(step.wall_ns, step.wait_ns, sum(ns for _n, ns, *_ in step.ops), phase_ops)
         if not step.describing:  # its ops count (each read around its own call); its wall time does not
             self._sampled.append(step.wall_ns)
         if step.faults >= 0:
             self._faults.append(step.faults)
-        self._add_ops(step.ops)
+        self._add_ops(step.ops, waited)
         self.trace = (step.start_ns, step.ops)
 
-    def _add_ops(self, ops: list[tuple[int, int, str, int]]) -> None:
+    def _add_ops(self, ops: list[tuple[int, int, str, int]], disturbed: bool = False) -> None:
         """A sampled step's ops: per node, the sum of all its calls' times (one sample) and their count, in the
         column of the shapes it ran at in this step (:func:`step_shapes`)."""
         per_node: dict[int, list[int]] = {}  # node → [Σ ns, calls]
@@ -153,7 +160,7 @@ class KindFigures:
         self.window.add_columns(new)
         columns = np.fromiter(sums.keys(), dtype=np.int64, count=len(sums))
         ns = np.fromiter(sums.values(), dtype=np.int64, count=len(sums))
-        self.window.add(columns, ns)
+        self.window.add(columns, ns, disturbed)
         self._sampled_ops.append(int(ns.sum()))
 
     def _grow_history(self, wall_ns: int) -> None:
@@ -199,14 +206,16 @@ class KindFigures:
         return out
 
     def stats(self) -> WindowStats:
-        return self.window.stats()
+        return self.window.stats(leave_out_disturbed=not self.keep_disturbed)
 
     def spreads(self) -> tuple[Spread | None, Spread | None, Spread | None, Spread | None]:
         """The sampled and unsampled steps' spreads, and overhead's and fidelity's (each step's own ratio)."""
         plain, sampled = _spread(self._plain), _spread(self._sampled)
         base_ns = plain.median * 1e9 if plain else None
         overhead = _spread([w / base_ns for w in self._sampled]) if base_ns else None
-        fidelity = _spread([s / base_ns for s in self._sampled_ops]) if base_ns else None
+        # Each counted step's ops ÷ the unsampled median; the sampled steps that waited for a CPU left out as the
+        # node figures leave them out, so the headline (their median) and its range are of the same steps.
+        fidelity = _spread([s.ops_ns / base_ns for s in self.waits.counted()]) if base_ns else None
         return sampled, plain, overhead, fidelity
 
     def summary(self, node_time_s: float | None = None, phase_nodes_s: tuple[float, ...] = ()) -> KindSummary:
@@ -215,6 +224,10 @@ class KindFigures:
         plain = [s for s in self.timeline if not s.sampled][-FIGURES_WINDOW:]
         base = statistics.median(self._plain) / 1e9 if self._plain else None
         sampled = statistics.median(self._sampled) / 1e9 if self._sampled else None
+        phases = phase_medians(plain) if plain else ()
+        waiting = self.waits.waiting(base * 1e9 if base else None, [p * 1e9 for p in phases])
+        if waiting is not None and waiting.ops is not None and node_time_s is not None and self.sampled:
+            node_time_s = waiting.ops.median * base  # type: ignore[operator]  # the median of per-step ratios
         return KindSummary(
             kind=self.kind,
             steps=self.steps,
@@ -225,9 +238,10 @@ class KindFigures:
             overhead=sampled / base if base and sampled else None,
             holds=self._typical(),
             nodes=len(self.nodes),
-            phase_median_s=phase_medians(plain) if plain else (),
+            phase_median_s=phases,
             phase_nodes_s=phase_nodes_s,
             aside=tuple(sorted(self.aside.items())),
+            waiting=waiting,
         )
 
     def step_summary(self, kinds: tuple[KindSummary, ...] = ()) -> StepSummary:

@@ -23,14 +23,16 @@ from fxtui.core.program_run import ProgramState, RankFigures, RankSummary
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.job_processes import has_collectives, lead_process, own_kind, processes, same_kind, with_every_kind
+from fxtui.jobs.step_wait import with_load
 
 
 class JobCollector:
     """Every process of one program; :meth:`snapshot` shows one rank (or the only process) and compares them all."""
 
-    def __init__(self, command: tuple[str, ...], warmup: int = 5) -> None:
+    def __init__(self, command: tuple[str, ...], warmup: int = 5, keep_disturbed: bool = False) -> None:
         self.command = command
         self.warmup = warmup
+        self.keep_disturbed = keep_disturbed
         self.agents: dict[int, Collector] = {}
         self.program = ProgramState(command)
 
@@ -38,7 +40,9 @@ class JobCollector:
         """Take one message from the agent of process ``agent``."""
         collector = self.agents.get(agent)
         if collector is None:
-            collector = self.agents[agent] = Collector(self.command, warmup=self.warmup)
+            collector = self.agents[agent] = Collector(
+                self.command, warmup=self.warmup, keep_disturbed=self.keep_disturbed
+            )
         collector.receive(message)
 
     # -- the program ----------------------------------------------------------------------------
@@ -60,6 +64,10 @@ class JobCollector:
         """What other work took of the program's cores so far (``""``: nothing worth a word)."""
         if sentence != self.program.disturbance:
             self.program = dataclasses.replace(self.program, disturbance=sentence)
+
+    def loaded(self, others_cores: float, cpus: int, steal_share: float) -> None:
+        """What other processes used of the machine's cores while the program ran, and what the hypervisor took."""
+        self.program = dataclasses.replace(self.program, others_cores=others_cores, cpus=cpus, steal_share=steal_share)
 
     def note(self, sentence: str) -> None:
         """Something to say about the program itself (a log that could not be written)."""
@@ -94,7 +102,9 @@ class JobCollector:
         traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
         if len(ranked) <= 1:
             collector = ranked[0][1] if ranked else self._any()
-            return dataclasses.replace(collector.snapshot(state, kind=kind), program=self.program, timelines=traces)
+            snapshot = collector.snapshot(state, kind=kind)
+            steps = with_load(snapshot.steps, self.program)
+            return dataclasses.replace(snapshot, program=self.program, timelines=traces, steps=steps)
         collectives = has_collectives(c for _, c in ranked)
         if collectives:
             snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
@@ -117,6 +127,7 @@ class JobCollector:
         nodes = _spread_over_ranks(base, compared, shown)
         return dataclasses.replace(
             base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
+            steps=with_load(base.steps, self.program),
             message=base.message or summary.straggler(),
             other_ranks={r: s for r, s in snapshots.items() if r != shown} if state is State.DONE else {},
         )  # fmt: skip

@@ -38,12 +38,14 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec, NodeColumns
 from fxtui.core.findings import Hint, MachinePeaks, place_on_roofline
 from fxtui.core.nodes import ModuleStats, build_module_tree, module_memory, phase_totals
+from fxtui.core.program_figures import lead_waiting, program_figures
 from fxtui.core.rollup import ModulePlan
 from fxtui.core.rows import ModuleRow, NodeRow, Rates
 from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot, State
 from fxtui.report.json_rows import module_row_from_json, module_row_json, node_row_from_json, node_row_json
 from fxtui.report.json_schema import SCHEMA, SCHEMA_VERSION, checked, fields_from_metadata, load_json, metadata_json
 from fxtui.report.json_values import encode
+from fxtui.report.waiting_text import waiting_json
 
 R = TypeVar("R", bound="ReportData")
 
@@ -181,8 +183,10 @@ class ReportData(RunFiguresMixin):
 
     @property
     def figures(self) -> RunFigures:
-        """Fidelity, overhead and the unattributed remainder."""
-        return RunFigures.of(self.attributed_s, self.snapshot.run_median_s, self.snapshot.eager_median_s)
+        """Fidelity, overhead and the unattributed remainder. A program's fidelity is the median of its sampled
+        steps' own ratios (each one's ops ÷ the unsampled median), so it lies inside the range printed with it."""
+        figures = RunFigures.of(self.attributed_s, self.snapshot.run_median_s, self.snapshot.eager_median_s)
+        return program_figures(self.snapshot, figures)
 
     @property
     def applies(self) -> frozenset[str]:
@@ -312,6 +316,7 @@ class ReportData(RunFiguresMixin):
             "unattributed_s": encode(self.unattributed_s),
             "phases_s": encode(self.phases),
             "disturbance_line": (self.snapshot.disturbance.line() or None) if self.snapshot.disturbance else None,
+            **waiting_json(lead_waiting(self.snapshot)),
         }
 
     # -- selection -------------------------------------------------------------------

@@ -13,6 +13,7 @@ from fxtui.report.data import ReportData
 from fxtui.report.generation_text import generation_lines, unfigured_text
 from fxtui.report.process_text import process_lines
 from fxtui.report.step_shapes_text import step_shapes_lines
+from fxtui.report.waiting_text import in_ops_line, split_lines
 
 #: Page faults a step from which the header names them (4 MiB mapped afresh every step).
 FAULTS_HINT = 1000
@@ -48,10 +49,13 @@ def program_lines(report: ReportData) -> list[str]:
     of = "unsampled steps" if steps.step_median_s is not None else "sampled steps: none ran unsampled"
     lines.append(f"phases     {split} (medians of the {of})")
     lines.append(
-        f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (Σ node medians ÷ unsampled "
-        f"step)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ unsampled)"
+        f"fidelity   {format_ratio(report.fidelity)}{_range(sp.fidelity, format_ratio)} (a sampled step's ops ÷ the "
+        f"unsampled median)   overhead {format_ratio(report.overhead)}{_range(sp.overhead, format_ratio)} (sampled ÷ "
+        "unsampled)"
     )
-    lines += _in_ops(steps)
+    lead = next((k for k in steps.kinds if k.kind == steps.kind), None)
+    measured = lead is not None and lead.waiting is not None and lead.waiting.in_ops
+    lines += (in_ops_line(lead) + split_lines(lead)) if lead is not None and measured else _in_ops(steps)
     if (share := steps.sampling_share) is not None:
         lines.append(
             f"cost       sampling took about {100 * share:.1f}% of the steps' time "

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 #: A text column is never shortened below this many characters (nor below its header).
 MIN_TEXT = 8
+#: The narrowest a text column is squeezed to when even every floor is too wide for the terminal.
+SQUEEZE = 4
 #: The space between two columns.
 GAP = "  "
 
@@ -51,8 +53,8 @@ def fit_table(rows: Sequence[Sequence[object]], cols: Sequence[Col], width: int 
     widths = _fit([cols[i] for i in keep], [[r[i] for i in keep] for r in cells], width)
     while widths is None:
         droppable = [i for i in keep if cols[i].drop]
-        if not droppable:  # nothing more to leave out: as narrow as the floors allow
-            widths = _floors([cols[i] for i in keep], [[r[i] for i in keep] for r in cells])
+        if not droppable:  # nothing more to leave out: the text columns below their floors, to fit all the same
+            widths = _squeezed([cols[i] for i in keep], [[r[i] for i in keep] for r in cells], width)
             break
         keep.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
         widths = _fit([cols[i] for i in keep], [[r[i] for i in keep] for r in cells], width)
@@ -82,6 +84,19 @@ def _floor(col: Col, natural: int) -> int:
 
 def _floors(cols: Sequence[Col], cells: Sequence[Sequence[str]]) -> list[int]:
     return [_floor(c, n) for c, n in zip(cols, _natural(cols, cells), strict=True)]
+
+
+def _squeezed(cols: Sequence[Col], cells: Sequence[Sequence[str]], width: int | None) -> list[int]:
+    """The floors, then the widest text column one character narrower at a time (down to :data:`SQUEEZE`) until
+    the table fits ``width``: a row wider than the terminal wraps and reads worse than a shorter name."""
+    widths = _floors(cols, cells)
+    gaps = len(GAP) * (len(cols) - 1)
+    while width is not None and sum(widths) + gaps > width:
+        text = [i for i, c in enumerate(cols) if not c.numeric and c.cut != "never" and widths[i] > SQUEEZE]
+        if not text:
+            break
+        widths[max(text, key=lambda i: widths[i])] -= 1
+    return widths
 
 
 def _fit(cols: Sequence[Col], cells: Sequence[Sequence[str]], width: int | None) -> list[int] | None:
@@ -149,4 +164,8 @@ def wrap_line(line: str, width: int | None, indent: int = LABEL) -> str:
     wrapped = textwrap.wrap(
         glued, width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False
     )
+    if any(len(part) > width for part in wrapped):
+        # A figure glued to its words, or one word (a whole torchrun command's path), longer than the line: the
+        # line fits the terminal all the same, broken where it must be.
+        wrapped = textwrap.wrap(line, width, subsequent_indent=" " * indent, break_on_hyphens=False)
     return "\n".join(part.replace("\u00a0", " ") for part in wrapped)

@@ -18,12 +18,15 @@ from fxtui.core.compilation import fused_text
 from fxtui.core.filters import FilterSpec, path_matches
 from fxtui.core.generation import phase_share
 from fxtui.core.nodes import NodeInfo, Spread
+from fxtui.core.program_figures import lead_waiting
 from fxtui.core.rows import ModuleRow
 from fxtui.core.snapshot import page_fault_warning
+from fxtui.core.step_waiting import StepWaiting
 from fxtui.core.units import format_bytes, format_pct, format_range, format_ratio, format_seconds
 from fxtui.report.data import ReportData
 from fxtui.report.program_text import program_lines
 from fxtui.report.table_fit import Col, fit_table, wrap_line
+from fxtui.report.waiting_text import unattributed_line
 
 
 def header(report: ReportData, width: int | None = None) -> str:
@@ -62,7 +65,8 @@ def header(report: ReportData, width: int | None = None) -> str:
             []
             if r.generation is not None  # each phase's own fidelity says it
             else [
-                _unattributed_line(
+                unattributed_line(_lead_waiting(r), r.eager_median_s)
+                or _unattributed_line(
                     r.unattributed_s, r.capture, disturbed=bool(r.disturbance and r.disturbance.affects_figures)
                 )
             ]
@@ -360,6 +364,11 @@ def _step_ratios(spread: Spread | None) -> str:
 
 def _range(spread: Spread | None, fmt: Callable[[float], str]) -> str:
     return format_range(spread.q25, spread.q75, fmt) if spread else ""
+
+
+def _lead_waiting(report: ReportData) -> StepWaiting | None:
+    """A program's split of the kind of step its figures are of (None for a model)."""
+    return lead_waiting(report.snapshot) if report.program is not None else None
 
 
 def _unattributed_line(seconds: float | None, capture: str = "fx", disturbed: bool = False) -> str:

@@ -152,8 +152,18 @@ class FxtuiApp(App[None]):
             return
         kinds = [k.kind for k in steps.kinds]
         following = kinds[(kinds.index(steps.kind) + 1) % len(kinds)] if steps.kind in kinds else kinds[0]
-        self.source.send(ShowKind(following))
         shown = next(k for k in steps.kinds if k.kind == following)
+        ended = getattr(self.source, "ended", None)
+        program = snapshot.program if snapshot is not None else None
+        if program is not None and not program.running and ended is not None and ended.is_set():
+            # The job's collector left with the program: no one is there to make another kind's figures.
+            self.notify(
+                f"the program has ended and its collector with it: this profile holds its {steps.kind} figures "
+                f"only (fxtui run --kind {following} shows the {shown.name})",
+                timeout=6,
+            )
+            return
+        self.source.send(ShowKind(following))
         self.notify(f"showing {shown.name}", timeout=2)
 
     def action_stop_program(self) -> None:

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from fxtui.core import memory_policy
+from fxtui.core.program_figures import lead_waiting
 from fxtui.core.snapshot import GraphInfo, Snapshot
 from fxtui.ui.widgets.status_bar import fidelity_doubt
 
@@ -68,7 +69,10 @@ class ThreadsScreen(ModalScreen[None]):
         assert snapshot.graph is not None
         memory = memory_policy.describe(snapshot.malloc) if snapshot.malloc else ""
         disturbance = snapshot.disturbance.line() if snapshot.disturbance else ""
-        return cls(snapshot.graph, snapshot.fault_warning, memory, (disturbance, fidelity_doubt(snapshot) or ""))
+        waiting = lead_waiting(snapshot)
+        waited = (waiting.waiting_text(), waiting.figures_text()) if waiting is not None else ()
+        cautions = (disturbance, *waited, fidelity_doubt(snapshot) or "")
+        return cls(snapshot.graph, snapshot.fault_warning, memory, cautions)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="threads"):

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from fxtui.core.captures import capture_mode
 from fxtui.core.column_table import column_total
 from fxtui.core.commands import Pause, Resume
+from fxtui.core.program_figures import lead_waiting, program_figures
 from fxtui.core.program_run import overcount_doubt
 from fxtui.core.snapshot import RunFigures, Snapshot, State
 from fxtui.core.units import format_ratio, format_seconds
@@ -52,7 +53,8 @@ def toggled_pause(paused: bool, snapshot: Snapshot | None) -> tuple[bool, Pause 
 def fidelity(snapshot: Snapshot) -> float | None:
     """The snapshot's fidelity, summing the node medians from their column (no per-node record is made)."""
     attributed = column_total(snapshot.nodes, "median_s") if snapshot.nodes else None
-    return RunFigures.of(attributed, snapshot.run_median_s, snapshot.eager_median_s).fidelity
+    figures = RunFigures.of(attributed, snapshot.run_median_s, snapshot.eager_median_s)
+    return program_figures(snapshot, figures).fidelity
 
 
 def fidelity_doubt(snapshot: Snapshot) -> str | None:
@@ -90,6 +92,11 @@ def session_line(snapshot: Snapshot | None, paused: bool) -> Text:
         how = "left out" if disturbance.left_out and not disturbance.kept else "in figures"
         text.append(" ")
         text.append(f"⚠ {disturbance.disturbed}/{disturbance.steps} steps disturbed, {how} (T)", style="bold reverse")
+    waiting = lead_waiting(snapshot) if snapshot is not None else None
+    if waiting is not None and waiting.badge():
+        # A program's sampled steps that waited for a CPU: left out of the node figures, or in them (T says which).
+        text.append(" ")
+        text.append(waiting.badge(), style="bold reverse")
     if snapshot is not None and snapshot.program is not None:
         _program_part(text, snapshot)
     elif snapshot is not None and graph is not None and snapshot.generation is not None:
@@ -153,8 +160,8 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
     else:
         text.append(f"fidelity {format_ratio(value)}")
     others = [k for k in steps.kinds if k.kind != steps.kind]
-    if others:  # the program ran other kinds of step too: k shows them
-        text.append(" │ " + ", ".join(f"{k.steps} {k.kind}" for k in others) + " (k)")
+    if others:  # the program ran other kinds of step too: k shows them while its collector runs
+        text.append(" │ " + ", ".join(f"{k.steps} {k.kind}" for k in others) + (" (k)" if program.running else ""))
     g = snapshot.generation
     if g is not None:  # its generate() calls
         text.append(f" · TTFT {format_seconds(g.ttft_s)} · TPOT {format_seconds(g.tpot_s)}")

@@ -1,0 +1,105 @@
+"""A step of a program split three ways: its ops, the program's own Python, and waiting for a CPU.
+
+Torch-free data made by the collector (:mod:`fxtui.jobs.step_wait`) and read by the header, the app and the
+JSON. Every figure is the median of per-step values, and its range is their p25–p75, so a figure always lies
+inside the range printed beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fxtui.core.nodes import Spread
+
+
+@dataclass(frozen=True, slots=True)
+class StepWaiting:
+    """One kind of step as ops, Python and waiting for a CPU; the sampled steps that waited."""
+
+    known: bool = False
+    """The kernel reported the steps' run-queue delay (Linux's schedstat)."""
+    wait: Spread | None = None
+    """Each unsampled step's time waiting for a CPU ÷ its wall time (its thread's run-queue delay)."""
+    ops: Spread | None = None
+    """Each counted sampled step's Σ op times ÷ the unsampled steps' median: the fidelity."""
+    running_ops: Spread | None = None
+    """The same, each step's ops less the share of them its thread spent waiting: ops as the split counts them."""
+    in_ops: tuple[Spread | None, ...] = ()
+    """Per phase (:data:`~fxtui.core.program_run.STEP_PHASES`): each counted sampled step's ops in it ÷ the phase's
+    unsampled median."""
+    steal_share: float = 0.0
+    """Time the hypervisor gave the CPUs to another machine, over the run's wall time."""
+    others_cores: float | None = None
+    """Other processes' mean CPU use while the program ran, in cores (None: not measured)."""
+    cpus: int = 0
+    sampled: int = 0
+    """Sampled steps in the window."""
+    disturbed: int = 0
+    """Those that waited for a CPU more than the threshold (10% of their wall time)."""
+    left_out: int = 0
+    """Those the node figures leave out."""
+    kept_wait: float = 0.0
+    """The median wait share of the disturbed steps the figures keep (0 when none is kept)."""
+    keep: bool = False
+    """Disturbed steps were asked to be kept (``--keep-disturbed``)."""
+
+    @property
+    def waiting_share(self) -> float | None:
+        """The share of a step spent waiting for a CPU: its thread's run-queue delay and stolen time (median)."""
+        if not self.known or self.wait is None:
+            return None
+        return min(1.0, self.wait.median + self.steal_share)
+
+    @property
+    def ops_share(self) -> float | None:
+        """The share of a step in ops, as the split counts it: the fidelity, or, where the figures keep steps that
+        waited, each step's ops less the share of them its thread spent waiting (else the wait counts twice)."""
+        ops = self.running_ops if self.kept_disturbed and self.running_ops is not None else self.ops
+        return ops.median if ops is not None else None
+
+    @property
+    def python_share(self) -> float | None:
+        """What remains of a step once its ops and its waiting are counted: the program's own Python."""
+        ops = self.ops_share
+        if ops is None:
+            return None
+        return max(0.0, 1.0 - ops - (self.waiting_share or 0.0))
+
+    @property
+    def kept_disturbed(self) -> int:
+        """Disturbed sampled steps inside the node figures."""
+        return self.disturbed - self.left_out
+
+    def waiting_text(self) -> str:
+        """``waiting for a CPU 61% (other processes used 1.3 of 2 cores)``; ``""`` when none was measured."""
+        share = self.waiting_share
+        if share is None:
+            return ""
+        text = f"waiting for a CPU {100 * share:.0f}%"
+        said = []
+        if self.others_cores is not None and self.cpus:
+            said.append(f"other processes used {self.others_cores:.1f} of {self.cpus} cores")
+        if self.steal_share >= 0.01:
+            said.append(f"the hypervisor took {100 * self.steal_share:.0f}%")
+        return text + (f" ({'; '.join(said)})" if said else "")
+
+    def badge(self) -> str:
+        """The status line's warning: ``⚠ 12/40 sampled steps waited for a CPU, left out (T)``; ``""`` when none
+        did."""
+        if not self.disturbed:
+            return ""
+        how = "left out" if self.left_out else "in figures"
+        return f"⚠ {self.disturbed}/{self.sampled} sampled steps waited for a CPU, {how} (T)"
+
+    def figures_text(self) -> str:
+        """One sentence on what the node figures are under this load; ``""`` on a quiet machine."""
+        if not self.disturbed:
+            return ""
+        waited = f"{self.disturbed} of {self.sampled} sampled steps waited for a CPU more than 10% of their time"
+        if self.left_out:
+            return waited + "; the node figures leave them out (--keep-disturbed keeps them)"
+        why = "(--keep-disturbed)" if self.keep else "(fewer than 5 quiet ones to do without them)"
+        return (
+            waited + f"; the node figures keep them {why}: they are the program's times under this load, "
+            f"{100 * self.kept_wait:.0f}% of them waiting (median)"
+        )

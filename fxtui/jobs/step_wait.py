@@ -1,0 +1,164 @@
+"""How each step of a kind splits into ops, the program's Python and waiting for a CPU; which sampled steps waited.
+
+The agent sends every step's wall time and the run-queue delay of the thread that ran it (``Step.wait_ns``,
+:mod:`fxtui.agent.cpu_wait`). Here, per kind of step, over the latest :data:`WINDOW` steps:
+
+* **waiting for a CPU** is each unsampled step's wait ÷ its wall time; the figure is the median of these
+  per-step shares, its range their p25–p75;
+* **ops** (the headline *fidelity*) is each sampled step's Σ op times ÷ the unsampled steps' median; the figure
+  is the median of these per-step ratios, so it lies inside the p25–p75 it is printed with. Ops timed while
+  their thread waited include that wait: a kept step's ops are counted less its wait in the same proportion
+  (:attr:`SampledStep.running_ops`), for the split only;
+* **in ops** per phase: each sampled step's Σ op times in a phase ÷ that phase's unsampled median, the median
+  of those per-step ratios (ops as timed, as the fidelity);
+* **the program's Python** is what remains of the step: 1 − ops − waiting.
+
+A sampled step whose wait took more than :data:`DISTURBED_SHARE` of its wall time is *disturbed*: its ops are
+left out of the node figures (as the model mode leaves out its disturbed steps) unless ``--keep-disturbed``, or
+unless fewer than :data:`~fxtui.core.sample_window.MIN_QUIET` quiet ones remain — a machine busy all the time —
+when the figures are the program's times under that load and the header says how much of them was waiting.
+Torch-free; memory is bounded.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from fxtui.core.agent_messages import Step
+from fxtui.core.nodes import Spread
+from fxtui.core.op_nodes import EagerNode
+from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
+from fxtui.core.sample_window import MIN_QUIET
+from fxtui.core.step_waiting import StepWaiting
+from fxtui.jobs.machine_load import DISTURBED_SHARE
+
+#: Steps of each sort (unsampled, sampled) the shares come from.
+WINDOW = 256
+
+
+@dataclass(frozen=True, slots=True)
+class SampledStep:
+    """A sampled step's times, as the split needs them (ns)."""
+
+    wall_ns: int
+    wait_ns: int
+    ops_ns: int
+    phase_ops_ns: tuple[int, ...]
+    disturbed: bool
+
+    @property
+    def running_ops(self) -> float:
+        """Its ops less the share of them its thread spent waiting (the step's own wait share)."""
+        if self.wait_ns <= 0 or self.wall_ns <= 0:
+            return float(self.ops_ns)
+        return self.ops_ns * max(0.0, 1.0 - self.wait_ns / self.wall_ns)
+
+
+def disturbed(wall_ns: int, wait_ns: int) -> bool:
+    """A step whose thread waited for a CPU more than :data:`DISTURBED_SHARE` of its wall time."""
+    return wait_ns >= 0 and wall_ns > 0 and wait_ns > DISTURBED_SHARE * wall_ns
+
+
+class StepWaits:
+    """One kind's steps as ops, Python and waiting; which sampled steps the node figures leave out."""
+
+    def __init__(self, keep_disturbed: bool = False) -> None:
+        self.keep_disturbed = keep_disturbed
+        self.plain: deque[tuple[int, int, tuple[int, ...]]] = deque(maxlen=WINDOW)
+        """Unsampled steps: wall, wait (-1 unknown), phases."""
+        self.sampled: deque[SampledStep] = deque(maxlen=WINDOW)
+        self.sampled_disturbed = 0
+        """Sampled steps after warm-up that waited beyond the threshold, over the whole run."""
+        self.known = False
+        """Some step carried a wait: the kernel says."""
+
+    def add_plain(self, wall_ns: int, wait_ns: int, phases_ns: tuple[int, ...]) -> None:
+        """An unsampled step after warm-up."""
+        self.known = self.known or wait_ns >= 0
+        self.plain.append((wall_ns, wait_ns, phases_ns))
+
+    def add_sampled(self, wall_ns: int, wait_ns: int, ops_ns: int, phase_ops_ns: Sequence[int]) -> bool:
+        """A sampled step after warm-up; True when it waited beyond the threshold (its ops may be left out)."""
+        self.known = self.known or wait_ns >= 0
+        waited = disturbed(wall_ns, wait_ns)
+        self.sampled_disturbed += waited
+        self.sampled.append(SampledStep(wall_ns, wait_ns, ops_ns, tuple(phase_ops_ns), waited))
+        return waited
+
+    # -- figures -------------------------------------------------------------------------------
+
+    def leaves_out(self) -> bool:
+        """Whether the node figures leave the disturbed sampled steps out: not when asked to keep them, nor when
+        fewer than :data:`MIN_QUIET` quiet ones remain in the window."""
+        quiet = sum(not s.disturbed for s in self.sampled)
+        return not self.keep_disturbed and quiet >= MIN_QUIET
+
+    def counted(self) -> list[SampledStep]:
+        """The sampled steps the figures count."""
+        if self.leaves_out():
+            return [s for s in self.sampled if not s.disturbed]
+        return list(self.sampled)
+
+    def waiting(self, base_ns: float | None, phase_base_ns: Sequence[float] = ()) -> StepWaiting | None:
+        """The split of a step (``base_ns``: the unsampled steps' median; ``phase_base_ns``: each phase's); None
+        where nothing was measured. The machine's load is set beside it later (:func:`with_load`)."""
+        waits = [w / wall for wall, w, _ in self.plain if wall > 0 and w >= 0]
+        counted = self.counted()
+        if not waits and not counted:
+            return None
+        wait = _spread(waits)
+        ops = _spread([s.ops_ns / base_ns for s in counted]) if base_ns else None
+        running = _spread([s.running_ops / base_ns for s in counted]) if base_ns else None
+        kept = [s for s in counted if s.disturbed]
+        in_ops: list[Spread | None] = []
+        for i, _phase in enumerate(STEP_PHASES):
+            base = phase_base_ns[i] if i < len(phase_base_ns) else 0.0
+            # As the fidelity: the ops as timed (the split alone takes a kept step's wait out of them).
+            ratios = [s.phase_ops_ns[i] / base for s in counted if base > 0 and i < len(s.phase_ops_ns)]
+            in_ops.append(_spread(ratios))
+        return StepWaiting(
+            known=self.known,
+            wait=wait,
+            ops=ops,
+            running_ops=running,
+            in_ops=tuple(in_ops),
+            sampled=len(self.sampled),
+            disturbed=sum(s.disturbed for s in self.sampled),
+            left_out=sum(s.disturbed for s in self.sampled) if self.leaves_out() else 0,
+            kept_wait=statistics.median(s.wait_ns / s.wall_ns for s in kept) if kept else 0.0,
+            keep=self.keep_disturbed,
+        )
+
+
+def _spread(values: Sequence[float]) -> Spread | None:
+    """Median and p25–p75 of ``values`` (the median itself for one)."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return Spread(values[0], values[0], values[0])
+    q25, q50, q75 = statistics.quantiles(values, n=4, method="inclusive")
+    return Spread(q50, q25, q75)
+
+
+def phase_ops(step: Step, nodes: Mapping[int, EagerNode]) -> tuple[int, ...]:
+    """A sampled step's Σ op ns in each phase of :data:`STEP_PHASES` (by its nodes' phases)."""
+    sums = [0] * len(STEP_PHASES)
+    index = {p: i for i, p in enumerate(STEP_PHASES)}
+    for node, ns, *_ in step.ops:
+        info = nodes.get(node)
+        i = index.get(info.phase, -1) if info is not None else -1
+        if i >= 0:
+            sums[i] += ns
+    return tuple(sums)
+
+
+def with_load(steps: StepSummary | None, program: ProgramState) -> StepSummary | None:
+    """``steps`` with the machine's load (other processes' cores, stolen time) beside each kind's split."""
+    if steps is None or program.others_cores is None:
+        return steps
+    load = {"others_cores": program.others_cores, "cpus": program.cpus, "steal_share": program.steal_share}
+    kinds = tuple(replace(k, waiting=replace(k.waiting, **load)) if k.waiting is not None else k for k in steps.kinds)
+    return replace(steps, kinds=kinds)

@@ -1,0 +1,84 @@
+"""The header's lines on a program's step as ops, its own Python and waiting for a CPU (``fxtui run``).
+
+Each share is the median of per-step values (:mod:`fxtui.jobs.step_wait`), printed with their p25–p75: a
+step that waited for a CPU is never explained as the program's Python.
+"""
+
+from __future__ import annotations
+
+from fxtui.core.nodes import Spread
+from fxtui.core.program_run import STEP_PHASES, KindSummary
+from fxtui.core.step_waiting import StepWaiting
+from fxtui.core.units import format_seconds
+
+
+def pct_range(spread: Spread | None) -> str:
+    """``61% (55–70%)``: a share and its p25–p75."""
+    if spread is None:
+        return "–"
+    return f"{100 * spread.median:.0f}% ({100 * spread.q25:.0f}–{100 * spread.q75:.0f}%)"
+
+
+def split_lines(lead: KindSummary) -> list[str]:
+    """``split`` (ops, waiting for a CPU, the program's Python) and, under load, what the node figures are."""
+    waiting = lead.waiting
+    if waiting is None or not waiting.known:
+        return []
+    python = waiting.python_share
+    parts = []
+    if (ops := waiting.ops_share) is not None:
+        less = " (less the time they waited)" if waiting.kept_disturbed and waiting.running_ops is not None else ""
+        parts.append(f"ops {100 * ops:.0f}%{less}")
+    parts.append(waiting.waiting_text() or "waiting for a CPU –")
+    if python is not None:
+        parts.append(f"the program's Python {100 * python:.0f}%")
+    lines = [f"split      {', '.join(parts)} of a step (medians of per-step shares)"]
+    if said := waiting.figures_text():
+        lines.append(f"waited     {said}")
+    return lines
+
+
+def in_ops_line(lead: KindSummary) -> list[str]:
+    """How much of each phase the sampled steps' ops account for, each the median of per-step ratios."""
+    waiting = lead.waiting
+    if waiting is None or not waiting.in_ops or not lead.phase_median_s:
+        return []
+    least = 0.01 * (lead.step_median_s or 0.0)  # a phase under 1% of the step is left out: its share is noise
+    shares = [
+        f"{phase} {pct_range(spread)}"
+        for phase, spread, phase_s in zip(STEP_PHASES, waiting.in_ops, lead.phase_median_s, strict=False)
+        if spread is not None and phase_s > least and phase_s > 0
+    ]
+    if not shares:
+        return []
+    return [
+        f"in ops     {', '.join(shares)} of each phase (each sampled step's ops in it ÷ the phase's unsampled "
+        "median); the rest is Python between ops, or waiting"
+    ]
+
+
+def unattributed_line(waiting: StepWaiting | None, step_s: float | None) -> str | None:
+    """What no node accounts for, split into waiting for a CPU and the program's own Python (the split's shares of
+    the unsampled median); None where the wait was not measured (the plain line then says it)."""
+    if waiting is None or not waiting.known or not step_s or waiting.python_share is None:
+        return None
+    wait_s = (waiting.waiting_share or 0.0) * step_s
+    python_s = waiting.python_share * step_s
+    return (
+        f"unattributed {format_seconds(wait_s + python_s)} of the unsampled step: {format_seconds(wait_s)} waiting "
+        f"for a CPU, {format_seconds(python_s)} the program's own Python between ops (its loop, data loading code, "
+        "logging, waits such as .item()), not charged to any node"
+    )
+
+
+def waiting_json(waiting: StepWaiting | None) -> dict[str, object]:
+    """A program's split at the top of its JSON file (the kind's full figures are under ``steps.kinds``)."""
+    if waiting is None or not waiting.known:
+        return {}
+    return {
+        "waiting_line": waiting.waiting_text() or None,
+        "waiting_share": waiting.waiting_share,
+        "python_share": waiting.python_share,
+        "ops_share": waiting.ops_share,
+        "waited_line": waiting.figures_text() or None,
+    }

@@ -1,0 +1,74 @@
+"""fxtui run beside other work: busy processes (one Python thread each) share the cores with a small training
+program, and the step is split into ops, the program's Python and waiting for a CPU, with the badge to show it.
+
+Other engineers' work may load the machine further: it only adds waiting, so each check holds under more load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from program_runs import load_text, run_fxtui
+
+from fxtui.report.data import ReportData
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ("tests/programs/char_gpt.py", "--iters", "40", "--layers", "1", "--width", "64", "--block", "32",
+           "--batch", "8", "--chars", "20000")  # fmt: skip
+BUSY = "while True: pass"
+
+
+@contextmanager
+def busy(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``count`` plain Python loops beside the test, killed at the end."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(count)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_beside_two_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_not_called_python() -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread of the program against two busy ones on two cores
+    with busy(2):
+        run = run_fxtui(PROGRAM, ROOT, options=("--top", "5"), env=env)
+    assert run.status == 0, run.stderr
+    meta = run.meta
+    waiting, python, ops = meta.get("waiting_share"), meta.get("python_share"), meta.get("ops_share")
+    said = f"{load_text()}; waiting {waiting}, python {python}, ops {ops}"
+    # Three busy threads on two cores: the program's thread is kept off a CPU about a third of the time, or more.
+    assert waiting is not None and waiting >= 0.15, said
+    assert python is not None and ops is not None
+    assert python < waiting, said  # its loop's own Python is a few percent of a step: the wait is not it
+    assert python == 0.0 or abs(ops + waiting + python - 1.0) < 1e-6, said  # the split adds up
+    assert "waiting for a CPU" in run.stdout and "other processes used" in run.stdout, run.stdout
+    unattributed = next(line for line in run.stdout.splitlines() if line.startswith("unattributed"))
+    assert "waiting for a CPU" in unattributed
+    # Every sampled step waited far beyond 10% of its time: the app's status line carries the badge.
+    from fxtui.ui.widgets.status_bar import session_line
+
+    report = ReportData.from_dict(run.report or {})
+    line = session_line(dataclasses.replace(report.snapshot), paused=False).plain
+    assert "sampled steps waited for a CPU" in line and "(T)" in line, line
+
+
+def test_the_header_fits_eighty_columns() -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "80"}
+    with busy(1):
+        run = run_fxtui(PROGRAM, ROOT, options=("--top", "5"), env=env)
+    assert run.status == 0, run.stderr
+    report = run.stdout[run.stdout.index("\nprogram ") + 1 :]
+    report = report[: report.index("\nnext")]  # the header and the table; the command to copy stays whole
+    longest = max(report.splitlines(), key=len)
+    assert len(longest) <= 80, longest
