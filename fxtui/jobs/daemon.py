@@ -35,6 +35,7 @@ from pathlib import Path
 
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
+from fxtui.jobs.cross_node import CrossNode
 from fxtui.jobs.directory import KEY, PROFILE, VIEWER, JobInfo, write_info
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.launch import ProgramJob
@@ -65,6 +66,7 @@ def run(directory: Path) -> int:
     stop = threading.Event()
     server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
                           current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
+    cross = CrossNode(state, warn=server.warn)
     job = ProgramJob(
         settings.command,
         state.receive,
@@ -75,6 +77,7 @@ def run(directory: Path) -> int:
         agents_on=agents_on,
         env=settings.program_env(),
         warn=server.warn,
+        on_link=cross.answer,
     )
     job.start()
     pid = job.process.pid if job.process else 0
@@ -92,7 +95,9 @@ def run(directory: Path) -> int:
         return _go_leaving_the_program(state, server, keeper, directory, info)
     code = job.stop() if stop.is_set() else job.wait()
     job.close()
+    cross.finish(code)  # a job across nodes: the lead waits for the others' last figures, a member sends its own
     finish(state, server, keeper, directory, info, code)
+    cross.close()
     return code
 
 

@@ -13,15 +13,17 @@ names the rank holding the others up.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
 from fxtui.core.agent_messages import Hello
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.nodes import NodeStats
-from fxtui.core.program_run import ProgramState, RankFigures, RankSummary
+from fxtui.core.program_run import ProgramState, RankFigures, RankSummary, gone_ranks
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
+from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 
 
 class JobCollector:
@@ -32,6 +34,8 @@ class JobCollector:
         self.warmup = warmup
         self.agents: dict[int, Collector] = {}
         self.program = ProgramState(command)
+        self.remote = RemoteRanks()
+        """The ranks other nodes' collectors hold, when this one leads a job across nodes."""
 
     def receive(self, message: object, agent: int = 0) -> None:
         """Take one message from the agent of process ``agent``."""
@@ -87,20 +91,30 @@ class JobCollector:
         """The figures of ``rank`` (the lowest when None or unknown) and of ``kind``'s steps (the kind the figures
         lead with when None), every rank compared beside them."""
         ranked = self.ranked()
+        remote = self.remote.snapshots(kind, state, {r for r, _ in ranked}) if self.remote else {}
         traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
-        if len(ranked) <= 1:
+        if len(ranked) <= 1 and not remote:
             collector = ranked[0][1] if ranked else self._any()
             return dataclasses.replace(collector.snapshot(state, kind=kind), program=self.program, timelines=traces)
         snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
-        shown = rank if rank in snapshots else ranked[0][0]
+        holders: dict[int, Collector | RemoteRank] = dict(ranked)
+        for r, (held, snap) in remote.items():  # other nodes' ranks, as their collectors last said
+            snapshots[r], holders[r] = snap, held
+            if state is State.DONE and held.trace:
+                traces[r] = held.trace
+        order = sorted(snapshots)
+        shown = rank if rank in snapshots else order[0]
         base = snapshots[shown]
-        summary = RankSummary(shown, tuple(_figures(r, c, snapshots[r]) for r, c in ranked))
+        now = time.time()
+        summary = RankSummary(shown, tuple(_figures(r, holders[r], snapshots[r], now) for r in order))
         assert base.graph is not None
-        graph = dataclasses.replace(base.graph, ranks=tuple(r for r, _ in ranked))
+        graph = dataclasses.replace(base.graph, ranks=tuple(order))
         nodes = _spread_over_ranks(base, snapshots, shown)
+        node = next((f.node for f in summary.ranks if f.rank == shown), -1)
+        said = "; ".join(s for s in (base.message or summary.straggler(), gone_ranks(summary.ranks)) if s)
         return dataclasses.replace(
-            base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
-            message=base.message or summary.straggler(),
+            base, graph=graph, nodes=nodes.with_columns(node=[node] * len(nodes)), program=self.program,
+            rank_summary=summary, timelines=traces, message=said,
             other_ranks={r: s for r, s in snapshots.items() if r != shown} if state is State.DONE else {},
         )  # fmt: skip
 
@@ -110,7 +124,7 @@ class JobCollector:
         return next(iter(self.agents.values()))
 
 
-def _figures(rank: int, collector: Collector, snapshot: Snapshot) -> RankFigures:
+def _figures(rank: int, collector: Collector | RemoteRank, snapshot: Snapshot, now: float = 0.0) -> RankFigures:
     """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits."""
     graph, steps = snapshot.graph, snapshot.steps
     medians = snapshot.nodes.column("median_s") if isinstance(snapshot.nodes, ColumnTable) else []
@@ -134,6 +148,8 @@ def _figures(rank: int, collector: Collector, snapshot: Snapshot) -> RankFigures
         compute_s=compute,
         comm_s=max(0.0, (backward_phase or 0.0) - backward),
         comm_ops_s=comm_ops,
+        node=hello.node if hello is not None and hello.node is not None else -1,
+        gone_since=collector.gone_since(now) if isinstance(collector, RemoteRank) else 0.0,
     )
 
 

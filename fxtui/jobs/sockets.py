@@ -66,7 +66,9 @@ class Refused(Exception):
     """A message that names a type the collector does not take."""
 
 
-class _Unpickler(pickle.Unpickler):
+class Unpickler(pickle.Unpickler):
+    """Loads only fxtui's torch-free data and the plain types of :data:`_ALLOWED`; :class:`Refused` otherwise."""
+
     def find_class(self, module: str, name: str) -> object:
         if module.startswith("fxtui.core.") or name in _ALLOWED.get(module, ()):
             return super().find_class(module, name)
@@ -82,7 +84,7 @@ def receive(connection: Connection, limit: int) -> object:
     longer be read); :class:`Refused` or another ``Exception`` when one message does not read (the next may).
     """
     data = connection.recv_bytes(limit)
-    return _Unpickler(io.BytesIO(data)).load()
+    return Unpickler(io.BytesIO(data)).load()
 
 
 class GuardedListener:
