@@ -86,6 +86,13 @@ class NodeReport:
     """The node's program ended: its ranks are done, not gone."""
     code: int | None = None
     """The node's program's exit status, in its final report."""
+    wants_job: bool = False
+    """The member has viewers: the lead answers with every other rank's figures (a :data:`JOB_VIEW` report)."""
+
+
+#: A :class:`NodeReport`'s node when the lead sends a member the job's other ranks (each rank's node is its
+#: ``hello.node``).
+JOB_VIEW = -2
 
 
 #: Seconds between a member's reports to the lead.

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from fxtui.core.agent_contract import connect
 from fxtui.core.errors import FxtuiError
-from fxtui.core.job_link import REPORT_S, JoinLead, LeadAddress, LeadAsk, NodeReport, RankReport
+from fxtui.core.job_link import JOB_VIEW, REPORT_S, JoinLead, LeadAddress, LeadAsk, NodeReport, RankReport
 from fxtui.core.program_run import STEP_KINDS
 from fxtui.core.snapshot import GraphInfo, State
 from fxtui.core.snapshot_packing import Packer
@@ -65,6 +65,11 @@ class CrossNode:
         self._forwarder: threading.Thread | None = None
         self._code: int | None = None
         self.node = -1
+        self.wants_job: Callable[[], bool] = lambda: False
+        """A member asks the lead for the job's other ranks while this says so (it has viewers)."""
+        self._view_came = threading.Condition()
+        self._view_at = -1e9
+        self._asked_at = -1e9
         self.sent_bytes = 0
         """Bytes of reports a member sent so far."""
 
@@ -136,6 +141,7 @@ class CrossNode:
         """One member's reports, until its connection ends (a thread per member)."""
         node: int | None = None
         final = False
+        packers: Packers = {}
         try:
             with connection:
                 while True:
@@ -154,6 +160,11 @@ class CrossNode:
                             self._members[node] = False
                     with self.state.lock:
                         self.state.collector.remote.take(report)
+                    if report.wants_job:
+                        try:
+                            self._send_view(connection, node, packers)
+                        except (OSError, ValueError):
+                            return
                     if report.final:
                         final = True
                         with self._members_changed:
@@ -208,7 +219,7 @@ class CrossNode:
             self._say(f"the job's lead at {address[0]}:{address[1]} did not take this node ({type(e).__name__}: "
                       f"{e}); this node's ranks are not in its profile")  # fmt: skip
             return
-        packers: dict[tuple[int, str], tuple[Packer, list[GraphInfo | None]]] = {}
+        packers: Packers = {}
         host = socket.gethostname()
         with connection:
             final = False
@@ -219,32 +230,84 @@ class CrossNode:
                     data = _dumps(report)
                     connection.send_bytes(data)
                     self.sent_bytes += len(data)
+                    if report.wants_job:
+                        self._take_view(connection)
                 except (OSError, ValueError, EOFError) as e:
                     self._say(f"lost the job's lead ({type(e).__name__}); this node's ranks are in its own profile")
                     return
 
-    def _report(self, host: str, packers: dict[tuple[int, str], tuple[Packer, list[GraphInfo | None]]],
-                final: bool) -> NodeReport:  # fmt: skip
+    def _report(self, host: str, packers: Packers, final: bool) -> NodeReport:
         """This node's ranks' figures now, packed (each graph only when it changed since the last report)."""
-        ranks = []
         with self.state.lock:
-            for rank, collector in self.state.collector.ranked():
-                hello = collector.hello
-                if hello is None or rank >= 10_000:
+            ranks = _local_ranks(self.state, packers, final)
+        return NodeReport(self.node, host, tuple(ranks), final=final, code=self._code if final else None,
+                          wants_job=self.wants_job() or time.monotonic() - self._asked_at < 3 * REPORT_S)  # fmt: skip
+
+    def await_view(self, timeout: float = 2 * REPORT_S + 1.0) -> None:
+        """On a member: ask the lead for the job's other ranks and wait (at most ``timeout``) for them, when the
+        latest came longer than a report ago (a viewer that just attached sees the whole job at once)."""
+        if self.role != "member":
+            return
+        with self._view_came:
+            if time.monotonic() - self._view_at < 2 * REPORT_S:
+                return
+            self._asked_at = time.monotonic()
+            self._view_came.wait(timeout)
+
+    def _take_view(self, connection: Connection) -> None:
+        """The lead's answer to a report that asked for the job (read within the report's period)."""
+        if not connection.poll(REPORT_S):
+            return
+        view = _NodeUnpickler(io.BytesIO(connection.recv_bytes(AGENT_LIMIT))).load()
+        if isinstance(view, NodeReport):
+            with self.state.lock:
+                self.state.collector.remote.take(view)
+            with self._view_came:
+                self._view_at = time.monotonic()
+                self._view_came.notify_all()
+
+    def _send_view(self, connection: Connection, node: int, packers: Packers) -> None:
+        """The lead answers a member that has viewers: every rank but the member's own, packed."""
+        with self.state.lock:
+            ranks = _local_ranks(self.state, packers, False)
+            now = time.time()
+            for rank, held in sorted(self.state.collector.remote.ranks.items()):
+                if held.node == node or held.gone_since(now):
                     continue
-                snapshots: dict[str, Any] = {}
-                for kind in STEP_KINDS:
-                    figures = collector.kinds[kind]
-                    if not (figures.steps or figures.warmup):
-                        continue
-                    snapshot = collector.snapshot(State.DONE if final else State.RUNNING, kind=kind)
+                packed = {}
+                for kind, snapshot in held.snapshots.items():
                     packer, last = packers.setdefault((rank, kind), (Packer(), [None]))
                     graph = snapshot.graph if snapshot.graph is not last[0] else None
                     last[0] = snapshot.graph
-                    snapshots[kind] = (graph, packer.pack(_plain(snapshot)))
-                trace = tuple(collector.trace()) if final else ()
-                ranks.append(RankReport(rank, hello, snapshots, trace))
-        return NodeReport(self.node, host, tuple(ranks), final=final, code=self._code if final else None)
+                    packed[kind] = (graph, packer.pack(_plain(snapshot)))
+                ranks.append(RankReport(rank, held.hello, packed))
+        connection.send_bytes(_dumps(NodeReport(JOB_VIEW, socket.gethostname(), tuple(ranks))))
+
+
+#: Per rank and kind of step: the packer of its snapshots and the graph last sent (one per connection).
+Packers = dict[tuple[int, str], tuple[Packer, list[GraphInfo | None]]]
+
+
+def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankReport]:
+    """The ranks this collector's agents report, packed (``state.lock`` held)."""
+    ranks = []
+    for rank, collector in state.collector.ranked():
+        hello = collector.hello
+        if hello is None or rank >= 10_000:
+            continue
+        snapshots: dict[str, Any] = {}
+        for kind in STEP_KINDS:
+            figures = collector.kinds[kind]
+            if not (figures.steps or figures.warmup):
+                continue
+            snapshot = collector.snapshot(State.DONE if final else State.RUNNING, kind=kind)
+            packer, last = packers.setdefault((rank, kind), (Packer(), [None]))
+            graph = snapshot.graph if snapshot.graph is not last[0] else None
+            last[0] = snapshot.graph
+            snapshots[kind] = (graph, packer.pack(_plain(snapshot)))
+        trace = tuple(collector.trace()) if final else ()
+        ranks.append(RankReport(rank, hello, snapshots, trace))
+    return ranks
 
 
 #: What a node's report may hold besides a message's allowed types: numpy's arrays and scalars (a snapshot's

@@ -23,6 +23,7 @@ from fxtui.core.nodes import NodeStats
 from fxtui.core.program_run import ProgramState, RankFigures, RankSummary, gone_ranks
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
+from fxtui.jobs.rank_snapshots import Derived, RankSnapshots
 from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 
 
@@ -34,6 +35,9 @@ class JobCollector:
         self.warmup = warmup
         self.agents: dict[int, Collector] = {}
         self.program = ProgramState(command)
+        self.built = RankSnapshots()
+        self.derived = Derived()
+        """Each rank's latest snapshot, rebuilt within a budget (a job of hundreds of ranks)."""
         self.remote = RemoteRanks()
         """The ranks other nodes' collectors hold, when this one leads a job across nodes."""
 
@@ -43,6 +47,7 @@ class JobCollector:
         if collector is None:
             collector = self.agents[agent] = Collector(self.command, warmup=self.warmup)
         collector.receive(message)
+        self.built.touched(collector)
 
     # -- the program ----------------------------------------------------------------------------
 
@@ -71,6 +76,7 @@ class JobCollector:
     def reset(self) -> None:
         for collector in self.agents.values():
             collector.reset()
+            self.built.touched(collector)
 
     @property
     def steps(self) -> int:
@@ -96,7 +102,8 @@ class JobCollector:
         if len(ranked) <= 1 and not remote:
             collector = ranked[0][1] if ranked else self._any()
             return dataclasses.replace(collector.snapshot(state, kind=kind), program=self.program, timelines=traces)
-        snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
+        ranked, sampled = self.built.sample(ranked, rank)
+        snapshots = self.built.snapshots(ranked, state, kind, rank)
         holders: dict[int, Collector | RemoteRank] = dict(ranked)
         for r, (held, snap) in remote.items():  # other nodes' ranks, as their collectors last said
             snapshots[r], holders[r] = snap, held
@@ -106,12 +113,12 @@ class JobCollector:
         shown = rank if rank in snapshots else order[0]
         base = snapshots[shown]
         now = time.time()
-        summary = RankSummary(shown, tuple(_figures(r, holders[r], snapshots[r], now) for r in order))
+        summary = RankSummary(shown, tuple(_figures(r, holders[r], snapshots[r], now, self.derived) for r in order))
         assert base.graph is not None
         graph = dataclasses.replace(base.graph, ranks=tuple(order))
-        nodes = _spread_over_ranks(base, snapshots, shown)
+        nodes = _spread_over_ranks(base, snapshots, shown, self.derived)
         node = next((f.node for f in summary.ranks if f.rank == shown), -1)
-        said = "; ".join(s for s in (base.message or summary.straggler(), gone_ranks(summary.ranks)) if s)
+        said = "; ".join(s for s in (base.message or summary.straggler(), gone_ranks(summary.ranks), sampled) if s)
         return dataclasses.replace(
             base, graph=graph, nodes=nodes.with_columns(node=[node] * len(nodes)), program=self.program,
             rank_summary=summary, timelines=traces, message=said,
@@ -124,19 +131,12 @@ class JobCollector:
         return next(iter(self.agents.values()))
 
 
-def _figures(rank: int, collector: Collector | RemoteRank, snapshot: Snapshot, now: float = 0.0) -> RankFigures:
+def _figures(
+    rank: int, collector: Collector | RemoteRank, snapshot: Snapshot, now: float = 0.0, derived: Derived | None = None
+) -> RankFigures:
     """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits."""
-    graph, steps = snapshot.graph, snapshot.steps
-    medians = snapshot.nodes.column("median_s") if isinstance(snapshot.nodes, ColumnTable) else []
-    compute = backward = comm_ops = 0.0
-    if graph is not None:
-        for info, median in zip(graph.nodes, medians, strict=False):
-            if info.phase in ("forward", "backward"):
-                compute += median
-            if info.phase == "backward":
-                backward += median
-            elif info.phase == "comm":
-                comm_ops += median
+    steps = snapshot.steps
+    compute, backward, comm_ops = (derived or Derived()).sums(rank, snapshot)
     backward_phase = steps.median("backward") if steps is not None else None
     hello: Hello | None = collector.hello
     return RankFigures(
@@ -153,18 +153,17 @@ def _figures(rank: int, collector: Collector | RemoteRank, snapshot: Snapshot, n
     )
 
 
-def _spread_over_ranks(base: Snapshot, snapshots: dict[int, Snapshot], shown: int) -> ColumnTable[NodeStats]:
+def _spread_over_ranks(
+    base: Snapshot, snapshots: dict[int, Snapshot], shown: int, derived: Derived | None = None
+) -> ColumnTable[NodeStats]:
     """The shown rank's node statistics, each with the fastest and slowest rank's median and the slowest rank."""
     assert isinstance(base.nodes, ColumnTable)
     names = base.nodes.names
     ranks = sorted(snapshots)
+    derived = derived or Derived()
     table = np.full((len(ranks), len(names)), np.nan)
     for row, r in enumerate(ranks):
-        other = snapshots[r].nodes
-        medians = (
-            dict(zip(other.names, other.column("median_s"), strict=True)) if isinstance(other, ColumnTable) else {}
-        )
-        table[row] = [medians.get(n, np.nan) for n in names]
+        table[row] = derived.medians(r, snapshots[r], names)
     have = ~np.isnan(table)
     filled = np.where(have, table, -np.inf)
     slowest = np.array(ranks)[np.argmax(filled, axis=0)]

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from fxtui.core.agent_messages import Hello
-from fxtui.core.job_link import SILENT_S, NodeReport
+from fxtui.core.job_link import JOB_VIEW, SILENT_S, NodeReport
 from fxtui.core.program_run import STEP_KINDS
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
 from fxtui.core.snapshot_packing import Unpacker
@@ -71,11 +71,13 @@ class RemoteRanks:
         """A member's report: its ranks' latest figures replace what was known of them."""
         now = time.time() if now is None else now
         self.reports += 1
-        self.nodes[report.node] = report.host
+        if report.node != JOB_VIEW:
+            self.nodes[report.node] = report.host
         for each in report.ranks:
             held = self.ranks.get(each.rank)
+            node = report.node if report.node != JOB_VIEW else (each.hello.node if each.hello.node is not None else -1)
             if held is None or held.hello.pid != each.hello.pid:
-                held = self.ranks[each.rank] = RemoteRank(each.hello, report.node)
+                held = self.ranks[each.rank] = RemoteRank(each.hello, node)
             for kind, (graph, packed) in each.snapshots.items():
                 if graph is not None:
                     held.graphs[kind] = graph
@@ -85,8 +87,9 @@ class RemoteRanks:
                     held.snapshots[kind] = dataclasses.replace(snapshot, graph=held.graphs[kind])
             if each.trace:
                 held.trace = list(each.trace)
-        for held in self.ranks.values():
-            if held.node == report.node:
+        told = {each.rank for each in report.ranks}
+        for rank, held in self.ranks.items():
+            if held.node == report.node or (report.node == JOB_VIEW and rank in told):
                 held.heard, held.lost_at = now, 0.0
                 held.done = held.done or report.final
 
