@@ -198,6 +198,19 @@ def _collector_of(node: int, program: int) -> int:
     raise AssertionError(f"no collector of node {node}")
 
 
+def _ranks_of(node: int, port: int) -> list[int]:
+    """The rank processes torchrun started on node ``node`` of the job at ``port``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if f"GROUP_RANK={node}".encode() in env and f"MASTER_PORT={port}".encode() in env:
+            found.append(int(entry.name))
+    return found
+
+
 def test_a_node_killed_mid_run_leaves_the_others_figures_and_is_said_gone(tmp_path: Path) -> None:
     job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
     stop = tmp_path / "STOP"
@@ -206,8 +219,11 @@ def test_a_node_killed_mid_run_leaves_the_others_figures_and_is_said_gone(tmp_pa
         member = job.start(1, "--once", STOP=str(stop))
         _wait_for(tmp_path / "STEPPED.1")
         time.sleep(4)  # a few reports of node 1's figures reach node 0
-        os.kill(_collector_of(1, member.pid), signal.SIGKILL)  # the whole node: its collector, its torchrun, its rank
+        # the whole node: its collector, its torchrun, its rank (a session of its own, as torchrun starts it)
+        os.kill(_collector_of(1, member.pid), signal.SIGKILL)
         os.killpg(member.pid, signal.SIGKILL)
+        for pid in _ranks_of(1, job.port):
+            os.kill(pid, signal.SIGKILL)
         done = job.finish()  # node 0's rank meets the lost peer in its next collective and ends
     finally:
         stop.touch()

@@ -21,6 +21,7 @@ with each rank's latest sampled step (a bounded sample of ops, for the lead's tr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import pickle
 import socket
@@ -31,10 +32,11 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from fxtui.core.agent_contract import connect
+from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.errors import FxtuiError
 from fxtui.core.job_link import JOB_VIEW, REPORT_S, JoinLead, LeadAddress, LeadAsk, NodeReport, RankReport
 from fxtui.core.program_run import STEP_KINDS
-from fxtui.core.snapshot import GraphInfo, State
+from fxtui.core.snapshot import GraphInfo, Snapshot, State
 from fxtui.core.snapshot_packing import Packer
 from fxtui.jobs.job_secret import fingerprint, job_key, new_nonce, read_secret, secret_path
 from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, Unpickler
@@ -141,7 +143,7 @@ class CrossNode:
         """One member's reports, until its connection ends (a thread per member)."""
         node: int | None = None
         final = False
-        packers: Packers = {}
+        packers = Packers()
         try:
             with connection:
                 while True:
@@ -219,7 +221,7 @@ class CrossNode:
             self._say(f"the job's lead at {address[0]}:{address[1]} did not take this node ({type(e).__name__}: "
                       f"{e}); this node's ranks are not in its profile")  # fmt: skip
             return
-        packers: Packers = {}
+        packers = Packers()
         host = socket.gethostname()
         with connection:
             final = False
@@ -276,7 +278,7 @@ class CrossNode:
                     continue
                 packed = {}
                 for kind, snapshot in held.snapshots.items():
-                    packer, last = packers.setdefault((rank, kind), (Packer(), [None]))
+                    packer, last = packers.by_rank.setdefault((rank, kind), (Packer(), [None]))
                     graph = snapshot.graph if snapshot.graph is not last[0] else None
                     last[0] = snapshot.graph
                     packed[kind] = (graph, packer.pack(_plain(snapshot)))
@@ -284,24 +286,35 @@ class CrossNode:
         connection.send_bytes(_dumps(NodeReport(JOB_VIEW, socket.gethostname(), tuple(ranks))))
 
 
-#: Per rank and kind of step: the packer of its snapshots and the graph last sent (one per connection).
-Packers = dict[tuple[int, str], tuple[Packer, list[GraphInfo | None]]]
+@dataclasses.dataclass
+class Packers:
+    """What one connection's reports sent so far: per rank and kind of step, the packer of its snapshots and the
+    graph last sent; per rank, how many messages its collector had taken then."""
+
+    by_rank: dict[tuple[int, str], tuple[Packer, list[GraphInfo | None]]] = dataclasses.field(default_factory=dict)
+    sent: dict[int, int] = dataclasses.field(default_factory=dict)
 
 
 def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankReport]:
-    """The ranks this collector's agents report, packed (``state.lock`` held)."""
+    """The ranks this collector's agents report that changed since they were last packed with ``packers``,
+    packed (``state.lock`` held)."""
     ranks = []
+    versions = state.collector.built.versions
     for rank, collector in state.collector.ranked():
         hello = collector.hello
         if hello is None or rank >= 10_000:
             continue
+        version = versions.get(id(collector), 0)
+        if not final and packers.sent.get(rank) == version:
+            continue  # nothing new since this rank's last report
+        packers.sent[rank] = version
         snapshots: dict[str, Any] = {}
         for kind in STEP_KINDS:
             figures = collector.kinds[kind]
             if not (figures.steps or figures.warmup):
                 continue
             snapshot = collector.snapshot(State.DONE if final else State.RUNNING, kind=kind)
-            packer, last = packers.setdefault((rank, kind), (Packer(), [None]))
+            packer, last = packers.by_rank.setdefault((rank, kind), (Packer(), [None]))
             graph = snapshot.graph if snapshot.graph is not last[0] else None
             last[0] = snapshot.graph
             snapshots[kind] = (graph, packer.pack(_plain(snapshot)))
@@ -331,11 +344,13 @@ class _NodeUnpickler(Unpickler):
         return super().find_class(module, name)
 
 
-def _plain(snapshot: Any) -> Any:
-    """The snapshot without what a lead does not show of another node's rank (its graph travels on its own)."""
-    import dataclasses
-
-    return dataclasses.replace(snapshot, graph=None, program=None, timelines={}, other_ranks={})
+def _plain(snapshot: Snapshot) -> Snapshot:
+    """The snapshot without what a lead does not show of another node's rank: its graph (which travels on its own,
+    when new), its nodes' recent samples (the live app's sparklines, the most bytes of a snapshot)."""
+    nodes = snapshot.nodes
+    if isinstance(nodes, ColumnTable) and "recent" in nodes.columns:
+        nodes = ColumnTable(nodes.kind, nodes.names, {**nodes.columns, "recent": equal_tuples((), len(nodes), 0)})
+    return dataclasses.replace(snapshot, graph=None, program=None, timelines={}, other_ranks={}, nodes=nodes)
 
 
 def _dumps(report: NodeReport) -> bytes:

@@ -77,7 +77,7 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     from fxtui.core.job_link import NodeReport
     from fxtui.core.settings import ProgramSettings
     from fxtui.core.snapshot import State
-    from fxtui.jobs.cross_node import _dumps, _local_ranks
+    from fxtui.jobs.cross_node import Packers, _dumps, _local_ranks
     from fxtui.jobs.job_state import JobState
     from fxtui.jobs.launch import ProgramJob
 
@@ -87,7 +87,7 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     pipe.send(job.agent_address)
     builds: list[float] = []
     report_bytes: list[int] = []
-    packers: dict = {}
+    packers = Packers()
     started = time.monotonic()
     cpu0 = os.times()
     last_report = started
