@@ -382,9 +382,10 @@ def start_from_environment() -> None:
     )
     agent.install()
     _agent = agent
-    from fxtui.agent import job_store  # a job across nodes: its collectors find each other in the job's store
+    with contextlib.suppress(Exception):  # a job across nodes: its collectors find each other in the job's store
+        from fxtui.agent import job_store
 
-    job_store.start(os.environ[AGENT_ADDRESS], bytes.fromhex(os.environ.get(AGENT_KEY, "")))
+        job_store.start(os.environ[AGENT_ADDRESS], bytes.fromhex(os.environ.get(AGENT_KEY, "")))
 
 
 def finish() -> None:

@@ -34,7 +34,16 @@ from typing import TYPE_CHECKING, Any
 from fxtui.core.agent_contract import connect
 from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.errors import FxtuiError
-from fxtui.core.job_link import JOB_VIEW, REPORT_S, JoinLead, LeadAddress, LeadAsk, NodeReport, RankReport
+from fxtui.core.job_link import (
+    FIGURES_EVERY_S,
+    JOB_VIEW,
+    REPORT_S,
+    JoinLead,
+    LeadAddress,
+    LeadAsk,
+    NodeReport,
+    RankReport,
+)
 from fxtui.core.program_run import STEP_KINDS
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
 from fxtui.core.snapshot_packing import Packer
@@ -289,10 +298,10 @@ class CrossNode:
 @dataclasses.dataclass
 class Packers:
     """What one connection's reports sent so far: per rank and kind of step, the packer of its snapshots and the
-    graph last sent; per rank, how many messages its collector had taken then."""
+    graph last sent; per rank, how many messages its collector had taken then, and when."""
 
     by_rank: dict[tuple[int, str], tuple[Packer, list[GraphInfo | None]]] = dataclasses.field(default_factory=dict)
-    sent: dict[int, int] = dataclasses.field(default_factory=dict)
+    sent: dict[int, tuple[int, float]] = dataclasses.field(default_factory=dict)
 
 
 def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankReport]:
@@ -304,10 +313,11 @@ def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankRep
         hello = collector.hello
         if hello is None or rank >= 10_000:
             continue
-        version = versions.get(id(collector), 0)
-        if not final and packers.sent.get(rank) == version:
-            continue  # nothing new since this rank's last report
-        packers.sent[rank] = version
+        version, now = versions.get(id(collector), 0), time.monotonic()
+        last, at = packers.sent.get(rank, (-1, -1e9))
+        if not final and (last == version or now - at < FIGURES_EVERY_S):
+            continue  # nothing new since this rank's last report, or too soon
+        packers.sent[rank] = (version, now)
         snapshots: dict[str, Any] = {}
         for kind in STEP_KINDS:
             figures = collector.kinds[kind]

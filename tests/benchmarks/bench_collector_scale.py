@@ -86,7 +86,8 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     job.listen()
     pipe.send(job.agent_address)
     builds: list[float] = []
-    report_bytes: list[int] = []
+    report_bytes: list[int] = [0]
+    """Bytes of the reports this node would have sent its lead so far."""
     packers = Packers()
     started = time.monotonic()
     cpu0 = os.times()
@@ -107,7 +108,7 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
             last_report = now
             with state.lock:
                 ranks = _local_ranks(state, packers, False)
-            report_bytes.append(len(_dumps(NodeReport(1, "sim", tuple(ranks)))))
+            report_bytes.append(report_bytes[-1] + len(_dumps(NodeReport(1, "sim", tuple(ranks)))))
             cpu = os.times()
             pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
                        state.received, builds, report_bytes[-1], shown))  # fmt: skip
@@ -209,7 +210,7 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
         "late": late,
         "build_median_ms": 1e3 * statistics.median(steady),
         "build_max_ms": 1e3 * max(steady),
-        "report_bytes": statistics.median(t[6] for t in ticks if t[1] >= 10) if len(ticks) > 10 else last[6],
+        "report_bytes": (last[6] - after_minute[6]) / max(1e-9, last[1] - after_minute[1]),
         "shown": last[7],
     }
 
