@@ -12,11 +12,13 @@ snapshot (its end) is built whole, every rank fresh.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
 
-from fxtui.core.column_table import ColumnTable
+from fxtui.core.column_table import ColumnTable, equal_tuples
+from fxtui.core.sample_window import SampleWindow
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
 
@@ -26,6 +28,22 @@ REFRESH_S = 2.0
 REBUILD_S = 0.05
 #: Ranks compared at most; a larger job compares a sample of its ranks.
 MAX_COMPARED = 256
+
+
+#: Sampled steps each rank's statistics keep when a collector holds this many ranks or fewer (the window's own
+#: default); above, fewer, so that the memory of a collector of hundreds of ranks stays under a gigabyte.
+FULL_WINDOW_RANKS = 64
+
+
+def fit_window(collector: Collector, world: int) -> None:
+    """Give a new rank's statistics a window that fits a job of ``world`` ranks: 256 sampled steps up to
+    :data:`FULL_WINDOW_RANKS` ranks, down to 32 (each of a 1,000-node model's windows is ~1.8 MB at 256)."""
+    if world <= FULL_WINDOW_RANKS:
+        return
+    steps = max(32, 256 * FULL_WINDOW_RANKS // world)
+    for figures in collector.kinds.values():
+        if not figures.window.columns and not figures.window.steps:
+            figures.window = SampleWindow(window=steps)
 
 
 def stride(ranks: int) -> int:
@@ -45,7 +63,7 @@ class RankSnapshots:
     def __init__(self) -> None:
         self.versions: dict[int, int] = {}
         """Messages each process's collector took (by ``id`` of its collector): a change says rebuild."""
-        self._built: dict[tuple[int, str | None, State], tuple[float, int, Snapshot]] = {}
+        self._built: dict[tuple[int, str | None, State], tuple[float, int, Snapshot, bool]] = {}
 
     def touched(self, collector: Collector) -> None:
         key = id(collector)
@@ -77,12 +95,14 @@ class RankSnapshots:
             if built is None and rank != first and state is not State.DONE:
                 stale.append((-1.0, rank, collector))  # never built: first in line, absent until then
                 continue
+            if built is not None and rank == first and built[3]:
+                built = None  # kept without its samples: the shown rank's sparklines need them
             if built is not None and (built[1] == version or (rank != first and state is not State.DONE)):
                 out[rank] = built[2]
                 if built[1] != version and now - built[0] >= REFRESH_S:
                     stale.append((built[0], rank, collector))
                 continue
-            out[rank] = self._build(key, collector, state, kind, now, version)
+            out[rank] = self._build(key, collector, state, kind, now, version, lean=False)
         stale.sort(key=lambda s: s[0])
         began = time.perf_counter()
         for _, rank, collector in stale:
@@ -93,9 +113,17 @@ class RankSnapshots:
         return out
 
     def _build(self, key: tuple[int, str | None, State], collector: Collector, state: State, kind: str | None,
-               now: float, version: int) -> Snapshot:  # fmt: skip
+               now: float, version: int, lean: bool = True) -> Snapshot:  # fmt: skip
+        """Rank ``key[0]``'s snapshot now; ``lean``: kept without its nodes' recent samples (only the shown rank's
+        sparklines draw them, and they are most of a snapshot's memory: 256 ranks' took ~110 MB)."""
         snapshot = collector.snapshot(state, kind=kind)
-        self._built[key] = (now, version, snapshot)
+        nodes = snapshot.nodes
+        lean = lean and state is not State.DONE and isinstance(nodes, ColumnTable) and "recent" in nodes.columns
+        if lean:
+            assert isinstance(nodes, ColumnTable)
+            flat = ColumnTable(nodes.kind, nodes.names, {**nodes.columns, "recent": equal_tuples((), len(nodes), 0)})
+            snapshot = dataclasses.replace(snapshot, nodes=flat)
+        self._built[key] = (now, version, snapshot, lean)
         return snapshot
 
 

@@ -23,7 +23,7 @@ from fxtui.core.nodes import NodeStats
 from fxtui.core.program_run import ProgramState, RankFigures, RankSummary, gone_ranks
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
-from fxtui.jobs.rank_snapshots import Derived, RankSnapshots
+from fxtui.jobs.rank_snapshots import Derived, RankSnapshots, fit_window
 from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 
 
@@ -46,6 +46,8 @@ class JobCollector:
         collector = self.agents.get(agent)
         if collector is None:
             collector = self.agents[agent] = Collector(self.command, warmup=self.warmup)
+        if isinstance(message, Hello) and collector.hello is None:
+            fit_window(collector, message.world_size)  # hundreds of ranks: smaller windows
         collector.receive(message)
         self.built.touched(collector)
 
@@ -76,6 +78,8 @@ class JobCollector:
     def reset(self) -> None:
         for collector in self.agents.values():
             collector.reset()
+            if collector.hello is not None:
+                fit_window(collector, collector.hello.world_size)
             self.built.touched(collector)
 
     @property

@@ -26,8 +26,9 @@ from fxtui.core.agent_contract import HANDSHAKE_S, connection_timeouts, set_time
 
 #: Connections proving the key at once; more are closed as they come (a flood costs the flood, not the job).
 PENDING = 128
-#: Connections waiting to be accepted.
-BACKLOG = 64
+#: Connections waiting to be accepted: a node's ranks all connect at once as the program starts (hundreds, on a
+#: large server or in the scale benchmark); a full backlog refuses a local connection at once (EAGAIN).
+BACKLOG = 1024
 #: The longest message an agent may send (a step that first meets a large model's nodes carries them all).
 AGENT_LIMIT = 256 * 1024 * 1024
 #: The longest message a viewer may send (its commands are a few bytes).

@@ -116,7 +116,9 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     job.close()
 
 
-def senders(address: str, key: bytes, ranks: range, messages_path: str, seconds: float, pipe: Connection) -> None:
+def senders(
+    address: str, key: bytes, ranks: range, world: int, messages_path: str, seconds: float, pipe: Connection
+) -> None:
     """Ranks ``ranks``, each a Sender replaying the recorded steps at :data:`STEPS_PER_S`."""
     from fxtui.agent.sender import Sender
     from fxtui.core.agent_messages import Hello, Step
@@ -127,7 +129,7 @@ def senders(address: str, key: bytes, ranks: range, messages_path: str, seconds:
     again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]  # a second pass describes nothing anew
     out = {rank: Sender(address, key) for rank in ranks}
     for rank, sender in out.items():
-        sender.send(dataclasses.replace(hello, pid=10_000_000 + rank, rank=rank, world_size=ranks.stop))
+        sender.send(dataclasses.replace(hello, pid=10_000_000 + rank, rank=rank, world_size=world))
     start = time.monotonic()
     tick = 0
     late = 0
@@ -178,8 +180,9 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
     share = max(1, -(-ranks // processes))
     for first in range(0, ranks, share):
         mine, other = ctx.Pipe()
-        p = ctx.Process(target=senders, args=(address, key, range(first, min(ranks, first + share)), str(messages),
-                                              seconds, other), daemon=True)  # fmt: skip
+        mine_ranks = range(first, min(ranks, first + share))
+        p = ctx.Process(target=senders, args=(address, key, mine_ranks, ranks, str(messages), seconds, other),
+                        daemon=True)  # fmt: skip
         p.start()
         pipes.append(mine)
         procs.append(p)
