@@ -453,10 +453,15 @@ def start_from_environment() -> None:
             rank=int(rank) if rank and rank.isdigit() else None,
             world_size=int(os.environ.get("WORLD_SIZE", "1") or 1),
             host=socket.gethostname(),
+            node=int(node) if (node := os.environ.get("GROUP_RANK", "")).isdigit() else None,
         )
     )
     agent.install()
     _agent = agent
+    with contextlib.suppress(Exception):  # a job across nodes: its collectors find each other in the job's store
+        from fxtui.agent import job_store
+
+        job_store.start(os.environ[AGENT_ADDRESS], bytes.fromhex(os.environ.get(AGENT_KEY, "")))
 
 
 def finish() -> None:

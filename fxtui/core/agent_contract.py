@@ -84,7 +84,7 @@ def connect(address: str | tuple[str, int], key: bytes, timeout: float = CONNECT
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
-        sock.connect(address)
+        _connect(sock, address, timeout)
         sock.settimeout(None)
         set_timeouts(sock, timeout)
         connection = Connection(sock.detach())
@@ -98,6 +98,22 @@ def connect(address: str | tuple[str, int], key: bytes, timeout: float = CONNECT
         raise
     connection_timeouts(connection, 0)
     return connection
+
+
+def _connect(sock: socket.socket, address: str | tuple[str, int], timeout: float) -> None:
+    """``sock.connect(address)``; a local socket whose backlog is full (EAGAIN: hundreds of ranks connect at once)
+    is tried again until ``timeout``, as a TCP connection would wait."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock.connect(address)
+            return
+        except BlockingIOError:
+            if not isinstance(address, str) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def set_timeouts(sock: socket.socket, seconds: float) -> None:

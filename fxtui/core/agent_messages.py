@@ -24,6 +24,8 @@ class Hello:
     """The process's rank in a distributed job (``RANK`` as torchrun sets it); None outside one."""
     world_size: int = 1
     host: str = ""
+    node: int | None = None
+    """The node (torchrun's ``GROUP_RANK``) of a job across nodes; None outside torchrun."""
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,8 @@ class NodeStats:
     calls_per_step: float = 0.0
     """In a program's profile (``fxtui run``): how many times the node ran per sampled step (a module called in a
     loop runs its nodes at every call; :attr:`median_s` is their sum in a step); 0 elsewhere."""
+    node: int = -1
+    """In a job across nodes: the node (torchrun's ``GROUP_RANK``) of :attr:`rank`; -1 elsewhere."""
 
     @property
     def noisy(self) -> bool:

@@ -276,6 +276,17 @@ class RankFigures:
     kind: str = ""
     """The kind of step its figures are of (a job's processes may each run their own: workers train, the main
     process evaluates)."""
+    node: int = -1
+    """Its node (torchrun's ``GROUP_RANK``) in a job across nodes; -1 when not said."""
+    gone_since: float = 0.0
+    """Wall-clock time of the last word heard of it, when its node is gone (killed, unreachable); 0 otherwise."""
+
+    @property
+    def where(self) -> str:
+        """``node 1`` and its host, when the rank's node is known (a job across nodes)."""
+        if self.node < 0:
+            return ""
+        return f"node {self.node}" + (f" ({self.host})" if self.host else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,10 +312,31 @@ class RankSummary:
             return "ranks compute alike (within 5%)"
         others = [r for r in timed if r is not slow]
         wait = statistics.median(r.comm_s for r in others) - slow.comm_s
-        said = f"rank {slow.rank} is {100 * (slow.compute_s / fast.compute_s - 1):.0f}% slower in forward and backward"
+        where = f" on {slow.where}" if len({r.node for r in self.ranks}) > 1 else ""
+        slower = 100 * (slow.compute_s / fast.compute_s - 1)
+        said = f"rank {slow.rank}{where} is {slower:.0f}% slower in forward and backward"
         if wait > 0:
             said += f"; the others wait ~{_ms(wait)} a step for it in collectives"
         return said
+
+
+def gone_ranks(ranks: Sequence[RankFigures]) -> str:
+    """One sentence for the ranks whose node is gone: which, on which node, since when (their figures are their
+    last); "" when none is."""
+    gone = [r for r in ranks if r.gone_since]
+    if not gone:
+        return ""
+    import time
+
+    by_node: dict[str, list[RankFigures]] = {}
+    for r in gone:
+        by_node.setdefault(r.where or "another node", []).append(r)
+    parts = []
+    for where, rs in by_node.items():
+        since = time.strftime("%H:%M:%S", time.localtime(min(r.gone_since for r in rs)))
+        names = ", ".join(str(r.rank) for r in rs)
+        parts.append(f"rank{'s' if len(rs) > 1 else ''} {names} on {where} gone since {since}")
+    return "; ".join(parts) + ": no word from their node since, their figures are the last it sent"
 
 
 def _ms(seconds: float) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from fxtui.core.agent_contract import PROGRAM_PID, ProgramExit
 from fxtui.core.settings import ProgramSettings
+from fxtui.jobs.cross_node import CrossNode
 from fxtui.jobs.launch import AGENTS_END_S, ProgramJob, private_dir, program_argv
 from fxtui.jobs.pid_watch import watch_pid
 
@@ -101,7 +102,9 @@ class _Beside:
             key=secrets.token_bytes(32),
             env=settings.program_env(),
             on_exit=self.on_exit,
+            on_link=self.on_link,
         )
+        self.cross: CrossNode | None = None
 
     # -- the agents' threads ------------------------------------------------------------------------
 
@@ -109,6 +112,11 @@ class _Beside:
         self.ready.wait()
         assert self.state is not None
         self.state.receive(message, agent)
+
+    def on_link(self, message: object, connection: Connection) -> None:
+        self.ready.wait()
+        assert self.cross is not None
+        self.cross.answer(message, connection)
 
     def on_exit(self, message: ProgramExit, connection: Connection) -> None:
         if self.exit is not None or message.pid != self.program:
@@ -134,6 +142,7 @@ class _Beside:
 
             self.state = JobState(self.settings)
             self.state.collector.started(program, "")
+            self.cross = CrossNode(self.state, warn=_say)
             self.ready.set()
             self.job.listen()
             threading.Thread(target=_warm, daemon=True, name="fxtui-report-imports").start()
@@ -141,7 +150,9 @@ class _Beside:
             while not self.exited.wait(POLL_S) and not ended(0):
                 self.state.watch_load()
             self.job.drain(AGENTS_END_S)  # the agents' last messages (the program's own said its last already)
+            self.cross.finish(self.exit.code if self.exit is not None else None)  # a job across nodes: theirs too
             self._print()
+            self.cross.close()
         except BaseException:  # the collector's end is no business of the program's
             code = 1
         finally:
@@ -179,6 +190,12 @@ class _Beside:
             if self.exit_connection is not None and said is not None and said.waits:
                 with contextlib.suppress(OSError, ValueError):
                     self.exit_connection.send_bytes(b"printed")
+
+
+def _say(sentence: str) -> None:
+    """A word of the collector's on the terminal's stderr (a node of a job across nodes that cannot join it)."""
+    with contextlib.suppress(Exception):
+        print(f"fxtui: {sentence}", file=sys.stderr, flush=True)
 
 
 def _warm() -> None:

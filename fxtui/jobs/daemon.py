@@ -34,7 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import State
+from fxtui.core.snapshot import Snapshot, State
+from fxtui.jobs.cross_node import CrossNode
 from fxtui.jobs.directory import KEY, PROFILE, VIEWER, JobInfo, write_info
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.launch import ProgramJob
@@ -63,8 +64,16 @@ def run(directory: Path) -> int:
         host, _, port = listen.rpartition(":")
         agents_on = f"{host}:{int(port) + 1}"
     stop = threading.Event()
-    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
-                          current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
+    cross: CrossNode | None = None
+
+    def current(rank: int | None, kind: str | None) -> Snapshot:
+        if cross is not None:  # a node of a job across nodes: a new viewer sees the whole job at once
+            cross.await_view()
+        return state.snapshot(State.RUNNING, rank, kind)
+
+    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset, current=current)
+    cross = CrossNode(state, warn=server.warn)
+    cross.wants_job = lambda: server.viewers > 0
     job = ProgramJob(
         settings.command,
         state.receive,
@@ -75,6 +84,7 @@ def run(directory: Path) -> int:
         agents_on=agents_on,
         env=settings.program_env(),
         warn=server.warn,
+        on_link=cross.answer,
     )
     job.start()
     pid = job.process.pid if job.process else 0
@@ -92,7 +102,9 @@ def run(directory: Path) -> int:
         return _go_leaving_the_program(state, server, keeper, directory, info)
     code = job.stop() if stop.is_set() else job.wait()
     job.close()
+    cross.finish(code)  # a job across nodes: the lead waits for the others' last figures, a member sends its own
     finish(state, server, keeper, directory, info, code)
+    cross.close()
     return code
 
 
@@ -131,10 +143,15 @@ def watch(
     current. Returns when the program ended, a viewer asked to stop it, or the collector was asked to go."""
     written = saved = time.monotonic()
     saved_at = -1
-    while running() and not stop.wait(INTERVAL) and not leave.is_set():
+    took = 0.0
+    while running() and not stop.wait(max(INTERVAL, 2 * took)) and not leave.is_set():
         state.watch_load()
         if server.viewers:
+            # A job of hundreds of ranks may take a while to compare: the collector spends at most a third of its
+            # time on snapshots, whatever their cost.
+            began = time.monotonic()
             server.publish(lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))
+            took = time.monotonic() - began
         now = time.monotonic()
         if now - written >= INFO_EVERY:
             written = now

@@ -9,6 +9,7 @@ again to the figures it already had, so one process stays one (not two ranks, on
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -19,6 +20,7 @@ from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.launch import log_tail
 from fxtui.jobs.machine_load import MachineLoad
+from fxtui.jobs.rank_snapshots import keeps_ops
 from fxtui.jobs.ranks import JobCollector
 
 #: Seconds between two looks at the machine's load (each one reads the program's threads' counters in /proc).
@@ -69,6 +71,8 @@ class JobState:
                 who = (message.host, message.pid)
                 self._same[agent] = self._by_pid.setdefault(who, agent)
             agent = self._same.get(agent, agent)
+            if isinstance(message, Step) and message.ops:
+                message = self._sampled_ranks(message, agent)
             self.collector.receive(message, agent)
             self.received += 1
             self.agents = max(self.agents, agent + 1)
@@ -76,6 +80,15 @@ class JobState:
                 if message.kind != self._kind:  # the first optimizer step: the calls before were its start
                     self._kind, self.last_step = message.kind, -1
                 self.last_step = max(self.last_step, message.index)
+
+    def _sampled_ranks(self, step: Step, agent: int) -> Step:
+        """A job of more ranks than a collector compares: the ops of the ranks outside the sample are not taken
+        (:func:`~fxtui.jobs.rank_snapshots.keeps_ops`), so the collector keeps up with the program."""
+        held = self.collector.agents.get(agent)
+        hello = held.hello if held is not None else None
+        if hello is None or keeps_ops(hello.rank, hello.world_size):
+            return step
+        return dataclasses.replace(step, ops=[])
 
     def snapshot(self, state: State = State.RUNNING, rank: int | None = None, kind: str | None = None) -> Snapshot:
         """The figures now, of ``rank`` and of ``kind``'s steps (each the collector's choice when None), with the

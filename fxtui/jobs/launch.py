@@ -29,6 +29,7 @@ from pathlib import Path
 
 from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions, ProgramExit
 from fxtui.core.errors import FxtuiError
+from fxtui.core.job_link import JOB_SCOPE, JoinLead, LeadAsk
 from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, receive
 
 #: The module that starts a program with the agent in it (``python -m``): it runs in the program's process.
@@ -132,8 +133,12 @@ class ProgramJob:
         env: Mapping[str, str] | None = None,
         on_exit: Callable[[ProgramExit, Connection], None] | None = None,
         warn: Callable[[str], None] = lambda sentence: None,
+        on_link: Callable[[object, Connection], None] | None = None,
     ) -> None:
         self.command = tuple(command)
+        self.on_link = on_link
+        """Hears an agent's :class:`~fxtui.core.job_link.LeadAsk` or ``JoinLead`` (a job across nodes), on the
+        connection it came on (the agent reads the answer there)."""
         self.env = dict(env or {})
         """Set in the program's environment besides the caller's (``--keep-freed-memory``)."""
         self.on_message = on_message
@@ -179,6 +184,7 @@ class ProgramJob:
             AGENT_ADDRESS: self.agent_address,
             AGENT_KEY: self._key.hex(),
             AGENT_OPTIONS: self.options.encode(),
+            **_scope(self.command),
             # Every Python process the program starts (torchrun's ranks) gets an agent too.
             "PYTHONPATH": os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH", "")) if p),
             **extra,
@@ -229,6 +235,10 @@ class ProgramJob:
                         return
                     except Exception as e:  # a message that does not read: dropped (said once), the rest still read
                         self._unread(e)
+                        continue
+                    if isinstance(message, LeadAsk | JoinLead):  # an agent's word on the job's other nodes
+                        if self.on_link is not None:
+                            self.on_link(message, connection)
                         continue
                     if isinstance(message, ProgramExit):  # the boot's own connection: no agent's, none to wait for
                         if counted:
@@ -300,6 +310,16 @@ class ProgramJob:
         else:
             with contextlib.suppress(OSError):
                 (self.dir / "agent.sock").unlink()
+
+
+def _scope(command: Sequence[str]) -> dict[str, str]:
+    """``FXTUI_JOB_SCOPE=rank`` when this collector holds one rank of a distributed job (``torchrun … fxtui run
+    train.py``: fxtui runs inside each rank), so the ranks' collectors find each other
+    (:mod:`fxtui.agent.job_store`)."""
+    world = os.environ.get("WORLD_SIZE", "")
+    if os.environ.get("RANK") and world.isdigit() and int(world) > 1 and not is_executable(command):
+        return {JOB_SCOPE: "rank"}
+    return {}
 
 
 def program_argv(command: Sequence[str]) -> list[str]:

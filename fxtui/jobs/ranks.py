@@ -13,16 +13,19 @@ names the rank holding the others up.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
 from fxtui.core.agent_messages import Hello
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.nodes import NodeStats
-from fxtui.core.program_run import ProgramState, RankFigures, RankSummary
+from fxtui.core.program_run import ProgramState, RankFigures, RankSummary, gone_ranks
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.job_processes import has_collectives, lead_process, own_kind, processes, same_kind, with_every_kind
+from fxtui.jobs.rank_snapshots import Derived, RankSnapshots, fit_window
+from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 from fxtui.jobs.step_wait import with_load
 
 
@@ -35,6 +38,11 @@ class JobCollector:
         self.keep_disturbed = keep_disturbed
         self.agents: dict[int, Collector] = {}
         self.program = ProgramState(command)
+        self.built = RankSnapshots()
+        self.derived = Derived()
+        """Each rank's latest snapshot, rebuilt within a budget (a job of hundreds of ranks)."""
+        self.remote = RemoteRanks()
+        """The ranks other nodes' collectors hold, when this one leads a job across nodes."""
 
     def receive(self, message: object, agent: int = 0) -> None:
         """Take one message from the agent of process ``agent``."""
@@ -43,7 +51,10 @@ class JobCollector:
             collector = self.agents[agent] = Collector(
                 self.command, warmup=self.warmup, keep_disturbed=self.keep_disturbed
             )
+        if isinstance(message, Hello) and collector.hello is None:
+            fit_window(collector, message.world_size)  # hundreds of ranks: smaller windows
         collector.receive(message)
+        self.built.touched(collector)
 
     # -- the program ----------------------------------------------------------------------------
 
@@ -76,6 +87,9 @@ class JobCollector:
     def reset(self) -> None:
         for collector in self.agents.values():
             collector.reset()
+            if collector.hello is not None:
+                fit_window(collector, collector.hello.world_size)
+            self.built.touched(collector)
 
     @property
     def steps(self) -> int:
@@ -99,36 +113,49 @@ class JobCollector:
         """The figures of ``rank`` (the lowest when None or unknown) and of ``kind``'s steps (the kind the figures
         lead with when None), every rank compared beside them."""
         ranked = self.ranked()
+        remote = self.remote.snapshots(kind, state, {r for r, _ in ranked}) if self.remote else {}
         traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
-        if len(ranked) <= 1:
+        if len(ranked) <= 1 and not remote:
             collector = ranked[0][1] if ranked else self._any()
             snapshot = collector.snapshot(state, kind=kind)
             steps = with_load(snapshot.steps, self.program)
             return dataclasses.replace(snapshot, program=self.program, timelines=traces, steps=steps)
-        collectives = has_collectives(c for _, c in ranked)
+        collectives = bool(remote) or has_collectives(c for _, c in ranked)
         if collectives:
-            snapshots = {r: c.snapshot(state, kind=kind) for r, c in ranked}
-            shown = rank if rank in snapshots else ranked[0][0]
-            roles = {}
+            ranked, sampled = self.built.sample(ranked, rank)
+            snapshots = self.built.snapshots(ranked, state, kind, rank)
+            roles: dict[int, str] = {}
         else:  # processes on their own (hogwild): each its own kind of step, the one asked for where it runs it
+            sampled = ""
             snapshots = {r: c.snapshot(state, kind=own_kind(c, kind)) for r, c in ranked}
-            shown = rank if rank in snapshots else lead_process(ranked, kind)
-            roles = {i: role for i, (_c, role) in enumerate(processes([c for _, c in ranked], self.program.pid))}
+            roles = {r: role for (r, _c), (_c2, role) in zip(
+                ranked, processes([c for _, c in ranked], self.program.pid), strict=True)}  # fmt: skip
+        holders: dict[int, Collector | RemoteRank] = dict(ranked)
+        for r, (held, snap) in remote.items():  # other nodes' ranks, as their collectors last said
+            snapshots[r], holders[r] = snap, held
+            if state is State.DONE and held.trace:
+                traces[r] = held.trace
+        order = sorted(snapshots)
+        shown = rank if rank in snapshots else order[0] if collectives else lead_process(ranked, kind)
         base = snapshots[shown]
         compared = snapshots
         if not collectives:
             base = with_every_kind(base, (s for r, s in snapshots.items() if r != shown))
             compared = {r: s for r, s in snapshots.items() if same_kind(s, base)}  # a worker's steps beside another's
+        now = time.time()
         summary = RankSummary(
-            shown, tuple(_figures(r, c, snapshots[r], roles.get(r, "")) for r, c in ranked), collectives
+            shown,
+            tuple(_figures(r, holders[r], snapshots[r], now, self.derived, roles.get(r, "")) for r in order),
+            collectives,
         )
         assert base.graph is not None
-        graph = dataclasses.replace(base.graph, ranks=tuple(r for r, _ in ranked))
-        nodes = _spread_over_ranks(base, compared, shown)
+        graph = dataclasses.replace(base.graph, ranks=tuple(order))
+        nodes = _spread_over_ranks(base, compared, shown, self.derived)
+        node = next((f.node for f in summary.ranks if f.rank == shown), -1)
+        said = "; ".join(s for s in (base.message or summary.straggler(), gone_ranks(summary.ranks), sampled) if s)
         return dataclasses.replace(
-            base, graph=graph, nodes=nodes, program=self.program, rank_summary=summary, timelines=traces,
-            steps=with_load(base.steps, self.program),
-            message=base.message or summary.straggler(),
+            base, graph=graph, nodes=nodes.with_columns(node=[node] * len(nodes)), program=self.program,
+            rank_summary=summary, timelines=traces, steps=with_load(base.steps, self.program), message=said,
             other_ranks={r: s for r, s in snapshots.items() if r != shown} if state is State.DONE else {},
         )  # fmt: skip
 
@@ -138,20 +165,18 @@ class JobCollector:
         return next(iter(self.agents.values()))
 
 
-def _figures(rank: int, collector: Collector, snapshot: Snapshot, role: str = "") -> RankFigures:
+def _figures(
+    rank: int,
+    collector: Collector | RemoteRank,
+    snapshot: Snapshot,
+    now: float = 0.0,
+    derived: Derived | None = None,
+    role: str = "",
+) -> RankFigures:
     """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits (``role``: a
     process's name in a job without collectives)."""
-    graph, steps = snapshot.graph, snapshot.steps
-    medians = snapshot.nodes.column("median_s") if isinstance(snapshot.nodes, ColumnTable) else []
-    compute = backward = comm_ops = 0.0
-    if graph is not None:
-        for info, median in zip(graph.nodes, medians, strict=False):
-            if info.phase in ("forward", "backward"):
-                compute += median
-            if info.phase == "backward":
-                backward += median
-            elif info.phase == "comm":
-                comm_ops += median
+    steps = snapshot.steps
+    compute, backward, comm_ops = (derived or Derived()).sums(rank, snapshot)
     backward_phase = steps.median("backward") if steps is not None else None
     hello: Hello | None = collector.hello
     return RankFigures(
@@ -166,21 +191,22 @@ def _figures(rank: int, collector: Collector, snapshot: Snapshot, role: str = ""
         pid=hello.pid if hello is not None else 0,
         role=role,
         kind=steps.kind if steps is not None else "",
+        node=hello.node if hello is not None and hello.node is not None else -1,
+        gone_since=collector.gone_since(now) if isinstance(collector, RemoteRank) else 0.0,
     )
 
 
-def _spread_over_ranks(base: Snapshot, snapshots: dict[int, Snapshot], shown: int) -> ColumnTable[NodeStats]:
+def _spread_over_ranks(
+    base: Snapshot, snapshots: dict[int, Snapshot], shown: int, derived: Derived | None = None
+) -> ColumnTable[NodeStats]:
     """The shown rank's node statistics, each with the fastest and slowest rank's median and the slowest rank."""
     assert isinstance(base.nodes, ColumnTable)
     names = base.nodes.names
     ranks = sorted(snapshots)
+    derived = derived or Derived()
     table = np.full((len(ranks), len(names)), np.nan)
     for row, r in enumerate(ranks):
-        other = snapshots[r].nodes
-        medians = (
-            dict(zip(other.names, other.column("median_s"), strict=True)) if isinstance(other, ColumnTable) else {}
-        )
-        table[row] = [medians.get(n, np.nan) for n in names]
+        table[row] = derived.medians(r, snapshots[r], names)
     have = ~np.isnan(table)
     filled = np.where(have, table, -np.inf)
     slowest = np.array(ranks)[np.argmax(filled, axis=0)]

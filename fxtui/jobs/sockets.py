@@ -26,8 +26,9 @@ from fxtui.core.agent_contract import HANDSHAKE_S, connection_timeouts, set_time
 
 #: Connections proving the key at once; more are closed as they come (a flood costs the flood, not the job).
 PENDING = 128
-#: Connections waiting to be accepted.
-BACKLOG = 64
+#: Connections waiting to be accepted: a node's ranks all connect at once as the program starts (hundreds, on a
+#: large server or in the scale benchmark); a full backlog refuses a local connection at once (EAGAIN).
+BACKLOG = 1024
 #: The longest message an agent may send (a step that first meets a large model's nodes carries them all).
 AGENT_LIMIT = 256 * 1024 * 1024
 #: The longest message a viewer may send (its commands are a few bytes).
@@ -66,7 +67,9 @@ class Refused(Exception):
     """A message that names a type the collector does not take."""
 
 
-class _Unpickler(pickle.Unpickler):
+class Unpickler(pickle.Unpickler):
+    """Loads only fxtui's torch-free data and the plain types of :data:`_ALLOWED`; :class:`Refused` otherwise."""
+
     def find_class(self, module: str, name: str) -> object:
         if module.startswith("fxtui.core.") or name in _ALLOWED.get(module, ()):
             return super().find_class(module, name)
@@ -82,7 +85,7 @@ def receive(connection: Connection, limit: int) -> object:
     longer be read); :class:`Refused` or another ``Exception`` when one message does not read (the next may).
     """
     data = connection.recv_bytes(limit)
-    return _Unpickler(io.BytesIO(data)).load()
+    return Unpickler(io.BytesIO(data)).load()
 
 
 class GuardedListener:

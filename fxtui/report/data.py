@@ -366,6 +366,7 @@ def node_rows(graph: GraphInfo, snapshot: Snapshot) -> list[NodeRow]:
 def _rank_rows(snapshot: Snapshot) -> dict[int, list[NodeRow]]:
     """Each other rank's rows, from its own snapshot, with the spread over the ranks the shown rank's rows have."""
     out: dict[int, list[NodeRow]] = {}
+    nodes = {r.rank: r.node for r in snapshot.rank_summary.ranks} if snapshot.rank_summary is not None else {}
     for rank, other in sorted(snapshot.other_ranks.items()):
         if other.graph is None:
             continue
@@ -378,6 +379,7 @@ def _rank_rows(snapshot: Snapshot) -> dict[int, list[NodeRow]]:
                 rank_min_s=spread.rank_min_s if spread else row.stats.median_s,
                 rank_max_s=spread.rank_max_s if spread else row.stats.median_s,
                 slowest_rank=spread.slowest_rank if spread else rank,
+                node=nodes.get(rank, -1),
             )
             rows.append(dataclasses.replace(row, stats=stats))
         out[rank] = rows

@@ -31,6 +31,7 @@ APPLIES_ONLY: dict[str, str] = {
     "rank_min_s": "distributed",
     "rank_max_s": "distributed",
     "slowest_rank": "distributed",
+    "node": "distributed",
     "calls_per_step": "program",
     "forward_s": "phases",
     "backward_s": "phases",

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable
 
 from fxtui.core.nodes import Spread
-from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, holds_text, overcount_doubt
+from fxtui.core.program_run import ALIKE, STEP_PHASES, KindSummary, StepSummary, gone_ranks, holds_text, overcount_doubt
 from fxtui.core.units import format_range, format_ratio, format_seconds
 from fxtui.report.aside_lines import aside_lines
 from fxtui.report.data import ReportData
@@ -73,12 +73,15 @@ def program_lines(report: ReportData) -> list[str]:
     elif ranks is not None:
         for r in ranks.ranks:
             lines.append(
-                f"rank {r.rank:<5} {r.host + ': ' if r.host else ''}step {format_seconds(r.step_median_s)}, "
+                f"rank {r.rank:<5} {(r.where or r.host) + ': ' if r.where or r.host else ''}"
+                f"step {format_seconds(r.step_median_s)}, "
                 f"forward+backward ops {format_seconds(r.compute_s)}, waiting in backward {format_seconds(r.comm_s)}"
                 + ("   (the rows below)" if r.rank == ranks.shown else "")
             )
         if straggler := ranks.straggler():
             lines.append(f"straggler  {straggler}")
+        if gone := gone_ranks(ranks.ranks):
+            lines.append(f"gone       {gone}")
     if report.generation is not None:  # its generate() calls: each a step, split into prefill and decode
         lines += report.generation.lines(report.phases)
     return lines + _other_kinds(steps) + _warnings(report)

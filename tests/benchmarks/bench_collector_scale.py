@@ -1,0 +1,254 @@
+"""Scale benchmark: one job collector fed by hundreds of simulated ranks.
+
+    python tests/benchmarks/bench_collector_scale.py                          # 8, 64, 256, 1024 ranks, 1 min each
+    python tests/benchmarks/bench_collector_scale.py --minutes 10 --ranks 256
+
+First a real program (an MLP of ~1,000 ATen ops a training step) runs once under fxtui's agent, and its messages
+(its greeting and its steps, sampled ones with every op) are recorded. Then, for each size, one collector process
+— the job daemon's own parts: :class:`~fxtui.jobs.launch.ProgramJob`'s socket and reader threads,
+:class:`~fxtui.jobs.job_state.JobState`, a viewer's snapshot every 0.25 s, and every second the report a member
+node would send its lead (:mod:`fxtui.jobs.cross_node`) — is fed by torch-free sender processes, each rank one
+:class:`~fxtui.agent.sender.Sender` (the agent's own) replaying the recorded steps at 2 steps a second.
+
+Printed per size: the collector's CPU share (of one core) and RSS after the first minute and at the end (its
+growth), the bytes per step an agent sends and the bytes per rank and step a member node sends its lead, the time
+to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a sample), the messages the
+senders dropped and whether every message sent was received, and the machine's load average beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing
+import os
+import pickle
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+#: The recorded program: ~1,000 ATen ops a training step (forward, backward, SGD).
+PROGRAM = """
+import torch, torch.nn as nn
+torch.set_num_threads(1)
+torch.manual_seed(0)
+layers = []
+for _ in range(55):
+    layers += [nn.Linear(32, 32), nn.ReLU()]
+net = nn.Sequential(*layers)
+opt = torch.optim.SGD(net.parameters(), lr=0.01, foreach=False)
+for step in range({steps}):
+    opt.zero_grad()
+    net(torch.randn(8, 32)).sum().backward()
+    opt.step()
+"""
+
+STEPS_PER_S = 2.0
+SNAPSHOT_EVERY_S = 0.25
+
+
+def record(path: Path, every: int, steps: int = 40) -> None:
+    """Run :data:`PROGRAM` under the agent and keep every message it sends."""
+    from fxtui.core.agent_contract import AgentOptions
+    from fxtui.jobs.launch import ProgramJob
+
+    messages: list[object] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "mlp.py"
+        script.write_text(textwrap.dedent(PROGRAM.format(steps=steps)))
+        job = ProgramJob([str(script)], lambda m, a: messages.append(m), options=AgentOptions(warmup=2, every=every))
+        job.start()
+        job.wait()
+        job.close()
+    path.write_bytes(pickle.dumps(messages))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def collector(directory: str, key: bytes, pipe: Connection) -> None:
+    """The collector under test: the daemon's receiving and snapshot path, and a member's report to its lead."""
+    from fxtui.core.job_link import NodeReport
+    from fxtui.core.settings import ProgramSettings
+    from fxtui.core.snapshot import State
+    from fxtui.jobs.cross_node import Packers, _dumps, _local_ranks
+    from fxtui.jobs.job_state import JobState
+    from fxtui.jobs.launch import ProgramJob
+
+    state = JobState(ProgramSettings(("sim.py",), warmup=2))
+    job = ProgramJob(("sim.py",), state.receive, directory=Path(directory), key=key)
+    job.listen()
+    pipe.send(job.agent_address)
+    builds: list[float] = []
+    report_bytes: list[int] = [0]
+    """Bytes of the reports this node would have sent its lead so far."""
+    packers = Packers()
+    started = time.monotonic()
+    cpu0 = os.times()
+    last_report = started
+    shown = ""
+    took = 0.0
+    while not pipe.poll(max(SNAPSHOT_EVERY_S, 2 * took)):  # as the daemon paces a viewer's snapshots
+        t = time.perf_counter()
+        snapshot = state.snapshot(State.RUNNING)
+        took = time.perf_counter() - t
+        builds.append(took)
+        if snapshot.rank_summary is not None:
+            shown = f"{len(snapshot.rank_summary.ranks)} ranks compared" + (
+                f" ({snapshot.message.split('; ')[-1]})" if "sample" in snapshot.message else ""
+            )
+        now = time.monotonic()
+        if now - last_report >= 1.0:  # what this node would send its lead every second
+            last_report = now
+            with state.lock:
+                ranks = _local_ranks(state, packers, False)
+            report_bytes.append(report_bytes[-1] + len(_dumps(NodeReport(1, "sim", tuple(ranks)))))
+            cpu = os.times()
+            pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
+                       state.received, builds, report_bytes[-1], shown))  # fmt: skip
+            builds = []
+    job.close()
+
+
+def senders(
+    address: str, key: bytes, ranks: range, world: int, messages_path: str, seconds: float, pipe: Connection
+) -> None:
+    """Ranks ``ranks``, each a Sender replaying the recorded steps at :data:`STEPS_PER_S`."""
+    from fxtui.agent.sender import Sender
+    from fxtui.core.agent_messages import Hello, Step
+
+    recorded = pickle.loads(Path(messages_path).read_bytes())
+    hello = next(m for m in recorded if isinstance(m, Hello))
+    steps = [m for m in recorded if isinstance(m, Step) and m.kind == "train"]
+    again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]  # a second pass describes nothing anew
+    out = {rank: Sender(address, key) for rank in ranks}
+    for rank, sender in out.items():
+        sender.send(dataclasses.replace(hello, pid=10_000_000 + rank, rank=rank, world_size=world))
+    start = time.monotonic()
+    tick = 0
+    late = 0
+    sent = 0
+    while time.monotonic() - start < seconds:
+        pass_, at = divmod(tick, len(steps))
+        base = (steps if pass_ == 0 else again)[at]
+        message = dataclasses.replace(base, index=tick)
+        for sender in out.values():
+            sender.send(message)
+            sent += 1
+        tick += 1
+        wait = start + tick / STEPS_PER_S - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        else:
+            late += 1
+    for sender in out.values():
+        sender.close()
+    pipe.send((sent + len(out), sum(s.dropped for s in out.values()), late, tick))
+
+
+def step_bytes(messages_path: Path) -> tuple[float, float, int]:
+    """Bytes an agent sends a step (mean over the recorded cycle), a sampled step's, and ops a sampled step."""
+    from fxtui.core.agent_messages import Step
+
+    steps = [m for m in pickle.loads(messages_path.read_bytes()) if isinstance(m, Step) and m.kind == "train"]
+    again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]
+    sizes = [len(pickle.dumps(s)) for s in again]
+    sampled = [len(pickle.dumps(s)) for s in again if s.sampled]
+    ops = max(len(s.ops) for s in steps)
+    return statistics.mean(sizes), statistics.mean(sampled) if sampled else 0.0, ops
+
+
+def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict[str, object]:
+    import secrets
+
+    from fxtui.jobs.launch import private_dir
+
+    ctx = multiprocessing.get_context("spawn")
+    key = secrets.token_bytes(32)
+    directory = tempfile.mkdtemp(prefix="bench-", dir=private_dir())
+    ours, theirs = ctx.Pipe()
+    coll = ctx.Process(target=collector, args=(directory, key, theirs), daemon=True)
+    coll.start()
+    address = ours.recv()
+    pipes, procs = [], []
+    share = max(1, -(-ranks // processes))
+    for first in range(0, ranks, share):
+        mine, other = ctx.Pipe()
+        mine_ranks = range(first, min(ranks, first + share))
+        p = ctx.Process(target=senders, args=(address, key, mine_ranks, ranks, str(messages), seconds, other),
+                        daemon=True)  # fmt: skip
+        p.start()
+        pipes.append(mine)
+        procs.append(p)
+    ticks = []
+    done = [pipe.recv() for pipe in pipes]
+    time.sleep(3.0)  # the last messages reach the collector
+    while ours.poll():
+        ticks.append(ours.recv())
+    ours.send("stop")
+    coll.join(10)
+    for p in procs:
+        p.join(5)
+    sent = sum(d[0] for d in done)
+    dropped = sum(d[1] for d in done)
+    late = sum(d[2] for d in done)
+    last = ticks[-1]
+    after_minute = next((t for t in ticks if t[1] >= min(60.0, seconds / 2)), ticks[0])
+    builds = [b for t in ticks for b in t[5]]
+    steady = [b for t in ticks if t[1] >= 10 for b in t[5]] or builds
+    return {
+        "ranks": ranks,
+        "cpu": (last[2] - after_minute[2]) / max(1e-9, last[1] - after_minute[1]),
+        "rss_minute": after_minute[3],
+        "rss_end": last[3],
+        "received": last[4],
+        "sent": sent,
+        "dropped": dropped,
+        "late": late,
+        "build_median_ms": 1e3 * statistics.median(steady),
+        "build_max_ms": 1e3 * max(steady),
+        "report_bytes": (last[6] - after_minute[6]) / max(1e-9, last[1] - after_minute[1]),
+        "shown": last[7],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=1.0, help="minutes per size (default 1; the goal is stated at 10)")
+    p.add_argument("--ranks", type=int, nargs="*", default=[8, 64, 256, 1024])
+    p.add_argument(
+        "--sample-every",
+        type=int,
+        default=5,
+        help="the recorded program's sampled steps: one in N (5: the densest the agent samples)",
+    )
+    p.add_argument("--processes", type=int, default=4, help="sender processes")
+    p.add_argument("--messages", type=Path, default=None, help="reuse recorded messages (a pickle this wrote)")
+    a = p.parse_args()
+    messages = a.messages or Path(tempfile.gettempdir()) / f"fxtui-bench-scale-{a.sample_every}.pickle"
+    if not messages.exists():
+        print(f"recording the program's messages (one step in {a.sample_every} sampled) …", flush=True)
+        record(messages, a.sample_every)
+    mean, sampled, ops = step_bytes(messages)
+    print(f"recorded: {ops} ops a sampled step; an agent sends {mean / 1e3:.1f} kB a step on average "
+          f"({sampled / 1e3:.1f} kB a sampled step), one step in {a.sample_every} sampled")  # fmt: skip
+    print(f"{'ranks':>6} {'cpu':>6} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} {'snap max':>9} "
+          f"{'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5}  load  compared")  # fmt: skip
+    for ranks in a.ranks:
+        r = run_size(ranks, 60 * a.minutes, messages, a.processes)
+        per_rank_step = float(r["report_bytes"]) / ranks / STEPS_PER_S  # type: ignore[arg-type]
+        print(f"{ranks:>6} {r['cpu']:>6.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
+              f"{float(r['rss_end']) - float(r['rss_minute']):>+6.0f}M {r['build_median_ms']:>7.0f}ms "
+              f"{r['build_max_ms']:>7.0f}ms {per_rank_step:>16.0f} {r['dropped']:>8} "
+              f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5}  {os.getloadavg()[0]:.1f}  {r['shown']}",
+              flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())

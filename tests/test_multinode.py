@@ -1,0 +1,252 @@
+"""A torchrun job across nodes under ``fxtui run`` on every node is one profile: each node is a torchrun launch of its
+own on this machine (``--nnodes N --node-rank K``, gloo, one rank a node), found through the job's own store."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch.distributed
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+        reason="this torch has no torch.distributed with gloo",
+    ),
+]
+
+#: DDP on gloo, one thread a rank; the rank SLOW_RANK gets four times the batch. It runs STEPS steps, or, with
+#: STOP set, until that file exists (a rank that reached step 20 writes STEPPED.<rank> first).
+DDP = """
+import os, time
+from datetime import timedelta
+from pathlib import Path
+import torch, torch.distributed as dist, torch.nn as nn
+torch.set_num_threads(1)
+dist.init_process_group("gloo", timeout=timedelta(seconds=20))  # a lost node ends the others' collectives
+rank = dist.get_rank()
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
+model = nn.parallel.DistributedDataParallel(net)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+batch = 64 * (4 if rank == int(os.environ["SLOW_RANK"]) else 1)
+stop = os.environ.get("STOP")
+step = 0
+while True:
+    x, y = torch.randn(batch, 128), torch.randint(0, 10, (batch,))
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    step += 1
+    if step == 20:
+        Path(f"STEPPED.{rank}").touch()
+    if stop:
+        done = torch.tensor([float(Path(stop).exists())])
+        dist.all_reduce(done)  # every rank stops at the same step
+        if done.item() or step >= 20_000:
+            break
+        time.sleep(0.01)
+    elif step >= int(os.environ.get("STEPS", "40")):
+        break
+dist.destroy_process_group()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _secret(path: Path, fill: str = "ab") -> Path:
+    path.write_text(fill * 32 + "\n")
+    path.chmod(0o600)
+    return path
+
+
+class Job:
+    """The nodes of one job, each ``fxtui run … torchrun --node-rank K`` in a directory of its own."""
+
+    def __init__(self, tmp: Path, nodes: int, slow: int, secret: Path) -> None:
+        self.tmp, self.nodes, self.slow, self.secret = tmp, nodes, slow, secret
+        self.port = _free_port()
+        (tmp / "ddp.py").write_text(textwrap.dedent(DDP))
+        self.procs: dict[int, subprocess.Popen[str]] = {}
+
+    def env(self, node: int, **extra: str) -> dict[str, str]:
+        run = self.tmp / f"run{node}"  # each node's own private fxtui directory, as on its own server
+        run.mkdir(mode=0o700, exist_ok=True)
+        return {**os.environ, "SLOW_RANK": str(self.slow), "FXTUI_SECRET_FILE": str(self.secret),
+                "XDG_RUNTIME_DIR": str(run), **extra}  # fmt: skip
+
+    def torchrun(self, node: int) -> list[str]:
+        return ["-m", "torch.distributed.run", "--nnodes", str(self.nodes), "--nproc-per-node", "1",
+                "--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(self.port),
+                "ddp.py"]  # fmt: skip
+
+    def start(self, node: int, *fxtui: str, **env: str) -> subprocess.Popen[str]:
+        command = [sys.executable, "-m", "fxtui", "run", *fxtui, "--warmup-steps", "3", "--sample-every", "3",
+                   *self.torchrun(node)]  # fmt: skip
+        proc = subprocess.Popen(command, cwd=self.tmp, env=self.env(node, **env), text=True, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        self.procs[node] = proc
+        return proc
+
+    def finish(self, timeout: float = 600) -> dict[int, tuple[int, str, str]]:
+        out = {}
+        for node, proc in self.procs.items():
+            stdout, stderr = proc.communicate(timeout=timeout)
+            out[node] = (proc.returncode, stdout, stderr)
+        return out
+
+    def kill(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                with_suppress_kill(proc.pid)
+
+
+def with_suppress_kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _ranks(saved: dict) -> dict[int, dict]:
+    return {r["rank"]: r for r in saved["metadata"]["ranks"]["ranks"]}
+
+
+def _wait_for(path: Path, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never came"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize(("nodes", "slow"), [(2, 1), (3, 2)])
+def test_every_node_s_rank_is_in_node_0_s_profile_and_the_straggler_is_named_with_its_node(
+    tmp_path: Path, nodes: int, slow: int
+) -> None:
+    job = Job(tmp_path, nodes, slow, _secret(tmp_path / "secret"))
+    try:
+        for node in range(nodes):
+            job.start(node, "--once", "--json", f"n{node}.json")
+        done = job.finish()
+    finally:
+        job.kill()
+    for node, (code, _, stderr) in done.items():
+        assert code == 0, f"node {node}: {stderr[-2000:]}"
+    saved = json.loads((tmp_path / "n0.json").read_text())
+    ranks = _ranks(saved)
+    assert sorted(ranks) == list(range(nodes)) and [ranks[r]["node"] for r in range(nodes)] == list(range(nodes))
+    assert saved["metadata"]["ranks"]["straggler"].startswith(f"rank {slow} on node {slow} (")
+    assert ranks[slow]["compute_s"] > 1.3 * ranks[0]["compute_s"]  # four times the batch
+    rows = saved["rows"]
+    assert {(r["rank"], r["node"]) for r in rows} == {(r, r) for r in range(nodes)}  # every rank's rows, its node
+    stdout = done[0][1]
+    assert f"straggler  rank {slow} on node {slow}" in stdout and f"rank {slow:<5} node {slow} (" in stdout
+    assert "gone" not in saved["metadata"]["ranks"]["straggler"] and all(not r["gone_since"] for r in ranks.values())
+
+
+def test_fxtui_attach_on_node_1_shows_the_whole_job(tmp_path: Path) -> None:
+    job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
+    stop = tmp_path / "STOP"
+    try:
+        job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
+        member = job.start(1, "--detach", STOP=str(stop))
+        assert member.wait(60) == 0, member.stderr.read() if member.stderr else ""
+        said = member.stdout.read() if member.stdout else ""
+        job_id = said.split("started job ", 1)[1].split(":", 1)[0]
+        _wait_for(tmp_path / "STEPPED.1")
+        attach = subprocess.run([sys.executable, "-m", "fxtui", "attach", job_id, "--once", "--json", "a1.json"],
+                                cwd=tmp_path, env=job.env(1), capture_output=True, text=True, timeout=120)  # fmt: skip
+        stop.touch()
+        done = job.finish()
+    finally:
+        stop.touch()
+        job.kill()
+    assert attach.returncode == 0, attach.stderr[-2000:]
+    seen = json.loads((tmp_path / "a1.json").read_text())
+    ranks = _ranks(seen)
+    assert sorted(ranks) == [0, 1] and ranks[0]["node"] == 0 and ranks[1]["node"] == 1
+    # a running job's rows are the shown rank's: rank 0's, whose figures node 1 has only from node 0
+    assert {(r["rank"], r["node"]) for r in seen["rows"]} == {(0, 0)}
+    assert seen["metadata"]["ranks"]["straggler"].startswith("rank 1 on node 1 (")
+    assert done[0][0] == 0, done[0][2][-2000:]
+
+
+def _collector_of(node: int, program: int) -> int:
+    """The pid of node ``node``'s collector (forked by its ``fxtui run``, which became the program)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == program:
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        at = argv.index(b"--node-rank") + 1 if b"--node-rank" in argv else 0
+        if b"fxtui" in argv and b"run" in argv and at and argv[at] == str(node).encode():
+            return int(entry.name)
+    raise AssertionError(f"no collector of node {node}")
+
+
+def _ranks_of(node: int, port: int) -> list[int]:
+    """The rank processes torchrun started on node ``node`` of the job at ``port``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if f"GROUP_RANK={node}".encode() in env and f"MASTER_PORT={port}".encode() in env:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_node_killed_mid_run_leaves_the_others_figures_and_is_said_gone(tmp_path: Path) -> None:
+    job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
+    stop = tmp_path / "STOP"
+    try:
+        job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
+        member = job.start(1, "--once", STOP=str(stop))
+        _wait_for(tmp_path / "STEPPED.1")
+        time.sleep(4)  # a few reports of node 1's figures reach node 0
+        # the whole node: its collector, its torchrun, its rank (a session of its own, as torchrun starts it)
+        os.kill(_collector_of(1, member.pid), signal.SIGKILL)
+        os.killpg(member.pid, signal.SIGKILL)
+        for pid in _ranks_of(1, job.port):
+            os.kill(pid, signal.SIGKILL)
+        done = job.finish()  # node 0's rank meets the lost peer in its next collective and ends
+    finally:
+        stop.touch()
+        job.kill()
+    stdout = done[0][1]
+    saved = json.loads((tmp_path / "n0.json").read_text())
+    ranks = _ranks(saved)
+    assert sorted(ranks) == [0, 1] and ranks[1]["steps"] > 0 and ranks[1]["gone_since"] > 0
+    assert ranks[0]["gone_since"] == 0
+    assert {r["rank"] for r in saved["rows"]} == {0, 1}  # the gone rank's last figures are whole
+    assert "gone       rank 1 on node 1 (" in stdout and " gone since " in stdout
+
+
+def test_a_node_with_another_secret_is_refused_and_the_job_runs_on(tmp_path: Path) -> None:
+    job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
+    try:
+        job.start(0, "--once", "--json", "n0.json")
+        job.start(1, "--once", FXTUI_SECRET_FILE=str(_secret(tmp_path / "other", "cd")))
+        done = job.finish()
+    finally:
+        job.kill()
+    assert done[0][0] == 0 and done[1][0] == 0  # the training job is the user's: it ran to its end on both
+    assert "another fxtui secret than this node's" in done[1][2]
+    saved = json.loads((tmp_path / "n0.json").read_text())
+    assert saved["metadata"]["ranks"] is None and {r["rank"] for r in saved["rows"]} == {None}  # rank 0's alone
+    assert "ab" * 32 not in done[0][2] + done[1][2] + done[0][1] + done[1][1]  # the secret is never said
