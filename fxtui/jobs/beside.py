@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from fxtui.core.agent_contract import PROGRAM_PID, ProgramExit
 from fxtui.core.settings import ProgramSettings
-from fxtui.jobs.launch import AGENTS_END_S, ProgramJob, private_dir, program_argv
+from fxtui.jobs.job_setup import program_job
+from fxtui.jobs.launch import AGENTS_END_S, private_dir, program_argv
 from fxtui.jobs.pid_watch import watch_pid
 
 if TYPE_CHECKING:
@@ -93,15 +94,7 @@ class _Beside:
         self.exited = threading.Event()
         self.program = os.getpid()
         """The program's pid: this process's, which becomes the program."""
-        self.job = ProgramJob(
-            settings.command,
-            self.receive,
-            options=settings.agent_options(),
-            directory=self.directory,
-            key=secrets.token_bytes(32),
-            env=settings.program_env(),
-            on_exit=self.on_exit,
-        )
+        self.job = program_job(settings, self.receive, self.directory, secrets.token_bytes(32), on_exit=self.on_exit)
 
     # -- the agents' threads ------------------------------------------------------------------------
 
