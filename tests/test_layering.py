@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fxtui"
 
@@ -245,34 +245,6 @@ def test_no_two_files_share_a_name() -> None:
     assert not {n: p for n, p in seen.items() if len(p) > 1}
 
 
-def test_the_collector_and_the_viewer_never_load_torch() -> None:
-    # fxtui run's collector starts while the program imports torch on the same cores: importing torch too would
-    # cost the program seconds of a core (its fixed cost), for nothing the collector needs.
-    modules = sorted(_module_name(p) for folder in ("jobs", "report") for p in files(folder))
-    code = (
-        f"import sys, fxtui.commands.run, fxtui.commands.attach; import {', '.join(modules)}; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', 'transformers')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
-def test_what_runs_before_a_program_starts_imports_no_numpy_and_no_report() -> None:
-    # fxtui run's fixed cost: the command parses its options, then the program starts. numpy alone took 86 ms
-    # there, the report's writers and the app's job 50 ms more (measured: +0.59 s over python before, +0.30 s
-    # after, tests/benchmarks/bench_fixed_cost.py); what prints the profile is imported in the collector.
-    code = (
-        "import sys; from fxtui.commands.parser import parse; "
-        "from fxtui.commands.options import check_output, program_output; "
-        "args = parse(['run', '--once', '--sort', 'p90', '--columns', 'mean', 'train.py', '--epochs', '1']).args; "
-        "check_output(program_output(args)); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy' or m.startswith('fxtui.report.') "
-        "and m != 'fxtui.report.formats' or m.startswith('fxtui.ui')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
 def test_every_module_named_in_a_string_resolves() -> None:
     # Module paths handed to other processes or imported on demand break without an import error when moved.
     import importlib.util
@@ -349,15 +321,6 @@ def test_the_shipped_app_does_not_import_the_demo(path: Path) -> None:
     # The demo and screenshot tooling serve tests, benchmarks and pictures; the app runs without them.
     bad = {m for m in imported_modules(path) if m == "fxtui.ui.demo" or m.startswith("fxtui.ui.demo.")}
     assert not bad, f"{path.name} imports {sorted(bad)}"
-
-
-def test_importing_the_app_does_not_load_torch() -> None:
-    code = (
-        "import sys, fxtui.commands.cli, fxtui.commands.model_engine, fxtui.ui.app; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
 
 
 def _module_name(path: Path) -> str:

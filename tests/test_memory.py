@@ -26,6 +26,8 @@ from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.targets import LoadedModel
 from fxtui.report.api import Report
 
+pytestmark = pytest.mark.unit
+
 
 def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()

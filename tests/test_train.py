@@ -22,6 +22,8 @@ from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.targets import LoadedModel
 from fxtui.report.api import Report
 
+pytestmark = pytest.mark.unit
+
 
 class TinyCNN(nn.Module):
     def __init__(self) -> None:
