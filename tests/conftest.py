@@ -30,4 +30,4 @@ def whole_lines() -> None:
 
 
 # Each test module declares its tier (unit or e2e); a unit test starts no process (tests/tiers.py).
-from tiers import pytest_collection_modifyitems, unit_tests_start_no_process  # noqa: E402, F401
+from tiers import pytest_collection_modifyitems, pytest_ignore_collect, unit_tests_start_no_process  # noqa: E402, F401

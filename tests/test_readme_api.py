@@ -13,7 +13,7 @@ import pytest
 
 from fxtui.report.api import Report
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.e2e
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

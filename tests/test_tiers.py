@@ -10,7 +10,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from tiers import StartedAProcess, tier_errors
+from tiers import StartedAProcess, declared_tiers, tier_errors
 
 pytestmark = pytest.mark.unit
 
@@ -41,3 +41,10 @@ def test_a_unit_test_cannot_start_a_process() -> None:
         os.fork()
     with pytest.raises(StartedAProcess):
         multiprocessing.get_context("spawn").Process(target=print).start()
+
+
+def test_the_declared_tier_is_read_from_the_source_without_importing_it() -> None:
+    assert declared_tiers("import pytest\npytestmark = pytest.mark.e2e\n") == {"e2e"}
+    assert declared_tiers("pytestmark = [\n    pytest.mark.e2e,\n    pytest.mark.slow,\n]\n") == {"e2e"}
+    assert declared_tiers("pytestmark = pytest.mark.unit\n") == {"unit"}
+    assert declared_tiers("def test_x():\n    pytestmark = pytest.mark.e2e\n") == set()  # not the module's

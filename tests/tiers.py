@@ -14,10 +14,12 @@ The hooks are imported by ``tests/conftest.py``.
 
 from __future__ import annotations
 
+import ast
 import multiprocessing.process
 import os
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +45,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "each test module declares its tier with pytestmark = pytest.mark.unit or pytest.mark.e2e "
             "(tests/tiers.py):\n  " + "\n  ".join(errors)
         )
+
+
+def declared_tiers(source: str) -> set[str]:
+    """The tiers a module's source declares in its module-level ``pytestmark``."""
+    found: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            found.update(n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute) and n.attr in TIERS)
+    return found
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m unit``, an e2e module is not even imported (its imports, transformers' among them, cost the fast
+    tier seconds for tests it deselects anyway)."""
+    name = collection_path.name
+    if config.option.markexpr != "unit" or not (name.startswith("test_") and name.endswith(".py")):
+        return None
+    return declared_tiers(collection_path.read_text(encoding="utf-8")) == {"e2e"} or None
 
 
 class StartedAProcess(AssertionError):
