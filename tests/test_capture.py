@@ -23,7 +23,7 @@ from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.session import Session
 from fxtui.measure.targets import LoadedModel
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # transformers models throughout
 
 transformers = pytest.importorskip("transformers")
 

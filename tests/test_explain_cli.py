@@ -10,7 +10,7 @@ import pytest
 
 from fxtui.commands.cli import main
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.e2e
 
 MODEL = """
 import torch

@@ -13,7 +13,7 @@ from torch import nn
 import fxtui
 from fxtui.commands.cli import main
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.e2e
 
 TWO_TOWER = """
 import torch

@@ -26,7 +26,7 @@ from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.targets import LoadedModel
 from fxtui.report.api import Report
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.e2e
 
 
 def nbytes(t: torch.Tensor) -> int:

@@ -16,7 +16,7 @@ from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import ChildOptions
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.e2e
 
 MODEL = """
 import torch

@@ -26,7 +26,7 @@ from fxtui.measure.whatif.runner import run_what_ifs, what_if_options
 from fxtui.report.api import Report
 from fxtui.report.export import export
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.e2e
 
 PAIRS = 3
 
