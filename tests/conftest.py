@@ -27,3 +27,7 @@ def whole_lines() -> None:
     started by a test would inherit. Tests that check the fitting set it themselves."""
     os.environ.pop("COLUMNS", None)
     os.unsetenv("COLUMNS")
+
+
+# Each test module declares its tier (unit or e2e); a unit test starts no process (tests/tiers.py).
+from tiers import pytest_collection_modifyitems, pytest_ignore_collect, unit_tests_start_no_process  # noqa: E402, F401

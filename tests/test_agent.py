@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import fxtui
+
+pytestmark = pytest.mark.unit
 
 
 def test_another_threads_loader_and_model_calls_are_not_the_steps() -> None:

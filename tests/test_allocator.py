@@ -15,6 +15,8 @@ from fxtui.core import memory_policy
 from fxtui.core.snapshot import page_fault_warning
 from fxtui.measure import allocator
 
+pytestmark = pytest.mark.e2e
+
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
 # Each run allocates a 64 MB buffer: above glibc's largest dynamic mmap threshold, so

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
 
 from fxtui.measure.analysis.aten import aten_breakdown, main_kernel
+
+pytestmark = pytest.mark.unit
 
 
 def _model() -> tuple[torch.fx.GraphModule, tuple[torch.Tensor]]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
 
 from fxtui.measure.whatif.fold_bn import find_conv_bn, fuse_conv_bn
+
+pytestmark = pytest.mark.unit
 
 
 class ConvBnNet(nn.Module):

@@ -17,6 +17,8 @@ from fxtui.measure.analysis.cpu_setup import thread_info
 from fxtui.measure.analysis.hint_rules import Hint, suggest
 from fxtui.measure.analysis.work import measure_work
 
+pytestmark = pytest.mark.unit
+
 
 def _rules(hints: tuple[Hint, ...]) -> list[str]:
     return [h.rule for h in hints]

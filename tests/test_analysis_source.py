@@ -5,11 +5,14 @@ from __future__ import annotations
 import inspect
 import os
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
 
 from fxtui.measure.analysis.source import SourceLocation, short_path, source_of, sources_of
+
+pytestmark = pytest.mark.unit
 
 
 class Tiny(nn.Module):

@@ -9,6 +9,8 @@ import torch
 
 from fxtui.measure.analysis.cpu_setup import thread_info
 
+pytestmark = pytest.mark.unit
+
 
 def test_reports_the_current_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

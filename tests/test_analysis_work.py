@@ -10,6 +10,8 @@ from torch import nn
 from fxtui.measure.analysis.roofline import MachinePeaks, classify
 from fxtui.measure.analysis.work import NodeWork, measure_work, rollup
 
+pytestmark = pytest.mark.unit
+
 
 class Block(nn.Module):
     def __init__(self) -> None:

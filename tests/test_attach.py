@@ -24,6 +24,8 @@ from fxtui.jobs.attach_source import AttachSource
 from fxtui.jobs.directory import KEY, VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
 from tests.loop_until_stopped import LOOP
 
+pytestmark = pytest.mark.e2e
+
 
 def _started(directory: Path):  # type: ignore[no-untyped-def]
     script = directory / "loop.py"

@@ -7,11 +7,14 @@ and their nodes carry no module stack. The module whose forward was running char
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
 from fxtui.measure.capture import capture
 from fxtui.measure.inputs import Inputs
+
+pytestmark = pytest.mark.unit
 
 
 def decode(x: torch.Tensor) -> torch.Tensor:

@@ -10,11 +10,11 @@ import json
 import textwrap
 from pathlib import Path
 
+import helpers
 import pytest
 import torch
 from torch import nn
 
-from fxtui.commands.cli import main
 from fxtui.core.errors import FxtuiError
 from fxtui.measure.capture import capture, one_graph_model
 from fxtui.measure.capture.names import module_path
@@ -23,15 +23,15 @@ from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.session import Session
 from fxtui.measure.targets import LoadedModel
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # transformers models throughout
+
 transformers = pytest.importorskip("transformers")
 
 TINY_BERT = "num_hidden_layers=2,hidden_size=64,num_attention_heads=2,intermediate_size=128,vocab_size=512"
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main([*args, "--once", "--runs", "3", "--warmup", "1"])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, *args, "--once", "--runs", "3", "--warmup", "1")
 
 
 def tiny_bert() -> nn.Module:

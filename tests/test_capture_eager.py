@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
 import fxtui
 from fxtui.core.captures import CHOICES, capture_mode
+
+pytestmark = pytest.mark.unit
 
 
 class Branchy(nn.Module):

@@ -9,14 +9,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
-from fxtui.commands.cli import main
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = pytest.mark.e2e
 
 
 def assert_one_sentence(err: str, *fragments: str) -> None:

@@ -21,6 +21,8 @@ from fxtui.core.errors import FxtuiError
 from fxtui.report.data import ReportData
 from fxtui.report.text import header, module_table
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 
 class Block(nn.Module):
     def __init__(self, channels: int) -> None:

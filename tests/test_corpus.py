@@ -33,6 +33,8 @@ from tests.program_runs import (
     step_kinds,
 )
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 PROGRAMS = Path(__file__).parent / "programs"
 #: Figures from a few steps: a warm-up of two, then one step in two sampled.
 PACED = ("--warmup-steps", "2", "--sample-every", "2")

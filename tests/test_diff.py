@@ -13,6 +13,8 @@ from fxtui.report.data import SCHEMA, SCHEMA_VERSION
 from fxtui.report.diff import diff_reports
 from fxtui.report.findings_text import diff_table
 
+pytestmark = pytest.mark.unit
+
 
 def saved(rows: dict[str, float], modules: dict[str, float], run: float) -> dict:
     return {

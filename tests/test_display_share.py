@@ -16,6 +16,8 @@ from fxtui.core.findings import Disturbance
 from fxtui.measure.interference import LoadProbe, RunLoad
 from fxtui.measure.session import Session
 
+pytestmark = pytest.mark.e2e
+
 
 class DisplayProbe:
     """Runs of which ``share`` was lost, ``display`` of it while the display drew."""

@@ -21,6 +21,8 @@ from fxtui.jobs.directory import LOG, PROFILE, JobInfo, find_job, job_dir, read_
 from fxtui.jobs.pid_watch import running
 from tests.loop_until_stopped import LOOP
 
+pytestmark = pytest.mark.e2e
+
 PY = sys.executable
 RUN = [PY, "-m", "fxtui", "run", "--once", "--warmup-steps", "2", "--sample-every", "2", "--top", "3"]
 

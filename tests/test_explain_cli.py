@@ -10,6 +10,8 @@ import pytest
 
 from fxtui.commands.cli import main
 
+pytestmark = pytest.mark.e2e
+
 MODEL = """
 import torch
 from torch import nn

@@ -18,6 +18,8 @@ import pytest
 from fxtui.core.errors import FxtuiError
 from fxtui.report.export import check_exports, names_stdout, write_file
 
+pytestmark = pytest.mark.e2e
+
 
 def device(tmp_path: Path, name: str, major: int, minor: int) -> Path:
     """A character device of our own (``/dev/null`` is 1,3, ``/dev/full`` 1,7): a regression that replaced the

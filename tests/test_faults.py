@@ -18,10 +18,13 @@ import textwrap
 import time
 from pathlib import Path
 
+import helpers
 import pytest
+from helpers import slow_model_source
 
 import fxtui
-from fxtui.commands.cli import main
+
+pytestmark = pytest.mark.e2e
 
 FAULTY = """
 import itertools
@@ -129,9 +132,7 @@ def faulty(tmp_path: Path) -> Path:
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main([*args, "--once"])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, *args, "--once")
 
 
 def header_lines(out: str, label: str) -> list[str]:
@@ -185,37 +186,8 @@ def test_an_impossible_allocation_is_one_sentence_and_exit_2(faulty: Path, capsy
 
 # -- a real process: signals, pipes, locales --------------------------------------------
 
-SLOW = """
-import itertools
-import time
-from pathlib import Path
-
-import torch
-from torch import nn
-
-calls = itertools.count()
-
-
-@torch.fx.wrap
-def slow(x):
-    time.sleep(0.01)
-    if next(calls) == 20:  # well into the profiled runs
-        Path(__file__).with_name("started").touch()
-    return x
-
-
-class Slow(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.lin(slow(x))
-
-
-def make():
-    return Slow(), torch.randn(2, 4)
-"""
+#: Sleeps 10 ms a call; ``started`` appears at call 20, well into the profiled runs.
+SLOW = slow_model_source(started_at=20, sleep_s=0.01)
 
 
 def fxtui_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -15,6 +15,8 @@ from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
 from fxtui.report.diff import diff_reports
 from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
 
+pytestmark = pytest.mark.unit
+
 
 def report(rows: list[dict], modules: list[dict], **metadata: object) -> ReportData:
     meta = {"model": "m", "inputs": ["1×4"], "threads": 1, "runs": 5, "run_median_s": 1.0, "eager_median_s": 1.0}

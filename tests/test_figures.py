@@ -13,6 +13,8 @@ from fxtui.measure.session import Session
 from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
 from fxtui.report.diff import diff_reports
 
+pytestmark = pytest.mark.unit
+
 
 def test_run_figures_are_the_ratios_the_readme_defines() -> None:
     f = RunFigures.of(attributed_s=6.0, run_median_s=12.0, eager_median_s=8.0)

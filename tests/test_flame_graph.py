@@ -21,6 +21,8 @@ from fxtui.report.api import Report
 from fxtui.report.export import FORMATS, export
 from tests.test_report_files import resnet18, two_ranks
 
+pytestmark = pytest.mark.e2e
+
 #: How speedscope reads a folded line (its importer of flamegraph.pl's format): frames, a space, a whole number.
 FOLDED_LINE = re.compile(r"^(.*) (\d+)$")
 

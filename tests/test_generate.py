@@ -19,6 +19,8 @@ from fxtui.measure.inputs import Inputs
 from fxtui.ops.model_bytes import cache_bytes
 from fxtui.report.data import ReportData
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 transformers = pytest.importorskip("transformers")
 
 NEW_TOKENS = 6

@@ -13,41 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import slow_model_source
 
 from fxtui.commands.cli import main
 
-MODELS = textwrap.dedent(
+pytestmark = pytest.mark.e2e
+
+#: ``make``: sleeps 10 ms a call, ``started`` at call 20 (well into the profiled runs), then 1 s a call (time for a
+#: second signal inside a run); ``loads_slowly``, ``branchy`` (split by TorchDynamo) and ``small`` besides.
+MODELS = slow_model_source(started_at=20, sleep_s=0.01, then_sleep_s=1.0) + textwrap.dedent(
     """
-    import itertools
-    import time
-    from pathlib import Path
-
-    import torch
-    from torch import nn
-
-    calls = itertools.count()
-
-
-    @torch.fx.wrap
-    def slow(x):
-        n = next(calls)
-        if n == 20:  # well into the profiled runs
-            Path(__file__).with_name("started").touch()
-        time.sleep(0.01 if n < 20 else 1.0)  # from then on, time for a second signal inside a run
-        return x
-
-
-    class Slow(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = nn.Linear(4, 4)
-
-        def forward(self, x):
-            return self.lin(slow(x))
-
-
-    def make():
-        return Slow(), torch.randn(2, 4)
 
 
     def loads_slowly():
@@ -162,39 +137,8 @@ def test_fxtui_diff_compares_two_real_exports(
     assert os.path.getsize(models / "one.json") > 0
 
 
-WHAT_IF_MODEL = textwrap.dedent(
-    """
-    import itertools
-    import time
-    from pathlib import Path
-
-    import torch
-    from torch import nn
-
-    calls = itertools.count()
-
-
-    @torch.fx.wrap
-    def slow(x):
-        if next(calls) == 30:  # past the 10 profiled runs (about 23 calls): the what-if's pairs
-            Path(__file__).with_name("started").touch()
-        time.sleep(0.02)
-        return x
-
-
-    class Slow(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = nn.Linear(4, 4)
-
-        def forward(self, x):
-            return self.lin(slow(x))
-
-
-    def make():
-        return Slow(), torch.randn(2, 4)
-    """
-)
+#: Sleeps 20 ms a call; ``started`` at call 30, past the 10 profiled runs (about 23 calls): the what-if's pairs.
+WHAT_IF_MODEL = slow_model_source(started_at=30, sleep_s=0.02)
 
 
 def test_a_signal_during_the_what_ifs_is_said_in_the_header(tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ from fxtui.commands.cli import main
 from fxtui.core.errors import FxtuiError
 from fxtui.measure.targets.hf_inputs import default_inputs, input_hint
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 
 def stand_in(main_input: str, forward: str) -> nn.Module:
     """A module whose forward takes the parameters ``forward`` lists (all keyword, default None)."""

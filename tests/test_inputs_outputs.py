@@ -13,6 +13,8 @@ from torch import nn
 import fxtui
 from fxtui.commands.cli import main
 
+pytestmark = pytest.mark.e2e
+
 TWO_TOWER = """
 import torch
 from torch import nn

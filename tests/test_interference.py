@@ -18,6 +18,8 @@ from fxtui.measure.pipeline import make_report
 from fxtui.measure.session import Session
 from fxtui.report.api import Report
 
+pytestmark = pytest.mark.unit
+
 
 class FakeProbe:
     """Says, run after run, what share of it other work took."""

@@ -9,8 +9,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fxtui.jobs.directory import INFO, KEEP_ENDED_S, prune_ended
 from fxtui.jobs.launch import private_dir
+
+pytestmark = pytest.mark.e2e
 
 
 def _gone_pid() -> int:

@@ -4,24 +4,76 @@ core is torch-free data every process shares."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fxtui"
 
 
 def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """Every module ``path`` imports or names for importing, anywhere in it (see :func:`source_imports`)."""
+    return source_imports(path.read_text(encoding="utf-8"), _module_name(path), path.name == "__init__.py")
+
+
+#: A string that names an fxtui module (``fxtui.measure.capture.fx``) or a callable in one (``…fx:capture_fx``):
+#: a registry entry or an ``importlib`` argument is an import that ``import`` statements do not show.
+MODULE_STRING = re.compile(r"^fxtui(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?$")
+#: Calls whose first argument is a module imported by its name.
+IMPORT_CALLS = {"import_module", "__import__"}
+#: Module names handed to another process (``python -m``), not imported by the file that names them.
+STARTED_IN_ANOTHER_PROCESS = {"fxtui.agent.boot"}
+
+
+def source_imports(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every module ``source`` (the text of ``module``) imports: ``import`` statements, relative ones resolved
+    (``from ..agent import pace`` in ``fxtui.measure.x`` is ``fxtui.agent.pace``), ``importlib.import_module`` and
+    ``__import__`` calls on a string or on a name bound to one, and every string that names an fxtui module (a
+    registry the file imports from on demand), at the top, inside functions and under ``if TYPE_CHECKING``."""
+    tree = ast.parse(source)
+    package = module if is_package else module.rpartition(".")[0]
+    strings = {
+        target.id: node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            # ``from fxtui import agent`` and ``from .. import agent`` import the folder, not the package above it.
+            subs = [f"{base}.{alias.name}" for alias in node.names if base in {"fxtui", package} or not node.module]
+            names.update(subs or {base})
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            first = node.args[0]
+            named = strings.get(first.id) if isinstance(first, ast.Name) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                named = first.value
+            if called in IMPORT_CALLS and named:
+                names.add(named)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.match(node.value):
+            name = node.value.partition(":")[0]
+            if name not in STARTED_IN_ANOTHER_PROCESS:
+                names.add(name)
     return names
+
+
+def _absolute(module: str | None, level: int, package: str) -> str:
+    """The absolute name of ``from <level dots><module> import …`` written in ``package``."""
+    if level == 0:
+        return module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (level - 1)] if level - 1 < len(parts) else []
+    return ".".join([*base, module] if module else base)
 
 
 def files(layer: str) -> list[Path]:
@@ -40,7 +92,16 @@ ALLOWED: dict[str, set[str]] = {
     "jobs": {"core", "report", "jobs"},  # fxtui run's collector, daemon and viewers: torch-free processes
     "measure": {"core", "ops", "report", "measure"},  # the engine child of `fxtui MODEL`
     "ui": {"core", "report", "ui"},  # Textual only: never torch, never the engine
-    "commands": {"core", "report", "ops", "agent", "jobs", "measure", "ui", "commands"},  # the CLI: the top
+    # the CLI: the top (and the package's API, for its version)
+    "commands": {"core", "report", "ops", "agent", "jobs", "measure", "ui", "commands", "__init__"},
+}
+#: The package's own two files and the folders each may import: the Python API (``fxtui.profile`` runs the
+#: engine, ``fxtui.watch`` the agent and a collector, ``fxtui.load`` the report; never the CLI or the app) and
+#: ``python -m fxtui`` (the CLI). Importing the API is cheap besides: see
+#: :func:`test_importing_fxtui_imports_nothing_of_its_own`.
+TOP_FILES: dict[str, set[str]] = {
+    "__init__.py": {"core", "report", "agent", "jobs", "measure", "__init__"},
+    "__main__.py": {"commands"},
 }
 #: Folders whose processes never load torch (nor what pulls it in).
 TORCH_FREE = {"core", "report", "jobs", "ui"}
@@ -49,25 +110,119 @@ NO_TEXTUAL = {"core", "report", "ops", "agent", "jobs", "measure"}
 
 
 def _fxtui_folder(module: str) -> str | None:
+    """The folder an fxtui module lives in; ``__init__`` for the package itself (its API), ``__main__`` for
+    ``python -m fxtui``."""
     parts = module.split(".")
-    return parts[1] if parts[0] == "fxtui" and len(parts) > 1 else None
+    if parts[0] != "fxtui":
+        return None
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def forbidden_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    """The imports of ``source`` (the text of ``module``) that its folder's rule forbids, in every form
+    :func:`source_imports` finds."""
+    if module in {"fxtui", "fxtui.__main__"}:
+        folder, rule = module, TOP_FILES["__init__.py" if module == "fxtui" else "__main__.py"]
+    else:
+        folder = module.split(".")[1]
+        rule = ALLOWED[folder]
+    return sorted(m for m in source_imports(source, module, is_package) if not _may_import(folder, rule, m))
 
 
 @pytest.mark.parametrize("folder", sorted(ALLOWED))
 def test_each_folder_imports_only_the_folders_its_process_may(folder: str) -> None:
-    bad = [
-        f"{path.relative_to(PACKAGE)} imports {module}"
-        for path in files(folder)
-        for module in imported_modules(path)
-        if not _may_import(folder, module)
-    ]
+    bad = [f"{path.relative_to(PACKAGE)} imports {module}" for path in files(folder) for module in forbidden_in(path)]
     assert not bad, "; ".join(bad)
 
 
-def _may_import(folder: str, module: str) -> bool:
+@pytest.mark.parametrize("name", sorted(TOP_FILES))
+def test_the_package_files_import_only_what_their_rule_allows(name: str) -> None:
+    bad = forbidden_in(PACKAGE / name)
+    assert not bad, f"{name} imports {bad}"
+
+
+def forbidden_in(path: Path) -> list[str]:
+    """The imports of the file ``path`` that its folder's rule forbids."""
+    return forbidden_imports(path.read_text(encoding="utf-8"), _module_name(path), path.name == "__init__.py")
+
+
+def test_importing_fxtui_imports_nothing_of_its_own() -> None:
+    # ``import fxtui`` runs before any command (and in a program that only reads a profile back): the API imports
+    # what each function needs when it is called, never at the top (``if TYPE_CHECKING`` aside).
+    eager = top_level_imports((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    assert eager and not {m for m in eager if m.split(".")[0] in {"fxtui", "torch", "numpy", "textual"}}, eager
+
+
+def top_level_imports(source: str) -> set[str]:
+    """Modules the module body imports as it runs (not inside functions, classes or ``if TYPE_CHECKING``)."""
+    names: set[str] = set()
+    body = list(ast.parse(source).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            body += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            body += node.body + node.orelse + node.finalbody + [h for x in node.handlers for h in x.body]
+    return names
+
+
+#: Modules of other folders named in the samples below, each importing ``fxtui.agent.pace`` into ``measure/``
+#: (which may not import the agent) in another form.
+FORBIDDEN_FORMS = {
+    "absolute": "from fxtui.agent import pace",
+    "plain": "import fxtui.agent.pace as pace",
+    "from the package": "from fxtui import agent",
+    "relative": "from ..agent import pace",
+    "relative package": "from .. import agent",
+    "relative, two levels": "from ...agent import pace",  # in fxtui.measure.capture.x
+    "inside a function": "def f():\n    from ..agent.pace import Pace\n    return Pace",
+    "under TYPE_CHECKING": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from fxtui.agent import pace",
+    "importlib": "import importlib\npace = importlib.import_module('fxtui.agent.pace')",
+    "import_module": "from importlib import import_module\npace = import_module('fxtui.agent.pace')",
+    "__import__": "pace = __import__('fxtui.agent.pace')",
+    "by a name": "import importlib\nPACE = 'fxtui.agent.pace'\ndef f():\n    return importlib.import_module(PACE)",
+    "in a registry": "RUNNERS = {'pace': 'fxtui.agent.pace:Pace'}",
+    "the API": "import importlib\nfxtui = importlib.import_module('fxtui')",
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORBIDDEN_FORMS))
+def test_the_folder_rule_catches_every_form_of_import(form: str) -> None:
+    module = "fxtui.measure.capture.sample" if "two levels" in form else "fxtui.measure.sample"
+    assert forbidden_imports(FORBIDDEN_FORMS[form], module), f"{form} import not caught"
+
+
+def test_the_folder_rule_lets_a_folder_import_its_own_and_allowed_folders() -> None:
+    source = (
+        "import importlib\nfrom . import timing\nfrom ..core import snapshot\nfrom ..ops.recorder import Recorder\n"
+        "from fxtui.report.api import Report\nimport torch\nt = importlib.import_module('fxtui.measure.timing')\n"
+        "CAPTURERS = {'fx': 'fxtui.measure.capture.fx:capture_fx'}\n"
+    )
+    assert forbidden_imports(source, "fxtui.measure.sample") == []
+    assert forbidden_imports("import importlib\ntorch = importlib.import_module('torch')", "fxtui.jobs.sample")
+    assert forbidden_imports("t = __import__('textual.app')", "fxtui.core.sample")
+    # A module another process runs (``python -m``) is named, not imported.
+    assert forbidden_imports("ARGV = ['-m', 'fxtui.agent.boot']", "fxtui.jobs.sample") == []
+
+
+def test_the_package_rules_catch_a_forbidden_import() -> None:
+    assert forbidden_imports("from fxtui.ui.app import App", "fxtui", is_package=True) == ["fxtui.ui.app"]
+    assert forbidden_imports("from .commands.cli import main", "fxtui", is_package=True) == ["fxtui.commands.cli"]
+    assert forbidden_imports("from fxtui.measure.session import Session", "fxtui.__main__") == ["fxtui.measure.session"]
+    assert top_level_imports("import os\nfrom fxtui.report.api import Report\ndef f():\n    import torch\n") == {
+        "os",
+        "fxtui.report.api",
+    }
+
+
+def _may_import(folder: str, rule: set[str], module: str) -> bool:
     top = module.split(".")[0]
     if top == "fxtui":
-        return _fxtui_folder(module) in ALLOWED[folder]
+        return _fxtui_folder(module) in rule
     if top in {"torch", "torchvision", "transformers"}:
         return folder not in TORCH_FREE
     if top in {"textual", "rich"}:
@@ -88,34 +243,6 @@ def test_no_two_files_share_a_name() -> None:
         if path.name not in {"__init__.py", "__main__.py"}:
             seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
     assert not {n: p for n, p in seen.items() if len(p) > 1}
-
-
-def test_the_collector_and_the_viewer_never_load_torch() -> None:
-    # fxtui run's collector starts while the program imports torch on the same cores: importing torch too would
-    # cost the program seconds of a core (its fixed cost), for nothing the collector needs.
-    modules = sorted(_module_name(p) for folder in ("jobs", "report") for p in files(folder))
-    code = (
-        f"import sys, fxtui.commands.run, fxtui.commands.attach; import {', '.join(modules)}; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', 'transformers')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
-def test_what_runs_before_a_program_starts_imports_no_numpy_and_no_report() -> None:
-    # fxtui run's fixed cost: the command parses its options, then the program starts. numpy alone took 86 ms
-    # there, the report's writers and the app's job 50 ms more (measured: +0.59 s over python before, +0.30 s
-    # after, tests/benchmarks/bench_fixed_cost.py); what prints the profile is imported in the collector.
-    code = (
-        "import sys; from fxtui.commands.parser import parse; "
-        "from fxtui.commands.options import check_output, program_output; "
-        "args = parse(['run', '--once', '--sort', 'p90', '--columns', 'mean', 'train.py', '--epochs', '1']).args; "
-        "check_output(program_output(args)); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy' or m.startswith('fxtui.report.') "
-        "and m != 'fxtui.report.formats' or m.startswith('fxtui.ui')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
 
 
 def test_every_module_named_in_a_string_resolves() -> None:
@@ -196,15 +323,6 @@ def test_the_shipped_app_does_not_import_the_demo(path: Path) -> None:
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
-def test_importing_the_app_does_not_load_torch() -> None:
-    code = (
-        "import sys, fxtui.commands.cli, fxtui.commands.model_engine, fxtui.ui.app; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -214,12 +332,14 @@ def _fxtui_imports(path: Path, known: set[str]) -> set[str]:
     """fxtui modules ``path`` imports anywhere in it: at the top, inside functions, and under ``if TYPE_CHECKING``
     (a circle the type checker alone sees is still two modules that cannot be understood, or moved, apart)."""
     found: set[str] = set()
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name in known)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module in known:
-            subs = {f"{node.module}.{a.name}" for a in node.names} & known
-            found.update(subs or {node.module})
+        elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            base = _absolute(node.module, node.level, package)
+            subs = {f"{base}.{a.name}" for a in node.names} & known
+            found.update(subs or {base} & known)
     return found
 
 

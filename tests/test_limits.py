@@ -15,6 +15,8 @@ from fxtui.core.findings import Disturbance
 from fxtui.measure import memory_limit
 from fxtui.measure.memory_limit import Headroom, check_inputs_fit, headroom
 
+pytestmark = pytest.mark.e2e
+
 GiB = 2**30
 
 

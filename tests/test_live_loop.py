@@ -7,6 +7,7 @@ import itertools
 import threading
 import time
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
@@ -15,6 +16,8 @@ from fxtui.core.commands import Resume, Stop
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.live import MAX_FAILURES_IN_A_ROW, LiveSource
 from fxtui.measure.session import Session
+
+pytestmark = pytest.mark.unit
 
 _calls = itertools.count()
 _FAIL_AFTER = [10**9]

@@ -13,6 +13,8 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import parse_shape
 from fxtui.measure.targets import load_target
 
+pytestmark = pytest.mark.unit
+
 MODEL_SOURCE = """
 import torch
 from torch import nn

@@ -11,6 +11,8 @@ import pytest
 
 from fxtui.jobs.machine_load import DISTURBED_SHARE, MachineLoad
 
+pytestmark = pytest.mark.e2e
+
 TICK = 100  # the fake kernel's clock ticks per second (os.sysconf("SC_CLK_TCK") is 100 on Linux)
 
 

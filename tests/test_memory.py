@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 import torch.fx
+from helpers import MLP_SOURCE, write_source
 from torch import nn
 
 from fxtui.commands.cli import main
@@ -25,6 +25,8 @@ from fxtui.measure.inputs import Inputs
 from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.targets import LoadedModel
 from fxtui.report.api import Report
+
+pytestmark = pytest.mark.e2e
 
 
 def nbytes(t: torch.Tensor) -> int:
@@ -231,19 +233,7 @@ def test_a_training_step_reports_what_is_saved_for_backward() -> None:
 
 @pytest.fixture
 def model_file(tmp_path: Path) -> Path:
-    path = tmp_path / "models.py"
-    path.write_text(
-        textwrap.dedent(
-            """
-            import torch
-            from torch import nn
-
-            def make():
-                return nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 4)), (torch.randn(2, 8),)
-            """
-        )
-    )
-    return path
+    return write_source(tmp_path, "models.py", MLP_SOURCE)
 
 
 def test_the_command_line_shows_memory_columns_and_the_peak(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,6 +12,8 @@ from torch import nn
 from fxtui.core.op_nodes import EagerNode
 from fxtui.ops.namer import LOSS, SCRIPT, OpNamer
 from fxtui.ops.recorder import OpRecorder
+
+pytestmark = pytest.mark.unit
 
 
 class Unrolled(nn.Module):

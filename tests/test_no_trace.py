@@ -12,6 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 #: Trains a small model (sampled steps included), checking its objects mid-run and at the end.
 SCRIPT = """
 import copy, hashlib, io, pickle, sys

@@ -12,6 +12,8 @@ from fxtui.measure.pipeline import make_report
 from fxtui.measure.session import Session
 from fxtui.measure.values import describe_value
 
+pytestmark = pytest.mark.unit
+
 
 class MaskedLog(nn.Module):
     """T5's relative-position buckets in small: the log of zero, masked with torch.where."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 
+import pytest
 import torch
 from torch import nn
 
@@ -12,6 +13,8 @@ from fxtui.core.snapshot import page_fault_warning
 from fxtui.measure.analysis.memory import measure_captured_memory
 from fxtui.measure.capture.captured import one_graph_model
 from fxtui.measure.inputs import Inputs
+
+pytestmark = pytest.mark.unit
 
 PAGES = 1024
 

@@ -6,6 +6,8 @@ import pytest
 
 from fxtui.core.program_run import StepSummary
 
+pytestmark = pytest.mark.unit
+
 
 def test_sampling_cost_is_the_sampled_steps_extra_over_all_steps_time() -> None:
     # 100 steps of 10 ms, 4 of them sampled at 35 ms: 4 × 25 ms extra over 96 × 10 + 4 × 35 = 1,100 ms.

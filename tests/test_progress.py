@@ -10,15 +10,17 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers import slow_model_source
 
 from fxtui.commands.progress import ProgressLine, eta_text
+
+pytestmark = pytest.mark.e2e
 
 ERASE = "\r\x1b[K"
 
@@ -87,36 +89,8 @@ def test_the_eta_comes_from_the_pace_so_far() -> None:
 
 # -- the headless command on a terminal ---------------------------------------------------------------------------
 
-SLOW = """
-import itertools, time
-from pathlib import Path
-import torch
-from torch import nn
-
-calls = itertools.count()
-
-
-@torch.fx.wrap
-def slow(x):
-    n = next(calls)
-    if n == STARTED:
-        Path(__file__).with_name("started").touch()
-    time.sleep(0.05)
-    return x
-
-
-class Slow(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.lin(slow(x))
-
-
-def make():
-    return Slow(), torch.randn(2, 4)
-"""
+#: Sleeps 50 ms a call, and never says it started.
+SLOW = slow_model_source(started_at=10**9, sleep_s=0.05)
 
 
 def fxtui_on_a_terminal(directory: Path, *args: str) -> tuple[int, str, str]:
@@ -150,7 +124,7 @@ def fxtui_on_a_terminal(directory: Path, *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def slow_model(tmp_path: Path) -> Path:
-    (tmp_path / "slow.py").write_text(textwrap.dedent(SLOW).replace("STARTED", "10**9"))
+    (tmp_path / "slow.py").write_text(SLOW)
     return tmp_path
 
 

@@ -23,6 +23,8 @@ from fxtui.core.settings import parse_hf_config, parse_shape
 from fxtui.core.snapshot import OPCODES
 from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
 
+pytestmark = pytest.mark.unit
+
 # The same examples on every run: a failure in CI is one a developer can rerun. Under mutation testing
 # (tests/mutation.py sets FXTUI_MUTATION) a failure only has to be found, not shrunk to its simplest example:
 # shrinking made each killed mutant cost seconds.

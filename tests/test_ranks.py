@@ -11,10 +11,14 @@ from pathlib import Path
 import pytest
 import torch.distributed
 
-pytestmark = pytest.mark.skipif(
-    not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
-    reason="this torch has no torch.distributed with gloo",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+        reason="this torch has no torch.distributed with gloo",
+    ),
+]
 
 #: DDP on gloo, one thread per rank; rank 1 gets four times the batch.
 DDP = """

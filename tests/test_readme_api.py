@@ -13,6 +13,8 @@ import pytest
 
 from fxtui.report.api import Report
 
+pytestmark = pytest.mark.e2e
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 

@@ -16,6 +16,8 @@ from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import ChildOptions
 
+pytestmark = pytest.mark.e2e
+
 MODEL = """
 import torch
 from torch import nn

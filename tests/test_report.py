@@ -21,6 +21,8 @@ from fxtui.report.api import Report
 from fxtui.report.data import load_json
 from fxtui.report.export import write_atomic, write_file
 
+pytestmark = pytest.mark.unit
+
 
 class Block(nn.Module):
     def __init__(self) -> None:

@@ -23,6 +23,8 @@ from fxtui.report.json_schema import fields_from_metadata, metadata_json
 from fxtui.report.shapes import shape_list, shape_text
 from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians
 
+pytestmark = pytest.mark.e2e
+
 DATA = Path(__file__).resolve().parent / "data"
 #: Files fxtui wrote before version 2: a model, a training step (--train --memory), a script and a torchrun job.
 V1_FILES = sorted(DATA.glob("report_v1_*.json"))

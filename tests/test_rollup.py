@@ -13,6 +13,8 @@ from fxtui.measure.inputs import Inputs
 from fxtui.measure.pipeline import run_profile, session_for_module
 from fxtui.measure.targets import LoadedModel
 
+pytestmark = pytest.mark.unit
+
 
 class Nested(nn.Module):
     def __init__(self) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 #: A training loop: a DataLoader, AdamW with weight decay, gradient clipping, a scheduler, loss.item().
 TRAIN = """
 import sys

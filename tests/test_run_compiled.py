@@ -9,6 +9,8 @@ import pytest
 
 from tests.test_run import fxtui_run, script
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 #: A small residual CNN compiled with torch.compile; the script prints TorchDynamo's counters at the end.
 COMPILED = """
 import os, sys

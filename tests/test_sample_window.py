@@ -16,6 +16,8 @@ import torch
 from fxtui.core.nodes import Spread
 from fxtui.core.sample_window import RECENT, SampleWindow, spread_of, window_for
 
+pytestmark = pytest.mark.unit
+
 
 def sec(ns: float) -> float:
     """Nanoseconds in seconds, as the engine converts them."""

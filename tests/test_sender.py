@@ -18,6 +18,8 @@ from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, receive
 from fxtui.jobs.viewers import shutdown
 
+pytestmark = pytest.mark.e2e
+
 KEY = b"k" * 32
 
 

@@ -20,6 +20,8 @@ from fxtui.jobs.attach_source import AttachSource, remote_job
 from fxtui.jobs.directory import VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
 from fxtui.jobs.pid_watch import running
 
+pytestmark = pytest.mark.e2e
+
 LOOP = """
 import pathlib, torch
 here = pathlib.Path(__file__).parent

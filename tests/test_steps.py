@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fxtui.agent.pace import MIN_EVERY
 from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.program_run import STEP_PHASES
+
+pytestmark = pytest.mark.unit
 
 
 class Clock:

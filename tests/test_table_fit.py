@@ -21,6 +21,8 @@ from fxtui.report.api import Report
 from fxtui.report.table_fit import Col, fit_table
 from fxtui.report.text import header, module_table, table
 
+pytestmark = pytest.mark.e2e
+
 # -- laying a table out --------------------------------------------------------------------------------------------
 
 ROWS = [

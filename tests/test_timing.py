@@ -14,6 +14,8 @@ from fxtui.measure.session import Session
 from fxtui.measure.timing import TimingInterpreter, calibrate_clock
 from fxtui.measure.values import describe_value
 
+pytestmark = pytest.mark.unit
+
 
 class FakeClock:
     """A clock that only moves when the model's own operations move it."""

@@ -14,6 +14,8 @@ from fxtui.core.errors import FxtuiError
 from fxtui.measure.capture.fx import trace_model
 from fxtui.measure.targets import load_target
 
+pytestmark = pytest.mark.e2e
+
 
 class Branchy(nn.Module):
     """Control flow on a tensor value: torch.fx cannot trace this."""

@@ -22,6 +22,8 @@ from fxtui.measure.pipeline import make_report, run_profile, session_for_module
 from fxtui.measure.targets import LoadedModel
 from fxtui.report.api import Report
 
+pytestmark = pytest.mark.e2e
+
 
 class TinyCNN(nn.Module):
     def __init__(self) -> None:
@@ -228,6 +230,7 @@ def test_phase_filter_keeps_one_phase(models: Path, capsys: pytest.CaptureFixtur
     assert code == 2 and "add --train" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_tiny_transformer_trains_per_node(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("transformers")
     config = "num_hidden_layers=2,hidden_size=64,num_attention_heads=2,intermediate_size=128,vocab_size=512"

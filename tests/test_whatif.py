@@ -10,6 +10,7 @@ import math
 
 import pytest
 import torch
+from helpers import ConvNet, Mlp, conv_session
 from torch import nn
 
 from fxtui.core.errors import FxtuiError
@@ -25,32 +26,9 @@ from fxtui.measure.whatif.runner import run_what_ifs, what_if_options
 from fxtui.report.api import Report
 from fxtui.report.export import export
 
+pytestmark = pytest.mark.e2e
+
 PAIRS = 3
-
-
-class ConvNet(nn.Module):
-    """Conv → BatchNorm → ReLU → max pool → Linear: every what-if has something to change."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = nn.BatchNorm2d(8)
-        self.pool = nn.MaxPool2d(2)
-        self.fc = nn.Linear(8, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.pool(torch.relu(self.bn(self.conv(x))))
-        return self.fc(x.mean(dim=(2, 3)))
-
-
-class Mlp(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 class Counter(nn.Module):
@@ -58,15 +36,6 @@ class Counter(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * 2 + 1
-
-
-def conv_session(capture: str = "auto") -> Session:
-    torch.manual_seed(0)
-    model = ConvNet().eval()
-    with torch.no_grad():  # statistics a fold must carry into the conv's weights
-        model.bn.running_mean.uniform_(-1, 1)
-        model.bn.running_var.uniform_(0.5, 2)
-    return session_for_module(loaded_from_module(model, torch.randn(2, 3, 16, 16)), analyse=False, capture_mode=capture)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from test_whatif import Mlp, conv_session
+from helpers import Mlp, conv_session
 from torch import nn
 
 from fxtui.core.what_if_text import memory_line
@@ -21,6 +21,8 @@ from fxtui.measure.whatif import changes
 from fxtui.measure.whatif.changes import make_variant
 from fxtui.measure.whatif.runner import run_what_ifs
 from fxtui.report.findings_text import what_if_text
+
+pytestmark = pytest.mark.unit
 
 
 def tensors(module: nn.Module) -> dict[str, torch.Tensor]:

@@ -12,15 +12,14 @@ import json
 import textwrap
 from pathlib import Path
 
+import helpers
 import pytest
 
-from fxtui.commands.cli import main
+pytestmark = pytest.mark.e2e
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main([*args, "--once", "--runs", "1", "--warmup", "0"])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, *args, "--once", "--runs", "1", "--warmup", "0")
 
 
 def profiled_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[str, dict]:

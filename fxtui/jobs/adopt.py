@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -30,24 +29,11 @@ from pathlib import Path
 from fxtui.core.agent_contract import ProgramExit
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
-from fxtui.jobs.daemon import finish, leave_on_sigterm, read_settings, watch
-from fxtui.jobs.directory import (
-    ADOPTER,
-    KEY,
-    LOG,
-    PROFILE,
-    VIEWER,
-    JobInfo,
-    job_dir,
-    read_info,
-    start_collector,
-    write_info,
-)
-from fxtui.jobs.job_state import JobState
-from fxtui.jobs.launch import ProgramJob
+from fxtui.jobs.daemon import finish, leave_on_sigterm, watch
+from fxtui.jobs.directory import ADOPTER, LOG, PROFILE, JobInfo, job_dir, read_info, start_collector, write_info
+from fxtui.jobs.job_setup import detached_job
 from fxtui.jobs.pid_watch import running, watch_pid
 from fxtui.jobs.profile_keeper import ProfileKeeper
-from fxtui.jobs.viewers import ViewerServer
 
 #: Seconds after each signal (Ctrl+C's, then SIGTERM, then SIGKILL) a viewer's stop waits for the program.
 STOP_GRACE_S = 5.0
@@ -84,37 +70,19 @@ def start_adopting(job: JobInfo) -> JobInfo:
 
 def adopt(directory: Path) -> int:
     """Collect for the job in ``directory`` until its program ends; 0, or 1 with a sentence when it cannot."""
-    os.umask(0o077)
     info = read_info(directory)
     if info is None or not info.running or info.alive or not (info.program_pid and running(info.program_pid)):
         print("fxtui: nothing to adopt: the job ended, or its collector still runs", file=sys.stderr)
         return 1
-    settings, listen, cwd = read_settings(directory)
-    os.chdir(cwd)
-    key = bytes.fromhex((directory / KEY).read_text().strip())
-    state = JobState(settings, directory / LOG)
     pid = info.program_pid
     said: list[ProgramExit] = []
-    stop = threading.Event()
-    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset,
-                          current=lambda rank, kind: state.snapshot(State.RUNNING, rank, kind))  # fmt: skip
 
     def on_exit(message: ProgramExit, connection: Connection) -> None:
         if message.pid == pid:
             said.append(message)
 
-    agents_on = info.agents
-    job = ProgramJob(
-        settings.command,
-        state.receive,
-        options=settings.agent_options(),
-        log=True,
-        directory=directory,
-        key=key,
-        agents_on=agents_on,
-        on_exit=on_exit,
-        warn=server.warn,
-    )
+    made = detached_job(directory, agents_on=info.agents, on_exit=on_exit)
+    state, server, job, stop = made.state, made.server, made.job, made.stop
     with state.lock:
         state.collector.started(pid, str(directory / LOG))
     info = replace(info, pid=os.getpid())

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, NoReturn
 from fxtui.core.agent_contract import PROGRAM_PID, ProgramExit
 from fxtui.core.settings import ProgramSettings
 from fxtui.jobs.cross_node import CrossNode
-from fxtui.jobs.launch import AGENTS_END_S, ProgramJob, private_dir, program_argv
+from fxtui.jobs.job_setup import program_job
+from fxtui.jobs.launch import AGENTS_END_S, private_dir, program_argv
 from fxtui.jobs.pid_watch import watch_pid
 
 if TYPE_CHECKING:
@@ -94,13 +95,11 @@ class _Beside:
         self.exited = threading.Event()
         self.program = os.getpid()
         """The program's pid: this process's, which becomes the program."""
-        self.job = ProgramJob(
-            settings.command,
+        self.job = program_job(
+            settings,
             self.receive,
-            options=settings.agent_options(),
-            directory=self.directory,
-            key=secrets.token_bytes(32),
-            env=settings.program_env(),
+            self.directory,
+            secrets.token_bytes(32),
             on_exit=self.on_exit,
             on_link=self.on_link,
         )

@@ -23,7 +23,6 @@ status; the collector then leaves as soon as they have it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -33,12 +32,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import Snapshot, State
-from fxtui.jobs.cross_node import CrossNode
-from fxtui.jobs.directory import KEY, PROFILE, VIEWER, JobInfo, write_info
+from fxtui.core.snapshot import State
+from fxtui.jobs.directory import PROFILE, JobInfo, write_info
+from fxtui.jobs.job_setup import detached_job
 from fxtui.jobs.job_state import JobState
-from fxtui.jobs.launch import ProgramJob
 from fxtui.jobs.profile_keeper import ProfileKeeper
 from fxtui.jobs.viewers import ViewerServer
 
@@ -54,38 +51,9 @@ LINGER = 10.0
 
 def run(directory: Path) -> int:
     """Run the job described in ``directory``; the program's exit status."""
-    os.umask(0o077)  # everything the collector makes (sockets, files) is the user's alone
-    settings, listen, cwd = read_settings(directory)
-    os.chdir(cwd)
-    key = bytes.fromhex((directory / KEY).read_text().strip())
-    state = JobState(settings, directory / "output.log")
-    agents_on = ""
-    if listen:  # ranks on other servers report one port above the viewers'
-        host, _, port = listen.rpartition(":")
-        agents_on = f"{host}:{int(port) + 1}"
-    stop = threading.Event()
-    cross: CrossNode | None = None
-
-    def current(rank: int | None, kind: str | None) -> Snapshot:
-        if cross is not None:  # a node of a job across nodes: a new viewer sees the whole job at once
-            cross.await_view()
-        return state.snapshot(State.RUNNING, rank, kind)
-
-    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset, current=current)
-    cross = CrossNode(state, warn=server.warn)
-    cross.wants_job = lambda: server.viewers > 0
-    job = ProgramJob(
-        settings.command,
-        state.receive,
-        options=settings.agent_options(),
-        log=True,
-        directory=directory,
-        key=key,
-        agents_on=agents_on,
-        env=settings.program_env(),
-        warn=server.warn,
-        on_link=cross.answer,
-    )
+    made = detached_job(directory)
+    settings, cwd, state, server, job, stop = made.settings, made.cwd, made.state, made.server, made.job, made.stop
+    cross = made.cross
     job.start()
     pid = job.process.pid if job.process else 0
     with state.lock:
@@ -185,14 +153,6 @@ def leave_on_sigterm() -> threading.Event:
     for sig in (signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: None)
     return leave
-
-
-def read_settings(directory: Path) -> tuple[ProgramSettings, str, str]:
-    """The job's settings, where it listens on TCP (or ""), and its working directory."""
-    data = json.loads((directory / "settings.json").read_text())
-    listen, cwd = data.pop("listen", ""), data.pop("cwd", os.getcwd())
-    data["command"] = tuple(data["command"])
-    return ProgramSettings(**data), listen, cwd
 
 
 def main() -> None:

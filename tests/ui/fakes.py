@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import threading
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
 from fxtui.core.commands import Command, Explain, MeasureWhatIfs, RequestHints, Stop
 from fxtui.core.nodes import NodeStats
+from fxtui.core.program_run import ProgramState, StepSummary
 from fxtui.core.snapshot import GraphInfo, RunError, Snapshot, State
+from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.demo_source import make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
+from fxtui.ui.demo.demo_source import build_graph, make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 
 __all__ = [
+    "LAYERS",
+    "SIZE",
     "FailingSource",
     "FakeSource",
+    "as_sent",
     "error_snapshot",
     "graph_of",
+    "program_snapshot",
     "resnet_snapshot",
+    "sequential_graph",
     "settle",
+    "started",
     "stats_of",
     "synthetic_snapshot",
     "tree_cursor",
@@ -143,3 +154,57 @@ def tree_entries(tree: ModuleTree) -> list[str]:
 def tree_cursor(tree: ModuleTree) -> Entry | None:
     """What the tree's cursor is on."""
     return tree.cursor_entry
+
+
+# -- a program's run and the scale case's graph, shared by the run view's, disturbance and large-graph tests --
+
+
+def program_snapshot(seq: int = 1, lines: tuple[str, ...] = ("epoch 1", "loss 2.30"), running: bool = True) -> Snapshot:
+    """resnet18's graph as if a program ran it: 40 training steps, every fifth sampled."""
+    base = resnet_snapshot(seq=seq)
+    phases = (0.002, 0.020, 0.030, 0.004, 0.001)
+    recent = array("d", [p * (1 + (i % 3) / 10) for i in range(40) for p in phases])
+    steps = StepSummary(
+        kind="train",
+        steps=40,
+        warmup=5,
+        sampled=8,
+        phase_median_s=phases,
+        step_median_s=sum(phases),
+        sampled_median_s=sum(phases) * 1.05,
+        recent=recent,
+        recent_sampled=bytes(int(i % 5 == 0) for i in range(40)),
+    )
+    program = ProgramState(("train.py", "--epochs", "2"), pid=4242, running=running, log="/tmp/x/output.log",
+                           log_tail=lines, exit_code=None if running else 0)  # fmt: skip
+    return dataclasses.replace(base, program=program, steps=steps)
+
+
+#: The scale case's graph: an ``nn.Sequential`` of 10,000 layers, in a terminal this size.
+LAYERS = 10_000
+SIZE = (160, 48)
+
+
+def sequential_graph(layers: int = LAYERS) -> tuple[GraphInfo, list[float]]:
+    """``nn.Sequential(*[nn.ReLU()] * layers)`` as torch.fx traces it: one module and one node per layer."""
+    rows = [("input_1", "placeholder", "input", "input", "", "1×8", 0.4)]
+    rows += [(f"_{i}", "call_module", "ReLU", "ReLU", str(i), "1×8", 5.0 + (i * 37) % 17) for i in range(layers)]
+    rows.append(("output", "output", "output", "output", "", "1×8", 0.3))
+    return build_graph(rows, model="sequential", inputs=("1×8",)), [row[6] for row in rows]
+
+
+_PACKER, _UNPACKER = Packer(), Unpacker()
+
+
+def as_sent(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` as the app receives it from the engine's child process."""
+    wire = pickle.loads(pickle.dumps(_PACKER.pack(dataclasses.replace(snapshot, graph=None))))
+    return dataclasses.replace(_UNPACKER.unpack(wire), graph=snapshot.graph)
+
+
+async def started(pilot: Pilot, applied: int = 1) -> FxtuiApp:
+    """The pilot's app once it has applied ``applied`` snapshots."""
+    app = pilot.app
+    assert isinstance(app, FxtuiApp)
+    await settle(app, pilot, applied)
+    return app

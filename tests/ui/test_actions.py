@@ -27,6 +27,8 @@ from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.main import MainScreen
 from fxtui.ui.screens.what_if import WhatIfScreen
 
+pytestmark = pytest.mark.unit
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: Which class answers each group's keys.

@@ -14,6 +14,8 @@ from fxtui.core.nodes import NodeStats
 from fxtui.ui.selection import Selection
 from fxtui.ui.table_sort import sort_names
 
+pytestmark = pytest.mark.unit
+
 #: The rows a table is handed: every node; a filter's (a Selection, as the app's filters give);
 #: some of them out of graph order (a caller's list).
 ROWS = ["all", "selection", "shuffled"]

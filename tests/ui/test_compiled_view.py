@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
+import pytest
 from fakes import FakeSource, settle, tree_entries
 
 from fxtui.core.compilation import CompiledSummary
@@ -17,6 +18,8 @@ from fxtui.ui.view_filter import DEFAULT_FILTER, Shown
 from fxtui.ui.widgets.detail_pane import _fields
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 SIZE = (200, 44)
 

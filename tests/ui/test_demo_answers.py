@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import settle
 from textual.pilot import Pilot
 
@@ -11,6 +12,8 @@ from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_findings import findings_snapshot
 from fxtui.ui.demo.demo_session import answer, resnet18_findings_source
 from fxtui.ui.screens.what_if import WhatIfScreen
+
+pytestmark = pytest.mark.unit
 
 SIZE = (160, 48)
 

@@ -14,6 +14,8 @@ from fxtui.ui.demo.demo_source import build_graph, make_snapshot, resnet18_rows
 from fxtui.ui.diff_app import DiffApp
 from fxtui.ui.screens.help import HelpScreen
 
+pytestmark = pytest.mark.unit
+
 SIZE = (120, 36)
 #: The batch norms of layer1 are folded away in the "after" run.
 FOLDED = ("layer1_0_bn1", "layer1_0_bn2", "layer1_1_bn1", "layer1_1_bn2")

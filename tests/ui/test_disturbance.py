@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from fakes import FakeSource, resnet_snapshot, settle
-from test_run_view import program_snapshot
+import pytest
+from fakes import FakeSource, program_snapshot, resnet_snapshot, settle
 from textual.widgets import Static
 
 from fxtui.core.column_table import column_total
@@ -14,6 +14,8 @@ from fxtui.core.findings import Disturbance
 from fxtui.core.program_run import KindSummary
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 BUSY = Disturbance(steps=30, disturbed=7, median_lost=0.23, worst_lost=0.61, used=23, in_window=7, left_out=7)
 

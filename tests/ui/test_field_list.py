@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App, ComposeResult
 
 from fxtui.ui.widgets.field_list import FieldList
+
+pytestmark = pytest.mark.unit
 
 
 class _Fields(App[None]):

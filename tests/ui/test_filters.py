@@ -15,6 +15,8 @@ from fxtui.ui.screens.op_filter import OpFilterScreen
 from fxtui.ui.view_filter import DEFAULT_FILTER, describe, shown_ops, with_ops
 from fxtui.ui.widgets.status_bar import StatusBar
 
+pytestmark = pytest.mark.unit
+
 SIZE = (120, 36)
 
 

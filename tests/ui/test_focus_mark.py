@@ -6,8 +6,8 @@ colours saw nothing change on Tab until the next numbers were drawn, a quarter o
 
 from __future__ import annotations
 
-from fakes import FakeSource
-from test_large_graph import SIZE, _started, as_sent, sequential_graph
+import pytest
+from fakes import SIZE, FakeSource, as_sent, sequential_graph, started
 
 from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
@@ -16,6 +16,8 @@ from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.outline_view import FOCUS_MARK
+
+pytestmark = pytest.mark.unit
 
 
 def marked(widget: ModuleTree | NodeTable) -> list[str]:
@@ -32,7 +34,7 @@ def snapshot() -> Snapshot:
 async def test_tab_and_shift_tab_move_the_focus_mark_between_the_tree_and_the_table() -> None:
     app = FxtuiApp(FakeSource([snapshot()]))
     async with app.run_test(size=SIZE) as pilot:
-        app = await _started(pilot)
+        app = await started(pilot)
         table, tree = app.main.table, app.main.module_tree
         await pilot.press("down")  # the table has the keys: its cursor row is marked, the tree has no mark
         assert app.focused is table

@@ -16,6 +16,8 @@ from fxtui.ui.widgets.decode_plot import DecodePlot, decode_rows, decode_twin
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
 
+pytestmark = pytest.mark.unit
+
 SIZE = (200, 44)
 
 

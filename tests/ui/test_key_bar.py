@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.key_bar import KeyBar
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 36)
 

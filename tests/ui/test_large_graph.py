@@ -7,54 +7,23 @@ print the figures).
 
 from __future__ import annotations
 
-import dataclasses
-import pickle
-
 import pytest
-from fakes import FakeSource, settle, tree_cursor
-from textual.pilot import Pilot
+from fakes import LAYERS, SIZE, FakeSource, as_sent, sequential_graph, settle, started, tree_cursor
 
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.filters import FilterSpec
-from fxtui.core.snapshot import GraphInfo, Snapshot
-from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.ui.app import FxtuiApp
-from fxtui.ui.demo.demo_source import build_graph, make_snapshot
+from fxtui.ui.demo.demo_source import make_snapshot
 from fxtui.ui.widgets.module_tree import Entry
 
-LAYERS = 10_000
-SIZE = (160, 48)
-
-
-def sequential_graph(layers: int = LAYERS) -> tuple[GraphInfo, list[float]]:
-    """``nn.Sequential(*[nn.ReLU()] * layers)`` as torch.fx traces it: one module and one node per layer."""
-    rows = [("input_1", "placeholder", "input", "input", "", "1×8", 0.4)]
-    rows += [(f"_{i}", "call_module", "ReLU", "ReLU", str(i), "1×8", 5.0 + (i * 37) % 17) for i in range(layers)]
-    rows.append(("output", "output", "output", "output", "", "1×8", 0.3))
-    return build_graph(rows, model="sequential", inputs=("1×8",)), [row[6] for row in rows]
-
-
-_PACKER, _UNPACKER = Packer(), Unpacker()
-
-
-def as_sent(snapshot: Snapshot) -> Snapshot:
-    """``snapshot`` as the app receives it from the engine's child process."""
-    wire = pickle.loads(pickle.dumps(_PACKER.pack(dataclasses.replace(snapshot, graph=None))))
-    return dataclasses.replace(_UNPACKER.unpack(wire), graph=snapshot.graph)
-
-
-async def _started(pilot: Pilot, applied: int = 1) -> FxtuiApp:
-    app = pilot.app
-    assert isinstance(app, FxtuiApp)
-    await settle(app, pilot, applied)
-    return app
+pytestmark = pytest.mark.unit
 
 
 async def test_ten_thousand_layers_fill_the_table_and_the_tree_in_order() -> None:
     graph, medians = sequential_graph()
     app = FxtuiApp(FakeSource([as_sent(make_snapshot(graph, medians))]))
     async with app.run_test(size=SIZE) as pilot:
-        app = await _started(pilot)
+        app = await started(pilot)
         main = app.main
         assert isinstance(main.snapshot and main.snapshot.nodes, ColumnTable)
         table, tree = main.table, main.module_tree
@@ -72,7 +41,7 @@ async def test_the_cursor_and_the_scroll_survive_refreshes_that_reorder_every_ro
     source = FakeSource([as_sent(make_snapshot(graph, medians))])
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
-        app = await _started(pilot)
+        app = await started(pilot)
         main, table = app.main, app.main.table
         for _ in range(3):
             await pilot.press("pagedown")
@@ -94,7 +63,7 @@ async def test_a_path_filter_and_its_clearing_on_ten_thousand_layers() -> None:
     graph, medians = sequential_graph()
     app = FxtuiApp(FakeSource([as_sent(make_snapshot(graph, medians))]))
     async with app.run_test(size=SIZE) as pilot:
-        app = await _started(pilot)
+        app = await started(pilot)
         main = app.main
         await pilot.press("slash", *"999", "enter")
         await pilot.pause()
@@ -114,7 +83,7 @@ async def test_sorting_by_a_text_column_and_stepping_through_hotspots() -> None:
     graph, medians = sequential_graph()
     app = FxtuiApp(FakeSource([as_sent(make_snapshot(graph, medians))]))
     async with app.run_test(size=SIZE) as pilot:
-        app = await _started(pilot)
+        app = await started(pilot)
         main = app.main
         stats = main.snapshot.nodes if main.snapshot else {}
         slowest = sorted(stats, key=lambda name: (-stats[name].median_s, graph.node(name).index))
@@ -132,7 +101,7 @@ async def test_a_refresh_draws_only_the_tree_lines_in_view_of_ten_thousand() -> 
     source = FakeSource([as_sent(make_snapshot(graph, medians))])
     app = FxtuiApp(source)
     async with app.run_test(size=SIZE) as pilot:
-        app = await _started(pilot)
+        app = await started(pilot)
         tree = app.main.module_tree
         drawn: list[Entry] = []
         parts = tree.label_parts

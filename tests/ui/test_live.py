@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from fakes import (
     FailingSource,
     FakeSource,
@@ -25,6 +26,8 @@ from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 36)
 

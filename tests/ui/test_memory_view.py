@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from fakes import FakeSource, resnet18_graph_cached, resnet_snapshot, settle
 
 from fxtui.core.findings import MemorySummary
@@ -12,6 +13,8 @@ from fxtui.core.units import format_bytes
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.memory_plot import MemoryPlot, plot_rows
+
+pytestmark = pytest.mark.unit
 
 SIZE = (140, 40)
 PEAK = "layer2_0_conv1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, graph_of, resnet_snapshot, settle, stats_of, tree_cursor, tree_entries
 from textual.app import App, ComposeResult
 
@@ -15,6 +16,8 @@ from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 36)
 

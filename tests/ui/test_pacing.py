@@ -8,12 +8,15 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.pilot import Pilot
 
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui import gc_pauses
 from fxtui.ui.app import FxtuiApp
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 36)
 

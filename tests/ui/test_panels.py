@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.widgets import OptionList, Static
 
@@ -15,6 +16,8 @@ from fxtui.ui.screens.hints import HintsScreen
 from fxtui.ui.screens.threads import ThreadsScreen
 from fxtui.ui.screens.what_if import WhatIfScreen
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 36)
 

@@ -28,6 +28,8 @@ from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
 
+pytestmark = pytest.mark.e2e
+
 MODEL = textwrap.dedent(
     """
     import torch

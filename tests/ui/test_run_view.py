@@ -5,38 +5,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import textwrap
-from array import array
 from pathlib import Path
 
-from fakes import FakeSource, resnet_snapshot, settle
+import pytest
+from fakes import FakeSource, program_snapshot, resnet_snapshot, settle
 
-from fxtui.core.program_run import STEP_PHASES, KindSummary, ProgramState, StepSummary
+from fxtui.core.program_run import STEP_PHASES, KindSummary
 from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.screens.program_log import ProgramLogScreen
 from fxtui.ui.widgets.step_plot import StepPlot, phase_rows, stacked_columns
 
-
-def program_snapshot(seq: int = 1, lines: tuple[str, ...] = ("epoch 1", "loss 2.30"), running: bool = True) -> Snapshot:
-    """resnet18's graph as if a program ran it: 40 training steps, every fifth sampled."""
-    base = resnet_snapshot(seq=seq)
-    phases = (0.002, 0.020, 0.030, 0.004, 0.001)
-    recent = array("d", [p * (1 + (i % 3) / 10) for i in range(40) for p in phases])
-    steps = StepSummary(
-        kind="train",
-        steps=40,
-        warmup=5,
-        sampled=8,
-        phase_median_s=phases,
-        step_median_s=sum(phases),
-        sampled_median_s=sum(phases) * 1.05,
-        recent=recent,
-        recent_sampled=bytes(int(i % 5 == 0) for i in range(40)),
-    )
-    program = ProgramState(("train.py", "--epochs", "2"), pid=4242, running=running, log="/tmp/x/output.log",
-                           log_tail=lines, exit_code=None if running else 0)  # fmt: skip
-    return dataclasses.replace(base, program=program, steps=steps)
+pytestmark = pytest.mark.e2e
 
 
 def status(app: FxtuiApp) -> str:

@@ -8,6 +8,8 @@ import pytest
 
 from fxtui.ui.demo import screenshots
 
+pytestmark = pytest.mark.unit
+
 
 def test_every_view_the_readme_shows_has_a_name() -> None:
     assert set(screenshots.VIEW_NAMES) >= {

@@ -15,6 +15,8 @@ from fxtui.core.snapshot import RunError, Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.status_bar import StatusBar
 
+pytestmark = pytest.mark.unit
+
 SIZE = (120, 36)
 
 

@@ -7,6 +7,7 @@ the encoder with nearly all the time.
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, settle, tree_entries
 from textual.pilot import Pilot
 
@@ -15,6 +16,8 @@ from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_source import build_graph, make_snapshot
 from fxtui.ui.widgets.module_tree import ModuleTree
 from fxtui.ui.widgets.tree_lines import group_key
+
+pytestmark = pytest.mark.unit
 
 SIZE = (160, 48)
 TINY = ("_to_copy", "arange", "unsqueeze", "add")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, error_snapshot, settle
 from textual.pilot import Pilot
 
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_findings import findings_snapshot, resnet18_diff
 from fxtui.ui.diff_app import DiffApp
+
+pytestmark = pytest.mark.unit
 
 NARROW = (80, 24)
 WIDE = (160, 48)

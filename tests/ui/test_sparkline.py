@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App, ComposeResult
 
 from fxtui.ui.widgets.sparkline import BARS, Sparkline, bar_levels
+
+pytestmark = pytest.mark.unit
 
 
 def test_fewer_samples_than_columns_stretch_and_span_every_height() -> None:

@@ -12,6 +12,8 @@ from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
 
+pytestmark = pytest.mark.unit
+
 
 def _styled(strip: Strip, text: str) -> list[tuple[bool, bool]]:
     """(reverse, underline) of the segments of ``strip`` that hold ``text``."""

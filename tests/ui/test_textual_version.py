@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import textual
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_installed_textual_is_in_the_range_pyproject_allows() -> None:

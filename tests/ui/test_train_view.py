@@ -16,6 +16,8 @@ from fxtui.ui.widgets.module_tree import Entry
 from fxtui.ui.widgets.status_bar import StatusBar
 from fxtui.ui.widgets.tree_labels import BACKWARD_BLOCK, bar
 
+pytestmark = pytest.mark.unit
+
 SIZE = (220, 40)  # wide enough for the tree's bars
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from fakes import FakeSource, settle, tree_cursor, tree_entries
 
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_source import build_graph, make_snapshot, resnet18_medians, resnet18_rows
 from fxtui.ui.widgets.module_tree import Entry, bar, op_label, short_node_name
 from fxtui.ui.widgets.outline_view import GUTTER
+
+pytestmark = pytest.mark.unit
 
 
 def test_short_names_drop_what_the_branch_already_says() -> None:

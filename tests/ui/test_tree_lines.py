@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, module_ancestors
 from fxtui.ui import view_filter
 from fxtui.ui.demo.demo_source import build_graph, resnet18_graph
 from fxtui.ui.widgets.tree_labels import Entry
 from fxtui.ui.widgets.tree_lines import Outline
+
+pytestmark = pytest.mark.unit
 
 
 def _enclosing(nodes: list[NodeInfo]) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.widgets import Static
 
@@ -12,6 +13,8 @@ from fxtui.core.snapshot import Snapshot
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.detail_pane import DetailPane
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 INF = "inf reaches the model's output: it first appears in layer1_0_bn1"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from fakes import FakeSource, resnet_snapshot, settle
 from textual.widgets import Label, OptionList, Static
 
@@ -13,6 +14,8 @@ from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_what_ifs import demo_what_ifs
 from fxtui.ui.screens.what_if import WhatIfScreen
 from fxtui.ui.widgets.change_table import ChangeTable
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 36)
 

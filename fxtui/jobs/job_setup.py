@@ -1,0 +1,122 @@
+"""How every collector sets up its job, written once: the program's job (:class:`~fxtui.jobs.launch.ProgramJob`), and
+for a detached job (the daemon's, the adopter's) its state and the viewers' server around it.
+
+The collectors differ in what they do with the job, not in how it is made: the daemon starts the program, the
+adopter listens for a program that runs already, ``--once`` forks itself beside the program it becomes
+(:mod:`fxtui.jobs.beside`, which has no viewers and no job directory of the user's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from fxtui.core.agent_contract import ProgramExit
+from fxtui.core.settings import ProgramSettings
+from fxtui.core.snapshot import Snapshot, State
+from fxtui.jobs.cross_node import CrossNode
+from fxtui.jobs.directory import KEY, LOG, VIEWER
+from fxtui.jobs.job_state import JobState
+from fxtui.jobs.launch import ProgramJob
+from fxtui.jobs.viewers import ViewerServer
+
+
+def program_job(
+    settings: ProgramSettings,
+    on_message: Callable[[object, int], None],
+    directory: Path,
+    key: bytes,
+    *,
+    log: bool = False,
+    agents_on: str = "",
+    on_exit: Callable[[ProgramExit, Connection], None] | None = None,
+    warn: Callable[[str], None] = lambda sentence: None,
+    on_link: Callable[[object, Connection], None] | None = None,
+) -> ProgramJob:
+    """The program's job as ``settings`` describe it: its command, what its agents are told and its environment."""
+    return ProgramJob(
+        settings.command,
+        on_message,
+        options=settings.agent_options(),
+        log=log,
+        directory=directory,
+        key=key,
+        agents_on=agents_on,
+        env=settings.program_env(),
+        on_exit=on_exit,
+        warn=warn,
+        on_link=on_link,
+    )
+
+
+@dataclass
+class DetachedJob:
+    """A detached job's collector, made: the job's figures, its viewers' server and the program's job."""
+
+    settings: ProgramSettings
+    listen: str
+    """Where viewers may attach on TCP (``HOST:PORT``), or ""."""
+    cwd: str
+    state: JobState
+    server: ViewerServer
+    job: ProgramJob
+    stop: threading.Event
+    """Set when a viewer asks to stop the program."""
+    cross: CrossNode
+    """Its part in a job across nodes (idle unless the job spans nodes)."""
+
+
+def detached_job(
+    directory: Path,
+    agents_on: str | None = None,
+    on_exit: Callable[[ProgramExit, Connection], None] | None = None,
+) -> DetachedJob:
+    """The collector of the job in ``directory``, in its working directory: the program's output goes to the job's
+    log, viewers attach on its socket (and on TCP when it listens), its agents report on ``agents_on`` (None:
+    ranks on other servers one port above the viewers', when it listens on TCP)."""
+    os.umask(0o077)  # everything the collector makes (sockets, files) is the user's alone
+    settings, listen, cwd = read_settings(directory)
+    os.chdir(cwd)
+    key = bytes.fromhex((directory / KEY).read_text().strip())
+    state = JobState(settings, directory / LOG)
+    if agents_on is None:
+        agents_on = ""
+        if listen:  # ranks on other servers report one port above the viewers'
+            host, _, port = listen.rpartition(":")
+            agents_on = f"{host}:{int(port) + 1}"
+    stop = threading.Event()
+    cross: CrossNode | None = None
+
+    def current(rank: int | None, kind: str | None) -> Snapshot:
+        if cross is not None:  # a node of a job across nodes: a new viewer sees the whole job at once
+            cross.await_view()
+        return state.snapshot(State.RUNNING, rank, kind)
+
+    server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset, current=current)
+    cross = CrossNode(state, warn=server.warn)
+    cross.wants_job = lambda: server.viewers > 0
+    job = program_job(
+        settings,
+        state.receive,
+        directory,
+        key,
+        log=True,
+        agents_on=agents_on,
+        on_exit=on_exit,
+        warn=server.warn,
+        on_link=cross.answer,
+    )
+    return DetachedJob(settings, listen, cwd, state, server, job, stop, cross)
+
+
+def read_settings(directory: Path) -> tuple[ProgramSettings, str, str]:
+    """The job's settings, where it listens on TCP (or ""), and its working directory."""
+    data = json.loads((directory / "settings.json").read_text())
+    listen, cwd = data.pop("listen", ""), data.pop("cwd", os.getcwd())
+    data["command"] = tuple(data["command"])
+    return ProgramSettings(**data), listen, cwd
