@@ -21,6 +21,8 @@ from fxtui.jobs.job_secret import fingerprint, job_key, read_secret
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.rank_snapshots import keeps_ops, stride
 
+pytestmark = pytest.mark.unit
+
 
 def _secret(path: Path, fill: str) -> Path:
     path.write_text(fill * 32 + "\n")

@@ -3,7 +3,11 @@ table whose columns' floors are wider than the terminal."""
 
 from __future__ import annotations
 
+import pytest
+
 from fxtui.report.table_fit import Col, fit_table, wrap_line
+
+pytestmark = pytest.mark.unit
 
 
 def test_a_line_of_glued_figures_or_one_long_command_wraps_within_the_width() -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.core.snapshot import State
 from fxtui.jobs.ranks import JobCollector
 from fxtui.report.process_text import process_lines
+
+pytestmark = pytest.mark.unit
 
 PHASES = tuple(1000 for _ in STEP_PHASES)
 NODES = [

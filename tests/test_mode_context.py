@@ -26,6 +26,8 @@ from fxtui.ops.records import OpCall
 from fxtui.report.aside_lines import aside_lines
 from fxtui.report.json_schema import _kind_decode, _kind_encode
 
+pytestmark = pytest.mark.unit
+
 
 def python_key() -> bool:
     return torch._C._dispatch_tls_is_dispatch_key_included(torch._C.DispatchKey.Python)

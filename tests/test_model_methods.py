@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from torch import nn
 
 from fxtui.agent.model_methods import called_by_its_model
 from fxtui.ops.namer import OpNamer
+
+pytestmark = pytest.mark.unit
 
 
 class Autoencoder(nn.Module):

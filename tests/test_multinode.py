@@ -18,6 +18,7 @@ import pytest
 import torch.distributed
 
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.slow,
     pytest.mark.skipif(
         not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),

@@ -19,7 +19,7 @@ from program_runs import load_text, run_fxtui
 
 from fxtui.report.data import ReportData
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ("tests/programs/char_gpt.py", "--iters", "40", "--layers", "1", "--width", "64", "--block", "32",

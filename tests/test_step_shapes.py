@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fxtui.core.agent_messages import Step
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.kind_figures import KindFigures, step_shapes
 from fxtui.report.step_shapes_text import step_shapes_lines
+
+pytestmark = pytest.mark.unit
 
 WIDE, NARROW, LAST = "4×64×32×32", "4×32×32×32", "2×64×32×32"
 PHASES = tuple(100 for _ in STEP_PHASES)

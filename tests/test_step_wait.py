@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from fxtui.agent.cpu_wait import ThreadWait
 from fxtui.agent.steps import ClosedStep, StepModel
 from fxtui.core.agent_messages import Step
@@ -13,6 +15,8 @@ from fxtui.core.nodes import Spread
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.jobs.kind_figures import KindFigures
 from fxtui.jobs.step_wait import StepWaits
+
+pytestmark = pytest.mark.unit
 
 MS = 1_000_000
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.program_runs import ProgramRun, run_fxtui, run_python
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 FEATURES = Path(__file__).parent / "programs" / "features"
 #: Every step past the warm-up sampled: the most chances for fxtui's mode to meet the program's.

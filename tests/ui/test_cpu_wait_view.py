@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+import pytest
 from fakes import FakeSource, settle
 from test_run_view import program_snapshot
 from textual.widgets import Static
@@ -16,6 +17,8 @@ from fxtui.core.snapshot import Snapshot
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.widgets.status_bar import StatusBar
+
+pytestmark = pytest.mark.unit
 
 WAITED = StepWaiting(
     known=True, wait=Spread(0.61, 0.55, 0.7), ops=Spread(0.3, 0.28, 0.33), running_ops=Spread(0.3, 0.28, 0.33),

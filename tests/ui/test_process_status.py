@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fxtui.core.snapshot import State
 from fxtui.ui.widgets.status_bar import session_line
 from tests.test_job_processes import hogwild
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_status_line_names_the_process_shown_not_a_rank() -> None:
