@@ -92,12 +92,12 @@ def test_a_node_at_two_shapes_shows_its_most_frequent_one_and_lists_both() -> No
 
 def test_a_describing_steps_ops_count_but_its_wall_time_does_not() -> None:
     figures = KindFigures("train")
-    figures.add(step(0, 9_000_000, sampled=True, describing=True, ops=[(1, 500, "", 0)]))
+    figures.add(step(0, 9_000_000, sampled=True, describing=True, ops=[(1, 500_000, "", 0)]))
     for i in range(1, 5):
         figures.add(step(i, 1_000_000))
     for i in range(5, 8):
-        figures.add(step(i, 1_100_000, sampled=True, ops=[(1, 500, "", 0)]))
-    summary = figures.summary(node_time_s=0.0005)
+        figures.add(step(i, 1_100_000, sampled=True, ops=[(1, 500_000, "", 0)]))
+    summary = figures.summary(node_time_s=0.0005)  # Σ node medians, as the ops say
     assert summary.sampled == 4 and summary.step_median_s == pytest.approx(0.001)
     assert summary.overhead == pytest.approx(1.1)  # 1.1 ms sampled ÷ 1 ms plain; the describing 9 ms left out
     assert summary.fidelity == pytest.approx(0.5)
