@@ -251,3 +251,18 @@ def test_a_node_with_another_secret_is_refused_and_the_job_runs_on(tmp_path: Pat
     saved = json.loads((tmp_path / "n0.json").read_text())
     assert saved["metadata"]["ranks"] is None and {r["rank"] for r in saved["rows"]} == {None}  # rank 0's alone
     assert "ab" * 32 not in done[0][2] + done[1][2] + done[0][1] + done[1][1]  # the secret is never said
+
+
+def test_fxtui_run_inside_each_rank_of_torchrun_is_one_profile(tmp_path: Path) -> None:
+    """``torchrun … fxtui run --once``: a collector in each rank; rank 0's leads and its profile holds both ranks."""
+    job = Job(tmp_path, 1, 1, _secret(tmp_path / "secret"))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(job.port),
+               "-m", "fxtui", "run", "--once", "--warmup-steps", "3", "--sample-every", "3", "--json", "r.json",
+               "ddp.py"]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=job.env(0), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # rank 0's profile (each rank's collector alone would hold one rank: no rank lines, no straggler)
+    assert "rank 0     node 0 (" in done.stdout and "rank 1     node 0 (" in done.stdout
+    assert "straggler  rank 1 is " in done.stdout
+    assert done.stdout.count("\nprogram    ") + done.stdout.startswith("program    ") == 1  # one profile: the job's
+    assert "rank 1's figures are in rank 0's profile" in done.stderr

@@ -172,9 +172,14 @@ class _Beside:
             return  # ended before its agent began, without a word (exec failed, killed early): nothing to show
         with state.lock:
             state.collector.ended(said.code if said is not None else None)  # type: ignore[arg-type]
-        snapshot = state.snapshot(State.DONE, kind=self.kind)
         try:
-            self.report(snapshot)
+            assert self.cross is not None
+            if self.cross.role == "member" and os.environ.get("RANK"):
+                # torchrun … fxtui run: a collector in each rank; the lead's (rank 0's) profile is the job's, and
+                # its exports are the job's files (one more profile a rank would write over them)
+                _say(f"rank {os.environ['RANK']}'s figures are in rank 0's profile")
+            else:
+                self.report(state.snapshot(State.DONE, kind=self.kind))
             sys.stdout.flush()
         except BrokenPipeError:  # fxtui run --once x.py | head: the reader is gone, the program saw it first
             with contextlib.suppress(OSError):

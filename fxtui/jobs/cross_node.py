@@ -314,8 +314,8 @@ def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankRep
         if hello is None or rank >= 10_000:
             continue
         version, now = versions.get(id(collector), 0), time.monotonic()
-        last, at = packers.sent.get(rank, (-1, -1e9))
-        if not final and (last == version or now - at < FIGURES_EVERY_S):
+        seen, at = packers.sent.get(rank, (-1, -1e9))
+        if not final and (seen == version or now - at < FIGURES_EVERY_S):
             continue  # nothing new since this rank's last report, or too soon
         packers.sent[rank] = (version, now)
         snapshots: dict[str, Any] = {}

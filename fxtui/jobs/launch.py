@@ -239,6 +239,9 @@ class ProgramJob:
                     if isinstance(message, LeadAsk | JoinLead):  # an agent's word on the job's other nodes
                         if self.on_link is not None:
                             self.on_link(message, connection)
+                        else:  # a collector that takes no part in a job across nodes: the agent hears so
+                            with contextlib.suppress(OSError, ValueError):
+                                connection.send("this collector does not join jobs across nodes")
                         continue
                     if isinstance(message, ProgramExit):  # the boot's own connection: no agent's, none to wait for
                         if counted:
