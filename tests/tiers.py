@@ -79,8 +79,18 @@ def unit_tests_start_no_process(request: pytest.FixtureRequest) -> Iterator[None
     def refuse(*args: object, **kwargs: object) -> None:
         raise StartedAProcess(f"{request.node.nodeid} starts a process: mark its module pytest.mark.e2e")
 
+    popen_init = subprocess.Popen.__init__
+
+    def popen(self: subprocess.Popen[bytes], argv: object, *args: object, **kwargs: object) -> None:
+        # A library lookup while torch is first imported (ctypes.util.find_library runs ``ldconfig -p``) is the
+        # interpreter's, not the test's.
+        if isinstance(argv, (list, tuple)) and argv and os.path.basename(str(argv[0])) == "ldconfig":
+            popen_init(self, argv, *args, **kwargs)  # type: ignore[arg-type]
+            return
+        refuse()
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(subprocess.Popen, "__init__", refuse)
+        patch.setattr(subprocess.Popen, "__init__", popen)
         patch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
         for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve"):
             if hasattr(os, name):
