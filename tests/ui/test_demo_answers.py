@@ -36,7 +36,9 @@ async def test_enter_on_a_what_if_in_the_demo_measures_it_and_the_status_line_st
         assert isinstance(app.screen, WhatIfScreen)
         await pilot.press("down", "down", "down")  # threads=1: the demo had no result for it before
         await pilot.press("enter")
-        assert main.waiting == frozenset({"threads=1"})
+        # Waiting for it now, or already answered: on a busy machine the demo's thread can answer while the key is
+        # still being handled (the result below has threads=1 only if enter asked for it).
+        assert main.waiting in (frozenset({"threads=1"}), frozenset())
         await until(pilot, lambda: not main.waiting, "the what-if's result")
         results = {w.name: w for w in main.snapshot.what_ifs} if main.snapshot else {}
         assert "threads=1" not in before and results["threads=1"].measured
