@@ -101,8 +101,6 @@ CASES: dict[str, Case] = {
     "hogwild": Case(script("hogwild.py", "--epochs", "2", "--batches", "12"), slow=True),
     "ema_checkpoints": Case(
         script("ema_checkpoints.py", "--epochs", "2", "--batches", "10", "--val-batches", "3"),
-        xfail="the EMA's validation under torch.inference_mode() after a sampled step dies in PyTorch's Python "
-        "dispatch fallback (issue 42, item 1: the agent's dispatch mode and inference_mode)",
     ),
 }
 
@@ -521,7 +519,6 @@ def test_hogwild_parents_evaluation_is_in_the_report(corpus: Callable[[str], Run
 # --- Issue 42: an EMA model validated under inference_mode, checkpoints saved (timm train.py --model-ema) ------------
 
 
-@pytest.mark.xfail(reason=CASES["ema_checkpoints"].xfail, strict=False)
 def test_ema_validations_under_inference_mode_are_evaluation_calls(corpus: Callable[[str], Runs]) -> None:
     """The model's and its EMA's validation batches, each a call under inference_mode, after a training epoch."""
     runs = corpus("ema_checkpoints")
