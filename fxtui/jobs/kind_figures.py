@@ -9,9 +9,11 @@ shapes differ (a last smaller batch) are listed per node (``Snapshot.shapes``), 
 mixed into a node's median silently.
 
 The figures are those of a captured model, read for a program: *run* is a sampled step (timed
-per node), *uninstrumented* an unsampled one; fidelity is Σ node medians ÷ the unsampled
-steps' median, overhead the sampled steps' median ÷ the unsampled steps'. Warm-up steps are left
-out; so is the wall time (not the ops) of the sampled steps that also noted new nodes' inputs.
+per node), *uninstrumented* an unsampled one; fidelity is the median of each sampled step's Σ ops ÷
+the unsampled steps' median (:mod:`fxtui.jobs.step_wait`), overhead the sampled steps' median ÷ the
+unsampled steps'. Warm-up steps are left out; so is the wall time (not the ops) of the sampled steps
+that also noted new nodes' inputs, and the ops of sampled steps whose thread waited for a CPU beyond
+the threshold (unless ``--keep-disturbed``, or too few quiet ones remain).
 Memory is bounded: statistics, the recent steps and a coarse history of the whole run grow,
 samples do not. Torch-free, numpy only.
 """

@@ -159,6 +159,9 @@ def with_load(steps: StepSummary | None, program: ProgramState) -> StepSummary |
     """``steps`` with the machine's load (other processes' cores, stolen time) beside each kind's split."""
     if steps is None or program.others_cores is None:
         return steps
-    load = {"others_cores": program.others_cores, "cpus": program.cpus, "steal_share": program.steal_share}
-    kinds = tuple(replace(k, waiting=replace(k.waiting, **load)) if k.waiting is not None else k for k in steps.kinds)
+    kinds = tuple(replace(k, waiting=_loaded(k.waiting, program)) if k.waiting is not None else k for k in steps.kinds)
     return replace(steps, kinds=kinds)
+
+
+def _loaded(waiting: StepWaiting, program: ProgramState) -> StepWaiting:
+    return replace(waiting, others_cores=program.others_cores, cpus=program.cpus, steal_share=program.steal_share)

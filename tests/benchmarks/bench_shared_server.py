@@ -40,8 +40,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
-    "char_gpt": ("tests/programs/char_gpt.py", "--iters", "80", "--eval-interval", "1000"),
-    "cnn": ("tests/programs/loader_workers.py", "--epochs", "3", "--batches", "30", "--batch-size", "32"),
+    "char_gpt": ("tests/programs/char_gpt.py", "--iters", "50", "--eval-interval", "1000"),
+    "cnn": ("tests/programs/loader_workers.py", "--epochs", "2", "--batches", "25", "--batch-size", "32"),
 }
 BUSY = "while True: pass"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -111,7 +111,7 @@ def one_run(name: str, busy: int, threads: int | None) -> Run:
 
 def node_ratios(quiet: Run, other: Run) -> list[tuple[str, float]]:
     """The ten largest nodes of the quiet run: busy median ÷ quiet median."""
-    key = lambda r: (r.get("module_path"), r.get("name"), r.get("shape"))  # noqa: E731
+    key = lambda r: (r.get("module_path"), r.get("name"), str(r.get("shape")))  # noqa: E731
     theirs = {key(r): r for r in other.rows}
     top = sorted(quiet.rows, key=lambda r: -float(r.get("median_s") or 0.0))[:10]
     out = []
@@ -127,19 +127,22 @@ def hot_path_cost() -> str:
 
     wait, n = ThreadWait(), 20_000
     wait.read()
-    t0 = time.perf_counter_ns()
+    # CPU time beside wall time: on a loaded machine the kernel may switch tasks as a system call returns, so the
+    # wall time of a read includes waiting for a CPU that would have come at the next tick anyway.
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     for _ in range(n):
         wait.read()
-    kept = (time.perf_counter_ns() - t0) / n
-    t0 = time.perf_counter_ns()
+    kept, kept_cpu = (time.perf_counter_ns() - t0) / n, (time.thread_time_ns() - c0) / n
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     for _ in range(n):
         with open("/proc/thread-self/schedstat", "rb") as f:
             f.read()
-    opened = (time.perf_counter_ns() - t0) / n
+    opened, opened_cpu = (time.perf_counter_ns() - t0) / n, (time.thread_time_ns() - c0) / n
     wait.close()
     return (
-        f"a step boundary's read of the run-queue delay: {kept / 1e3:.1f} µs (pread on a kept descriptor; "
-        f"open+read+close {opened / 1e3:.1f} µs); a step reads it twice"
+        f"a step boundary's read of the run-queue delay: {kept_cpu / 1e3:.1f} µs of CPU ({kept / 1e3:.1f} µs of "
+        f"wall) with pread on a kept descriptor; open+read+close {opened_cpu / 1e3:.1f} µs of CPU "
+        f"({opened / 1e3:.1f} µs of wall); a step reads it twice"
     )
 
 
@@ -148,7 +151,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS for the programs (0: torch's default)")
     p.add_argument("--programs", default=",".join(PROGRAMS))
+    p.add_argument("--save", metavar="FILE", help="keep every run here (--from makes the table again)")
+    p.add_argument("--from", dest="source", metavar="FILE", help="make the table from runs saved with --save")
     a = p.parse_args()
+    if a.source:
+        saved = json.loads(Path(a.source).read_text())
+        runs = {(r["program"], r["busy"]): [Run(**r)] for r in saved}
+        table(runs, a.programs.split(","))
+        return
     print(hot_path_cost())
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     runs: dict[tuple[str, int], list[Run]] = {}
@@ -158,6 +168,15 @@ def main() -> None:
                 run = one_run(name, busy, a.threads or None)
                 runs.setdefault((name, busy), []).append(run)
                 print(f"  ran {name} beside {busy} busy: {run.seconds:.0f} s, load {run.load:.2f}", flush=True)
+                if a.save:  # kept as they come: a long run is not lost to a late failure
+                    kept = [vars(r) for rs in runs.values() for r in rs]
+                    Path(a.save).write_text(json.dumps(kept))
+    table(runs, a.programs.split(","))
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+
+
+def table(runs: dict[tuple[str, int], list[Run]], programs: list[str]) -> None:
+    """The figures side by side, one row per program and load (the latest run of each)."""
     print()
     head = (
         f"{'program':<9} {'busy':>4} {'load':>5} {'step':>9} {'python':>7} {'Δpts':>5} {'waiting':>8} "
@@ -166,7 +185,7 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     outside: list[str] = []
-    for name in a.programs.split(","):
+    for name in programs:
         quiet = runs[(name, 0)][-1]
         running_quiet = quiet.step_s * (1 - quiet.waiting)
         for busy in (0, 1, 2):
@@ -195,7 +214,6 @@ def main() -> None:
         print("\nnodes outside ±25% of quiet:")
         for line in outside:
             print(f"  {line}")
-    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
