@@ -351,3 +351,28 @@ def test_a_models_method_calling_its_parts_at_the_top_is_no_evaluation_call_of_i
     assert len(evals) == 6  # the test batches, and nothing else
     assert all(dict(s.holds) == {"forward": 1} for s in evals)
     assert phase(evals[2], "forward") == 90  # the epoch's last call and the decode of samples that followed it
+
+
+def test_a_models_method_calling_its_parts_batch_after_batch_makes_a_call_each() -> None:
+    """Lightning's validation: ``validation_step`` calls ``self.net`` (a part of the LightningModule) at the top,
+    without gradients, once per batch from the validation DataLoader; each batch is an evaluation call of its own,
+    the first carved out of the training step."""
+    p, adam = Program(warmup=1), object()
+    for _ in range(2):  # epochs
+        for _ in range(4):
+            p.phase(DATA, 10)
+            p.model.root_enter(0, True, True, True, part=True)  # training_step: self.net(x)
+            p.clock.advance(100_000)
+            p.model.root_exit()
+            p.backward(200)
+            p.step(30, adam, "Adam")
+        for _ in range(3):
+            p.phase(DATA, 10)
+            p.model.root_enter(0, False, False, True, part=True)  # validation_step: self.net(x)
+            p.clock.advance(50_000)
+            p.model.root_exit()
+    p.model.finish()
+    evals = p.kinds("eval", warm=False)
+    assert len(evals) == 6  # one a validation batch
+    assert all(dict(s.holds).get("forward") == 1 for s in evals)
+    assert len(p.kinds("train", warm=False)) == 8

@@ -159,6 +159,8 @@ class StepModel:
         self.stepping = 0
         """Optimizer steps in progress (a closure's forward and backward run inside one)."""
         self.loading = 0
+        self.fetched = False
+        """A DataLoader gave a batch since the last root call: a model's method calling its parts now works on it."""
         self._entered: list[bool] = []
         """Per root call in progress: whether it opened a forward phase."""
         self.enabled = True
@@ -322,7 +324,8 @@ class StepModel:
 
         ``steps``: False for a loss module (``nn.CrossEntropyLoss()(out, y)``): it is part of whatever step runs.
         ``part``: a part of the model called by one of the model's own methods (``model.decode(z)`` of samples):
-        a forward of the step in progress, not a call of its own.
+        a forward of the step in progress, not a call of its own — unless a DataLoader gave a batch since the last
+        root call, or it runs without gradients inside a training step: then it is a call as any other.
         """
         now = self.clock()
         step = self._tick(now)
@@ -332,7 +335,11 @@ class StepModel:
         if not steps:
             self._entered.append(False)  # a loss module's call: its time is the phase it runs in (the script's)
             return
-        if part and step is not None and not step.provisional:
+        fetched, self.fetched = self.fetched, False
+        # A model's own method calling its parts over a new batch is a call like any other (Lightning's
+        # validation_step calling self.net, batch after batch), and so is one without gradients inside a training
+        # step (an evaluation beginning).
+        if part and step is not None and not step.provisional and not fetched and (grad or step.kind != "train"):
             self._enter(step, root, grad)  # its time is the step's forward; it holds no forward call of its own
             return
         if self.generating or self.stepping:
@@ -459,6 +466,7 @@ class StepModel:
                 step = self._open("train", now, provisional=True)
         if phase == DATA:
             self.loading += 1
+            self.fetched = True
             if step is not None:
                 step.holds["data"] += 1
         self._push(phase, mark, owner)
