@@ -155,7 +155,8 @@ def test_a_loss_made_afresh_every_step_is_the_models_loss(tmp_path: Path) -> Non
     steps = saved["metadata"]["steps"]
     assert steps["steps"] == 28 and steps["sampled"] >= 12  # one in 2 after the warm-up, none left out as new
     rows = [r for r in saved["rows"] if r["module_path"] == "(loss)"]
-    assert {r["phase"] for r in rows} == {"other", "backward"}  # the phase it runs in, and its gradient
+    # computed between the forward and its backward, the loss is the forward's (the namer's rule); and its gradient
+    assert {r["phase"] for r in rows} == {"forward", "backward"}
     assert any(r["name"] == "(loss) · _log_softmax" for r in rows)
 
 

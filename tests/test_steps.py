@@ -376,3 +376,26 @@ def test_a_models_method_calling_its_parts_batch_after_batch_makes_a_call_each()
     assert len(evals) == 6  # one a validation batch
     assert all(dict(s.holds).get("forward") == 1 for s in evals)
     assert len(p.kinds("train", warm=False)) == 8
+
+
+def test_a_decode_of_samples_after_a_data_loader_ran_out_is_the_steps_own() -> None:
+    """pytorch/examples vae's test loop fetches its batches from a DataLoader, whose last ``__next__`` raises
+    StopIteration; the ``model.decode(sample)`` after it fetched nothing new: it stays the last call's."""
+    p, adam = Program(warmup=1), object()
+    for _ in range(2):  # epochs
+        for _ in range(4):
+            p.phase(DATA, 10)
+            p.call(100)
+            p.backward(200)
+            p.step(30, adam, "Adam")
+        for _ in range(3):
+            p.phase(DATA, 10)
+            p.call(50, grad=False, training=False)
+        p.model.phase_enter(DATA, "data")  # the iterator ends
+        p.model.no_batch()
+        p.model.phase_exit(DATA, "data")
+        p.model.root_enter(0, False, False, True, part=True)  # decode's fc3
+        p.clock.advance(20_000)
+        p.model.root_exit()
+    p.model.finish()
+    assert len(p.kinds("eval", warm=False)) == 6  # the test batches, and nothing else

@@ -158,7 +158,7 @@ class Agent:
         self._wrap(torch.autograd, "backward", lambda who: model.backward_enter(), model.backward_exit)
         from torch.utils.data import dataloader
 
-        self._phase(dataloader._BaseDataLoaderIter, "__next__", DATA, "data")
+        self._phase(dataloader._BaseDataLoaderIter, "__next__", DATA, "data", raised=model.no_batch)
         self._phase(torch.optim.Optimizer, "zero_grad", OPTIMIZER, "optimizer")
         self._phase(torch.nn.Module, "zero_grad", OPTIMIZER, "optimizer")
         import torch.nn.utils.clip_grad as clip_grad
@@ -226,15 +226,23 @@ class Agent:
             self.recorder.stop()
             self.calls.recording = False
 
-    def _wrap(self, owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> None:
-        self._undo.append(wrap_call(owner, name, self._guarded(enter), self._guarded(leave)))
+    def _wrap(
+        self,
+        owner: Any,
+        name: str,
+        enter: Callable[[object], None],
+        leave: Callable[[], None],
+        raised: Callable[[], None] | None = None,
+    ) -> None:
+        guarded_raised = self._guarded(raised) if raised is not None else None
+        self._undo.append(wrap_call(owner, name, self._guarded(enter), self._guarded(leave), guarded_raised))
 
-    def _phase(self, owner: Any, name: str, phase: int, mark: str) -> None:
+    def _phase(self, owner: Any, name: str, phase: int, mark: str, raised: Callable[[], None] | None = None) -> None:
         """Time calls of ``owner.name`` as ``phase``; a method's owner is the object it is called on (the optimizer),
         a function's its name (``clip_grad_norm_``)."""
         enter = functools.partial(self.model.phase_enter, phase, mark)  # a partial: no Python frame of its own
         leave = functools.partial(self.model.phase_exit, phase, mark)
-        self._wrap(owner, name, enter, leave)
+        self._wrap(owner, name, enter, leave, raised)
 
     def _guarded(self, fn: Callable[..., None]) -> Callable[..., None]:
         """``fn``, never raising into the program: a failure turns the agent off (:meth:`_fail`)."""

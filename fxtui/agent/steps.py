@@ -471,6 +471,10 @@ class StepModel:
                 step.holds["data"] += 1
         self._push(phase, mark, owner)
 
+    def no_batch(self) -> None:
+        """The DataLoader had no batch to give (its iterator ended): nothing was fetched for the next call."""
+        self.fetched = False
+
     def phase_exit(self, phase: int, mark: str) -> None:
         self._tick(self.clock())
         if phase == DATA:

@@ -16,10 +16,17 @@ from fxtui.ops.dynamo_skip import run_eagerly_here
 from fxtui.ops.records import Named
 
 
-def wrap_call(owner: Any, name: str, enter: Callable[[object], None], leave: Callable[[], None]) -> Callable[[], None]:
+def wrap_call(
+    owner: Any,
+    name: str,
+    enter: Callable[[object], None],
+    leave: Callable[[], None],
+    raised: Callable[[], None] | None = None,
+) -> Callable[[], None]:
     """Replace ``owner.name`` with a wrapper calling ``enter(who)`` before it and ``leave()`` after; the undo.
 
     ``who`` is the object a method is called on (the optimizer), or the function's name (:class:`Named`).
+    ``raised()`` is called, before ``leave()``, when the call raises (a DataLoader iterator's ``StopIteration``).
     """
     original = getattr(owner, name)
     method = isinstance(owner, type)
@@ -31,6 +38,10 @@ def wrap_call(owner: Any, name: str, enter: Callable[[object], None], leave: Cal
         enter((args[0] if args else None) if method else named)
         try:
             return original(*args, **kwargs)
+        except BaseException:
+            if raised is not None:
+                raised()
+            raise
         finally:
             leave()
 
