@@ -10,6 +10,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ("tests/programs/char_gpt.py", "--iters", "40", "--layers", "1", "--width", "64", "--block", "32",
            "--batch", "8", "--chars", "20000")  # fmt: skip
 BUSY = "while True: pass"
+
+
+def _cpu_s(procs: list[subprocess.Popen[bytes]]) -> float:
+    """The processes' CPU time so far, seconds (``/proc/PID/stat``'s utime + stime)."""
+    total = 0
+    for p in procs:
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -43,12 +53,21 @@ def test_beside_three_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_n
     # One thread of the program against three busy ones on two cores: two tasks a core, so the program shares its
     # core. (Beside two, the kernel may leave it a core of its own and put both loops on the other: no wait at all.)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with busy(3):
-        run = run_fxtui(PROGRAM, ROOT, options=("--top", "5"), env=env)
-    assert run.status == 0, run.stderr
-    meta = run.meta
-    waiting, python, ops = meta.get("waiting_share"), meta.get("python_share"), meta.get("ops_share")
-    said = f"{load_text()}; waiting {waiting}, python {python}, ops {ops}"
+    readings = []
+    for _ in range(2):  # judged again once: the kernel's placement of four tasks on two cores varies run to run
+        with busy(3) as procs:
+            began, cpu0 = time.monotonic(), _cpu_s(procs)
+            run = run_fxtui(PROGRAM, ROOT, options=("--top", "5"), env=env)
+            cores = (_cpu_s(procs) - cpu0) / max(time.monotonic() - began, 1e-9)
+        assert run.status == 0, run.stderr
+        meta = run.meta
+        waiting, python, ops = meta.get("waiting_share"), meta.get("python_share"), meta.get("ops_share")
+        readings.append(f"busy processes used {cores:.2f} cores; waiting {waiting}, python {python}, ops {ops}")
+        if waiting is not None and waiting >= 0.15:
+            break
+    said = f"{load_text()}; " + " | ".join(readings)
+    if cores < 1.3:  # the kernel kept the loops off the program's core (or off the CPU): no contention to measure
+        pytest.skip(f"the busy processes did not contend for the program's core: {said}")
     # Four busy threads on two cores: the program's thread is kept off a CPU about half the time, or more.
     assert waiting is not None and waiting >= 0.15, said
     assert python is not None and ops is not None
