@@ -276,3 +276,35 @@ def test_hogwild_workers_contending_for_the_cores_are_the_programs_own_not_other
     assert interval is not None and interval.program_cpu_s == pytest.approx(1.99)
     assert interval.others_cpu_s == pytest.approx(0.0, abs=0.02) and not interval.disturbed
     assert load.summary().line() == ""
+
+
+def test_the_collector_adds_the_wait_of_a_process_s_pool_threads_to_its_steps(
+    proc: FakeProc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's intra-op pool: the main thread blocked at the end of parallel ops while its pool thread waited for a
+    CPU; the header's waiting share counts both (fxtui/jobs/thread_waits.py)."""
+    from fxtui.core.agent_messages import Hello, Step
+    from fxtui.core.settings import ProgramSettings
+    from fxtui.jobs import job_state
+
+    clock = Clock()
+    monkeypatch.setattr(job_state, "LOAD_EVERY_S", 0.0)
+    monkeypatch.setattr(job_state, "MachineLoad", lambda pids, own_pid: monitor(proc, clock, tuple(pids)))
+    state = job_state.JobState(ProgramSettings(("train.py",), warmup=0))
+    state.collector.started(10, "")
+    state.receive(Hello(10, ("train.py",), "2.x", 1), 0)
+    proc.process(10, 1, {10: (0.0, 0.0), 11: (0.0, 0.0)})
+    state.watch_load()
+    wall = 100_000_000
+    for i in range(10):  # steps in the sampled second, each whose main thread waited 10% of it
+        start = int(clock.now * 1e9) + i * wall
+        state.receive(Step(i, "train", wall, (0, 0, 0, 0, wall), False, False, start_ns=start, wait_ns=wall // 10), 0)
+    clock.now += 1.0
+    proc.process(10, 1, {10: (0.5, 0.1), 11: (0.3, 0.3)})  # main blocked 0.4 s, its pool thread waited 0.3 s
+    proc.machine(busy_s=2.0)
+    state.watch_load()
+    steps = state.snapshot().steps
+    assert steps is not None
+    waiting = next(k for k in steps.kinds if k.kind == "train").waiting
+    assert waiting is not None and waiting.wait is not None
+    assert waiting.wait.median == pytest.approx(0.4)  # its own 10%, and the pool's 30% while it was blocked

@@ -24,6 +24,7 @@ from fxtui.jobs.generation_figures import generation_kind, generation_medians, g
 from fxtui.jobs.kind_figures import KindFigures
 from fxtui.jobs.step_shapes import shapes_in_a_step
 from fxtui.jobs.step_wait import phase_ops
+from fxtui.jobs.thread_waits import ThreadWaits
 
 
 class Collector:
@@ -34,7 +35,11 @@ class Collector:
         self.hello: Hello | None = None
         self.nodes: dict[int, EagerNode] = {}
         self.roots: dict[int, RootModule] = {}
-        self.kinds: dict[str, KindFigures] = {kind: KindFigures(kind, keep_disturbed) for kind in STEP_KINDS}
+        self.beside = ThreadWaits()
+        """Its other threads' wait that held its steps up, second by second (:mod:`fxtui.jobs.thread_waits`)."""
+        self.kinds: dict[str, KindFigures] = {
+            kind: KindFigures(kind, keep_disturbed, self.beside) for kind in STEP_KINDS
+        }
         self._graphs: dict[str, tuple[tuple[int, int, int, int], GraphInfo]] = {}
         self._described = 0
         self.failed = ""

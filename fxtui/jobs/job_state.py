@@ -19,9 +19,10 @@ from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.launch import log_tail
-from fxtui.jobs.machine_load import MachineLoad
+from fxtui.jobs.machine_load import Interval, MachineLoad
 from fxtui.jobs.rank_snapshots import keeps_ops
 from fxtui.jobs.ranks import JobCollector
+from fxtui.jobs.thread_waits import beside_wait
 
 #: Seconds between two looks at the machine's load (each one reads the program's threads' counters in /proc).
 LOAD_EVERY_S = 1.0
@@ -57,12 +58,27 @@ class JobState:
         self._load_at = now
         if self._load is None:
             self._load = MachineLoad([pid], own_pid=os.getpid())
-        self._load.sample()
+        interval = self._load.sample()
         summary = self._load.summary()
         with self.lock:
+            if interval is not None:
+                self._beside_waits(self._load, interval)
             self.collector.disturbed(summary.line())
             if summary.known and summary.intervals:  # beside each step's wait: what other processes used
                 self.collector.loaded(summary.others_cores, summary.cpus, summary.steal_share)
+
+    def _beside_waits(self, load: MachineLoad, interval: Interval) -> None:
+        """Each process's other threads' wait that held its steps up over the latest interval
+        (:mod:`fxtui.jobs.thread_waits`), to its figures."""
+        start = int(interval.start * 1e9)
+        end = int(interval.end * 1e9)
+        for collector in self.collector.agents.values():
+            pid = collector.hello.pid if collector.hello is not None else 0
+            if not pid or not (collector.steps or collector.nodes):
+                continue
+            beside = beside_wait(load.threads, load.subtree(pid), pid, interval.seconds)
+            if beside is not None:
+                collector.beside.add(start, end, beside)
 
     def receive(self, message: object, agent: int) -> None:
         """Take ``message`` from the agent of connection ``agent``."""

@@ -33,6 +33,7 @@ from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTi
 from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
 from fxtui.jobs.step_wait import StepWaits
+from fxtui.jobs.thread_waits import ThreadWaits
 
 #: Steps the timeline keeps for the app's plot and the export.
 TIMELINE = 10_000
@@ -51,8 +52,10 @@ SHAPE_JOIN = " + "
 class KindFigures:
     """One kind's steps so far: counts, timeline, reference and sampled walls, and every node's window."""
 
-    def __init__(self, kind: str, keep_disturbed: bool = False) -> None:
+    def __init__(self, kind: str, keep_disturbed: bool = False, beside: ThreadWaits | None = None) -> None:
         self.kind = kind
+        self.beside = beside if beside is not None else ThreadWaits()
+        """The process's other threads' wait that held its steps up (:mod:`fxtui.jobs.thread_waits`)."""
         self.keep_disturbed = keep_disturbed
         """Sampled steps that waited for a CPU stay in the node figures (``--keep-disturbed``)."""
         self.nodes: set[int] = set()
@@ -83,7 +86,7 @@ class KindFigures:
         """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
         self.trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
         """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
-        self.waits = StepWaits(self.keep_disturbed)
+        self.waits = StepWaits(self.keep_disturbed, self.beside)
         """Its steps as ops, Python and waiting for a CPU (:mod:`fxtui.jobs.step_wait`)."""
 
     # -- steps ----------------------------------------------------------------------------------
@@ -113,10 +116,12 @@ class KindFigures:
                 self.generation.add(call, sampled=step.sampled)
         if not step.sampled:
             self._plain.append(step.wall_ns)
-            self.waits.add_plain(step.wall_ns, step.wait_ns, step.phases_ns)
+            self.waits.add_plain(step.wall_ns, step.wait_ns, step.phases_ns, step.start_ns)
             return
         self.sampled += 1
-        waited = self.waits.add_sampled(step.wall_ns, step.wait_ns, sum(ns for _n, ns, *_ in step.ops), phase_ops)
+        waited = self.waits.add_sampled(
+            step.wall_ns, step.wait_ns, sum(ns for _n, ns, *_ in step.ops), phase_ops, step.start_ns
+        )
         if not step.describing:  # its ops count (each read around its own call); its wall time does not
             self._sampled.append(step.wall_ns)
         if step.faults >= 0:

@@ -177,6 +177,9 @@ class MachineLoad:
         self._counts = {"intervals": 0, "disturbed": 0}
         self.known = (self._proc / "self" / "task").is_dir() and (self._proc / "stat").is_file()
         self._schedstat = False
+        self.threads: dict[tuple[int, int], tuple[int, int]] = {}
+        """Each thread's time on a CPU and run-queue wait over the latest interval, ns, keyed by (pid, tid)
+        (:mod:`fxtui.jobs.thread_waits` apportions them to a process's steps)."""
 
     # -- sampling ----------------------------------------------------------------------------------------------
 
@@ -187,8 +190,22 @@ class MachineLoad:
         if last is None:
             return None
         interval = _interval(last, reading, self._cpus)
+        self.threads = _thread_deltas(last, reading)
         self._add(interval)
         return interval
+
+    def subtree(self, pid: int) -> set[int]:
+        """``pid`` and its descendants as last seen (its DataLoader workers), fxtui's own process left out."""
+        children: dict[int, list[int]] = {}
+        for child, parent in self._parents.items():
+            children.setdefault(parent, []).append(child)
+        found, frontier = {pid}, [pid]
+        while frontier:
+            for child in children.get(frontier.pop(), ()):
+                if child not in found and child != self._own_pid:
+                    found.add(child)
+                    frontier.append(child)
+        return found
 
     def _add(self, interval: Interval) -> None:
         self.intervals.append(interval)
@@ -343,6 +360,20 @@ def _interval(before: _Reading, after: _Reading, cpus: int) -> Interval:
         steal_s=steal,
         cpus=cpus,
     )
+
+
+def _thread_deltas(before: _Reading, after: _Reading) -> dict[tuple[int, int], tuple[int, int]]:
+    """Each thread's time on a CPU and wait between two readings, ns; a new thread of a process read before from its
+    birth (as :func:`_interval` counts it)."""
+    known_pids = {pid for pid, _ in before.threads}
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for key, (cpu, wait) in after.threads.items():
+        was = before.threads.get(key)
+        if was is not None:
+            out[key] = (max(0, cpu - was[0]), max(0, wait - was[1]))
+        elif key[0] in known_pids:
+            out[key] = (cpu, wait)
+    return out
 
 
 def _stat_fields(path: Path) -> list[str]:

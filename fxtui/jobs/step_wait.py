@@ -4,7 +4,9 @@ The agent sends every step's wall time and the run-queue delay of the thread tha
 :mod:`fxtui.agent.cpu_wait`). Here, per kind of step, over the latest :data:`WINDOW` steps:
 
 * **waiting for a CPU** is each unsampled step's wait ÷ its wall time; the figure is the median of these
-  per-step shares, its range their p25–p75;
+  per-step shares, its range their p25–p75. A step's wait is its own thread's run-queue delay plus what the
+  process's other threads waited while that thread was blocked on them (:mod:`fxtui.jobs.thread_waits`: its
+  intra-op pool, its DataLoader workers), at most its wall time;
 * **ops** (the headline *fidelity*) is each sampled step's Σ op times ÷ the unsampled steps' median; the figure
   is the median of these per-step ratios, so it lies inside the p25–p75 it is printed with. Ops timed while
   their thread waited include that wait: a kept step's ops are counted less its wait in the same proportion
@@ -34,6 +36,7 @@ from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
 from fxtui.core.sample_window import MIN_QUIET
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.jobs.machine_load import DISTURBED_SHARE
+from fxtui.jobs.thread_waits import ThreadWaits
 
 #: Steps of each sort (unsampled, sampled) the shares come from.
 WINDOW = 256
@@ -65,24 +68,32 @@ def disturbed(wall_ns: int, wait_ns: int) -> bool:
 class StepWaits:
     """One kind's steps as ops, Python and waiting; which sampled steps the node figures leave out."""
 
-    def __init__(self, keep_disturbed: bool = False) -> None:
+    def __init__(self, keep_disturbed: bool = False, beside: ThreadWaits | None = None) -> None:
         self.keep_disturbed = keep_disturbed
-        self.plain: deque[tuple[int, int, tuple[int, ...]]] = deque(maxlen=WINDOW)
-        """Unsampled steps: wall, wait (-1 unknown), phases."""
+        self.beside = beside if beside is not None else ThreadWaits()
+        """The process's other threads' wait that held its steps up, second by second (read by the collector)."""
+        self.plain: deque[tuple[int, int, tuple[int, ...], int]] = deque(maxlen=WINDOW)
+        """Unsampled steps: wall, own thread's wait (-1 unknown), phases, start (``perf_counter_ns``)."""
         self.sampled: deque[SampledStep] = deque(maxlen=WINDOW)
         self.sampled_disturbed = 0
         """Sampled steps after warm-up that waited beyond the threshold, over the whole run."""
         self.known = False
         """Some step carried a wait: the kernel says."""
 
-    def add_plain(self, wall_ns: int, wait_ns: int, phases_ns: tuple[int, ...]) -> None:
-        """An unsampled step after warm-up."""
+    def add_plain(self, wall_ns: int, wait_ns: int, phases_ns: tuple[int, ...], start_ns: int = 0) -> None:
+        """An unsampled step after warm-up (its other threads' wait is added when the figures are made: the
+        collector reads them a second late)."""
         self.known = self.known or wait_ns >= 0
-        self.plain.append((wall_ns, wait_ns, phases_ns))
+        self.plain.append((wall_ns, wait_ns, phases_ns, start_ns))
 
-    def add_sampled(self, wall_ns: int, wait_ns: int, ops_ns: int, phase_ops_ns: Sequence[int]) -> bool:
-        """A sampled step after warm-up; True when it waited beyond the threshold (its ops may be left out)."""
+    def add_sampled(
+        self, wall_ns: int, wait_ns: int, ops_ns: int, phase_ops_ns: Sequence[int], start_ns: int = 0
+    ) -> bool:
+        """A sampled step after warm-up; True when it waited beyond the threshold (its ops may be left out). Its
+        ops go into the node figures now: its other threads' wait is the latest second's rate."""
         self.known = self.known or wait_ns >= 0
+        if wait_ns >= 0:
+            wait_ns = min(wall_ns, wait_ns + int(wall_ns * self.beside.latest_rate()))
         waited = disturbed(wall_ns, wait_ns)
         self.sampled_disturbed += waited
         self.sampled.append(SampledStep(wall_ns, wait_ns, ops_ns, tuple(phase_ops_ns), waited))
@@ -105,7 +116,12 @@ class StepWaits:
     def waiting(self, base_ns: float | None, phase_base_ns: Sequence[float] = ()) -> StepWaiting | None:
         """The split of a step (``base_ns``: the unsampled steps' median; ``phase_base_ns``: each phase's); None
         where nothing was measured. The machine's load is set beside it later (:func:`with_load`)."""
-        waits = [w / wall for wall, w, _ in self.plain if wall > 0 and w >= 0]
+        beside = self.beside.during if self.beside.known else None
+        waits = [
+            min(wall, w + (beside(start, wall) if beside is not None else 0)) / wall
+            for wall, w, _, start in self.plain
+            if wall > 0 and w >= 0
+        ]
         counted = self.counted()
         if not waits and not counted:
             return None
