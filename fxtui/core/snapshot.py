@@ -279,6 +279,10 @@ class Snapshot(RunFiguresMixin):
     step_shapes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Nodes whose calls in one step ran at several output shapes (one module called after layers of different
     widths): those shapes, in the order they came. Their rows hold every call's time."""
+    other_kinds: Mapping[str, Snapshot] = field(default_factory=dict)
+    """A program's last profile as its collector sends it at the end (``State.DONE``): the figures of each other kind
+    of step it ran (training steps, evaluation calls, ``generate()`` calls), so that the app's ``k`` still shows
+    them once the collector is gone."""
 
     def shown_after(self, before: Snapshot | None) -> Snapshot:
         """What to show when this snapshot follows ``before``: itself, or, when a source that failed after

@@ -113,7 +113,24 @@ class JobState:
         with self.lock:
             if self.log is not None:
                 self.collector.tail(tail)
-            return self.collector.snapshot(state, rank, kind)
+            snapshot = self.collector.snapshot(state, rank, kind)
+            if state is State.DONE:
+                snapshot = self._with_other_kinds(snapshot, rank)
+            return snapshot
+
+    def _with_other_kinds(self, snapshot: Snapshot, rank: int | None) -> Snapshot:
+        """The last profile with the figures of every other kind of step the program ran, for a viewer that shows
+        them after the collector has gone (each without its ranks' own snapshots and traces: what a report of
+        the kind it shows holds, the ranks compared beside it)."""
+        steps = snapshot.steps
+        if steps is None or len(steps.kinds) < 2:
+            return snapshot
+        others = {}
+        for each in steps.kinds:
+            if each.kind != steps.kind:
+                other = self.collector.snapshot(State.DONE, rank, each.kind)
+                others[each.kind] = dataclasses.replace(other, other_ranks={}, timelines={})
+        return dataclasses.replace(snapshot, other_kinds=others)
 
     @property
     def steps(self) -> int:

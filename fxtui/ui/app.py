@@ -8,6 +8,7 @@ main screen, which applies it in one batch.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterable
@@ -156,7 +157,11 @@ class FxtuiApp(App[None]):
         ended = getattr(self.source, "ended", None)
         program = snapshot.program if snapshot is not None else None
         if program is not None and not program.running and ended is not None and ended.is_set():
-            # The job's collector left with the program: no one is there to make another kind's figures.
+            # The job's collector left with the program: its last profile holds every kind's figures.
+            if following in snapshot.other_kinds:
+                self.main.post_message(SnapshotReady(_kind_of(snapshot, following)))
+                self.notify(f"showing {shown.name}", timeout=2)
+                return
             self.notify(
                 f"the program has ended and its collector with it: this profile holds its {steps.kind} figures "
                 f"only (fxtui run --kind {following} shows the {shown.name})",
@@ -254,3 +259,11 @@ class FxtuiApp(App[None]):
             await target.run_action(action)
 
         return run
+
+
+def _kind_of(snapshot: Snapshot, kind: str) -> Snapshot:
+    """The last profile's figures of ``kind``, holding the others' (the one shown among them) as ``snapshot`` did."""
+    assert snapshot.steps is not None
+    held = {snapshot.steps.kind: dataclasses.replace(snapshot, other_kinds={}), **snapshot.other_kinds}
+    chosen = held.pop(kind)
+    return dataclasses.replace(chosen, other_kinds=held)

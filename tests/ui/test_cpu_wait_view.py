@@ -68,7 +68,7 @@ class EndedSource(FakeSource):
         self.ended.set()
 
 
-async def test_k_after_the_program_ended_says_in_one_line_why_it_cannot_show_another_kind() -> None:
+async def test_k_after_a_program_ended_whose_profile_holds_one_kind_says_in_one_line_why_not() -> None:
     source = EndedSource([waited_snapshot(WAITED, running=False)])
     app = FxtuiApp(source)
     async with app.run_test(size=(180, 30)) as pilot:
@@ -79,6 +79,33 @@ async def test_k_after_the_program_ended_says_in_one_line_why_it_cannot_show_ano
         assert "showkind" not in source.calls
         said = [n.message for n in app._notifications]
         assert any("the program has ended and its collector with it" in m and "--kind eval" in m for m in said), said
+
+
+def ended_with_every_kind() -> Snapshot:
+    """A last profile as the collector sends it at the end: the training figures, the evaluation calls' beside."""
+    train = waited_snapshot(WAITED, running=False)
+    assert train.steps is not None
+    evals = dataclasses.replace(
+        train, steps=dataclasses.replace(train.steps, kind="eval", steps=120, sampled=20, step_median_s=0.012)
+    )
+    return dataclasses.replace(train, other_kinds={"eval": evals})
+
+
+async def test_k_after_the_program_ended_shows_each_kind_its_last_profile_holds() -> None:
+    source = EndedSource([ended_with_every_kind()])
+    app = FxtuiApp(source)
+    async with app.run_test(size=(180, 30)) as pilot:
+        await settle(app, pilot)
+        assert "40 training steps" in first_line(app) and "120 eval (k)" in first_line(app), first_line(app)
+        await pilot.press("k")
+        await settle(app, pilot, applied=2)
+        assert "showkind" not in source.calls  # no collector to ask: the profile holds the figures
+        shown = app.main.snapshot
+        assert shown is not None and shown.steps is not None and shown.steps.kind == "eval"
+        assert "120 eval calls" in first_line(app) and "(k)" in first_line(app), first_line(app)
+        await pilot.press("k")  # and back: every kind stays reachable
+        await settle(app, pilot, applied=3)
+        assert app.main.snapshot.steps.kind == "train" and "40 training steps" in first_line(app), first_line(app)
 
 
 async def test_k_while_the_program_runs_asks_the_collector_for_the_next_kind() -> None:

@@ -160,8 +160,11 @@ def _program_part(text: Text, snapshot: Snapshot) -> None:
     else:
         text.append(f"fidelity {format_ratio(value)}")
     others = [k for k in steps.kinds if k.kind != steps.kind]
-    if others:  # the program ran other kinds of step too: k shows them while its collector runs
-        text.append(" │ " + ", ".join(f"{k.steps} {k.kind}" for k in others) + (" (k)" if program.running else ""))
+    if (
+        others
+    ):  # the program ran other kinds of step too: k shows them while its collector runs, or from its last profile
+        offered = program.running or bool(snapshot.other_kinds)
+        text.append(" │ " + ", ".join(f"{k.steps} {k.kind}" for k in others) + (" (k)" if offered else ""))
     g = snapshot.generation
     if g is not None:  # its generate() calls
         text.append(f" · TTFT {format_seconds(g.ttft_s)} · TPOT {format_seconds(g.tpot_s)}")
