@@ -19,7 +19,8 @@ class StepWaiting:
     known: bool = False
     """The kernel reported the steps' run-queue delay (Linux's schedstat)."""
     wait: Spread | None = None
-    """Each unsampled step's time waiting for a CPU ÷ its wall time (its thread's run-queue delay)."""
+    """Each unsampled step's time waiting for a CPU ÷ its wall time: its thread's run-queue delay, and its other
+    threads' while it was blocked on them (:mod:`fxtui.jobs.thread_waits`)."""
     ops: Spread | None = None
     """Each counted sampled step's Σ op times ÷ the unsampled steps' median: the fidelity."""
     running_ops: Spread | None = None
@@ -45,7 +46,7 @@ class StepWaiting:
 
     @property
     def waiting_share(self) -> float | None:
-        """The share of a step spent waiting for a CPU: its thread's run-queue delay and stolen time (median)."""
+        """The share of a step spent waiting for a CPU: its threads' run-queue delay and stolen time (median)."""
         if not self.known or self.wait is None:
             return None
         return min(1.0, self.wait.median + self.steal_share)

@@ -1,7 +1,8 @@
 """How each step of a kind splits into ops, the program's Python and waiting for a CPU; which sampled steps waited.
 
 The agent sends every step's wall time and the run-queue delay of the thread that ran it (``Step.wait_ns``,
-:mod:`fxtui.agent.cpu_wait`). Here, per kind of step, over the latest :data:`WINDOW` steps:
+:mod:`fxtui.agent.cpu_wait`); the collector adds its other threads' (:mod:`fxtui.jobs.thread_waits`). Here, per
+kind of step, over the latest :data:`WINDOW` steps:
 
 * **waiting for a CPU** is each unsampled step's wait ÷ its wall time; the figure is the median of these
   per-step shares, its range their p25–p75. A step's wait is its own thread's run-queue delay plus what the
