@@ -22,16 +22,16 @@ S = 1_000_000_000
 def test_a_pool_threads_wait_while_the_stepping_thread_is_blocked_on_it_holds_the_step_up() -> None:
     # One second: the main thread ran 0.4 s, waited 0.1 s and was blocked 0.5 s (at the end of parallel ops); the
     # pool thread waited 0.4 s meanwhile: all of it held the step up.
-    threads = {(10, 10): (400 * MS, 100 * MS), (10, 11): (300 * MS, 400 * MS)}
+    threads = {10: {10: (400 * MS, 100 * MS), 11: (300 * MS, 400 * MS)}}
     assert beside_wait(threads, {10}, 10, 1.0) == 400 * MS
     # The pool waited 0.8 s, more than the main thread was blocked: at most the time it was blocked counts (the rest
     # it waited while the main thread waited too, which the main thread's own wait already counts).
-    threads[(10, 11)] = (100 * MS, 800 * MS)
+    threads[10][11] = (100 * MS, 800 * MS)
     assert beside_wait(threads, {10}, 10, 1.0) == 500 * MS
     # A DataLoader worker's wait (a child process) counts; an unrelated process's does not; nor fxtui's own.
-    quiet = {(10, 10): (900 * MS, 0), (12, 12): (100 * MS, 50 * MS), (99, 99): (500 * MS, 500 * MS)}
+    quiet = {10: {10: (900 * MS, 0)}, 12: {12: (100 * MS, 50 * MS)}, 99: {99: (500 * MS, 500 * MS)}}
     assert beside_wait(quiet, {10, 12}, 10, 1.0) == 50 * MS
-    assert beside_wait({(10, 11): (1, 1)}, {10}, 10, 1.0) is None  # its main thread was not read
+    assert beside_wait({10: {11: (1, 1)}}, {10}, 10, 1.0) is None  # its main thread was not read
 
 
 def test_each_step_takes_the_seconds_beside_wait_by_its_overlap_and_newer_steps_the_latest_rate() -> None:

@@ -177,8 +177,9 @@ class MachineLoad:
         self._counts = {"intervals": 0, "disturbed": 0}
         self.known = (self._proc / "self" / "task").is_dir() and (self._proc / "stat").is_file()
         self._schedstat = False
-        self.threads: dict[tuple[int, int], tuple[int, int]] = {}
-        """Each thread's time on a CPU and run-queue wait over the latest interval, ns, keyed by (pid, tid)
+        self._children: dict[int, list[int]] | None = None
+        self.threads: dict[int, dict[int, tuple[int, int]]] = {}
+        """Each thread's time on a CPU and run-queue wait over the latest interval, ns, by pid and tid
         (:mod:`fxtui.jobs.thread_waits` apportions them to a process's steps)."""
 
     # -- sampling ----------------------------------------------------------------------------------------------
@@ -191,14 +192,17 @@ class MachineLoad:
             return None
         interval = _interval(last, reading, self._cpus)
         self.threads = _thread_deltas(last, reading)
+        self._children = None
         self._add(interval)
         return interval
 
     def subtree(self, pid: int) -> set[int]:
         """``pid`` and its descendants as last seen (its DataLoader workers), fxtui's own process left out."""
-        children: dict[int, list[int]] = {}
-        for child, parent in self._parents.items():
-            children.setdefault(parent, []).append(child)
+        if self._children is None:  # once a sample: a job of many ranks asks for each
+            self._children = {}
+            for child, parent in self._parents.items():
+                self._children.setdefault(parent, []).append(child)
+        children = self._children
         found, frontier = {pid}, [pid]
         while frontier:
             for child in children.get(frontier.pop(), ()):
@@ -362,17 +366,17 @@ def _interval(before: _Reading, after: _Reading, cpus: int) -> Interval:
     )
 
 
-def _thread_deltas(before: _Reading, after: _Reading) -> dict[tuple[int, int], tuple[int, int]]:
-    """Each thread's time on a CPU and wait between two readings, ns; a new thread of a process read before from its
-    birth (as :func:`_interval` counts it)."""
+def _thread_deltas(before: _Reading, after: _Reading) -> dict[int, dict[int, tuple[int, int]]]:
+    """Each thread's time on a CPU and wait between two readings, ns, by pid and tid; a new thread of a process read
+    before from its birth (as :func:`_interval` counts it)."""
     known_pids = {pid for pid, _ in before.threads}
-    out: dict[tuple[int, int], tuple[int, int]] = {}
-    for key, (cpu, wait) in after.threads.items():
-        was = before.threads.get(key)
+    out: dict[int, dict[int, tuple[int, int]]] = {}
+    for (pid, tid), (cpu, wait) in after.threads.items():
+        was = before.threads.get((pid, tid))
         if was is not None:
-            out[key] = (max(0, cpu - was[0]), max(0, wait - was[1]))
-        elif key[0] in known_pids:
-            out[key] = (cpu, wait)
+            out.setdefault(pid, {})[tid] = (max(0, cpu - was[0]), max(0, wait - was[1]))
+        elif pid in known_pids:
+            out.setdefault(pid, {})[tid] = (cpu, wait)
     return out
 
 

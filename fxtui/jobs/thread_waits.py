@@ -53,17 +53,16 @@ class BesideWait:
 
 
 def beside_wait(
-    threads: Mapping[tuple[int, int], tuple[int, int]], pids: Iterable[int], main: int, seconds: float
+    threads: Mapping[int, Mapping[int, tuple[int, int]]], pids: Iterable[int], main: int, seconds: float
 ) -> int | None:
     """The other threads' wait that held the stepping thread up over one stretch of ``seconds``: the rule above.
 
-    ``threads``: each thread's (time on a CPU, wait) over the stretch, ns, by (pid, tid); ``pids``: the process and
+    ``threads``: each thread's (time on a CPU, wait) over the stretch, ns, by pid and tid; ``pids``: the process and
     its descendants; ``main``: the process (its main thread steps). None where its main thread was not read."""
-    own = threads.get((main, main))
+    own = threads.get(main, {}).get(main)
     if own is None or seconds <= 0:
         return None
-    wanted = set(pids)
-    others = sum(wait for (pid, tid), (_cpu, wait) in threads.items() if pid in wanted and (pid, tid) != (main, main))
+    others = sum(wait for pid in pids for tid, (_cpu, wait) in threads.get(pid, {}).items() if tid != main)
     blocked = max(0, int(seconds * 1e9) - own[0] - own[1])
     return min(blocked, others)
 
