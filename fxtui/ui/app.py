@@ -149,13 +149,13 @@ class FxtuiApp(App[None]):
         """Show the figures of the program's next kind of step (training steps, evaluation calls, generate() calls)."""
         snapshot = self.main.snapshot
         steps = snapshot.steps if snapshot is not None else None
-        if steps is None or len(steps.kinds) < 2:
+        if snapshot is None or steps is None or len(steps.kinds) < 2:
             return
         kinds = [k.kind for k in steps.kinds]
         following = kinds[(kinds.index(steps.kind) + 1) % len(kinds)] if steps.kind in kinds else kinds[0]
         shown = next(k for k in steps.kinds if k.kind == following)
         ended = getattr(self.source, "ended", None)
-        program = snapshot.program if snapshot is not None else None
+        program = snapshot.program
         if program is not None and not program.running and ended is not None and ended.is_set():
             # The job's collector left with the program: its last profile holds every kind's figures.
             if following in snapshot.other_kinds:
