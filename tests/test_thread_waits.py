@@ -19,42 +19,45 @@ MS = 1_000_000
 S = 1_000_000_000
 
 
-def test_a_pool_threads_wait_while_the_stepping_thread_is_blocked_on_it_holds_the_step_up() -> None:
-    # One second: the main thread ran 0.4 s, waited 0.1 s and was blocked 0.5 s (at the end of parallel ops); the
-    # pool thread waited 0.4 s meanwhile: all of it held the step up.
-    threads = {10: {10: (400 * MS, 100 * MS), 11: (300 * MS, 400 * MS)}}
-    assert beside_wait(threads, {10}, 10, 1.0) == 400 * MS
-    # The pool waited 0.8 s, more than the main thread was blocked: at most the time it was blocked counts (the rest
-    # it waited while the main thread waited too, which the main thread's own wait already counts).
-    threads[10][11] = (100 * MS, 800 * MS)
-    assert beside_wait(threads, {10}, 10, 1.0) == 500 * MS
-    # A DataLoader worker's wait (a child process) counts; an unrelated process's does not; nor fxtui's own.
-    quiet = {10: {10: (900 * MS, 0)}, 12: {12: (100 * MS, 50 * MS)}, 99: {99: (500 * MS, 500 * MS)}}
-    assert beside_wait(quiet, {10, 12}, 10, 1.0) == 50 * MS
+def test_a_pool_threads_wait_holds_the_step_up_and_a_loader_workers_only_while_the_step_is_blocked() -> None:
+    # One second: the main thread ran 0.4 s, waited 0.1 s and was blocked 0.5 s; its pool thread waited 0.4 s, so
+    # none of its other threads waited 60% of the time; a DataLoader worker (a child process) waited 0.3 s.
+    threads = {10: {10: (400 * MS, 100 * MS), 11: (300 * MS, 400 * MS)}, 12: {12: (600 * MS, 300 * MS)}}
+    running, children = beside_wait(threads, {10, 12}, 10, 1.0)  # type: ignore[misc]
+    assert running == pytest.approx(0.6) and children == 300 * MS
+    # The worker waited 0.8 s, more than the main thread was blocked: at most the time it was blocked counts.
+    threads[12][12] = (100 * MS, 800 * MS)
+    assert beside_wait(threads, {10, 12}, 10, 1.0) == (pytest.approx(0.6), 500 * MS)
+    # An unrelated process's wait does not count (fxtui's own is never among the pids).
+    assert beside_wait({10: {10: (900 * MS, 0)}, 99: {99: (1, 500 * MS)}}, {10}, 10, 1.0) == (1.0, 0)
     assert beside_wait({10: {11: (1, 1)}}, {10}, 10, 1.0) is None  # its main thread was not read
 
 
-def test_each_step_takes_the_seconds_beside_wait_by_its_overlap_and_newer_steps_the_latest_rate() -> None:
+def test_waits_that_happen_at_once_count_once_and_a_step_never_waits_more_than_its_wall() -> None:
     waits = ThreadWaits()
-    assert waits.during(0, 100 * MS) == 0 and waits.latest_rate() == 0.0
-    waits.add(10 * S, 11 * S, 400 * MS)  # 0.4 of each ns
-    waits.add(11 * S, 12 * S, 100 * MS)  # 0.1
-    assert waits.during(10 * S, 100 * MS) == 40 * MS
-    assert waits.during(11 * S - 50 * MS, 100 * MS) == 20 * MS + 5 * MS  # half in each second
-    assert waits.during(12 * S + 500 * MS, 100 * MS) == 10 * MS  # after the latest sample: its rate
-    assert waits.during(9 * S, 100 * MS) == 0  # before the first sample: nothing known, nothing added
+    assert waits.step_wait(0, 100 * MS, 10 * MS) == 10 * MS  # nothing sampled yet: its own thread's wait alone
+    waits.add(10 * S, 11 * S, 0, running=0.5)  # the pool waited half of the second
+    # Its own 20% and the pool's 50%, as if independent: some thread waited 1 − 0.8 × 0.5 = 60% of the step.
+    assert waits.step_wait(10 * S, 100 * MS, 20 * MS) == 60 * MS
+    waits.add(11 * S, 12 * S, 400 * MS, running=1.0)  # a loader worker waited 0.4 s while the step was blocked
+    assert waits.step_wait(11 * S, 100 * MS, 0) == 40 * MS
+    assert waits.step_wait(11 * S - 50 * MS, 100 * MS, 0) == 25 * MS + 20 * MS  # half in each second
+    assert waits.step_wait(12 * S + 500 * MS, 100 * MS, 0) == 40 * MS  # after the latest sample: as the latest
+    assert waits.step_wait(9 * S, 100 * MS, 0) == 0  # before the first sample: nothing known, nothing added
+    assert waits.step_wait(11 * S, 100 * MS, 90 * MS) == 100 * MS  # capped at the wall time
+    assert waits.step_wait(11 * S, 100 * MS, -1) == -1  # the kernel does not say
 
 
-def test_a_steps_waiting_share_adds_its_other_threads_wait_and_never_exceeds_one() -> None:
+def test_a_steps_waiting_share_counts_its_pool_and_never_exceeds_one() -> None:
     kf = KindFigures("train")
-    kf.beside.add(0, 10 * S, 5 * S)  # the pool waited half of every second while the main thread was blocked
+    kf.beside.add(0, 10 * S, 0, running=0.5)  # the pool waited half of every second
     for i in range(20):
         wall = 100 * MS
-        kf.add(Step(2 * i, "train", wall, (0, 0, 0, 0, wall), False, False, start_ns=i * wall, wait_ns=10 * MS))
+        kf.add(Step(2 * i, "train", wall, (0, 0, 0, 0, wall), False, False, start_ns=i * wall, wait_ns=20 * MS))
     waiting = kf.summary().waiting
     assert waiting is not None and waiting.wait is not None
-    assert abs(waiting.wait.median - 0.6) < 1e-9  # its own 10% and the pool's 50%
-    kf.beside.add(10 * S, 20 * S, 10 * S)  # a second in which the pool waited all along
+    assert waiting.wait.median == pytest.approx(0.6)  # 1 − 0.8 × 0.5
+    kf.beside.add(10 * S, 20 * S, 10 * S)  # a second in which a loader worker waited all along
     for i in range(20, 300):
         wall = 20 * MS
         kf.add(Step(2 * i, "train", wall, (0, 0, 0, 0, wall), False, False, start_ns=10 * S + i * wall, wait_ns=wall))
@@ -64,7 +67,7 @@ def test_a_steps_waiting_share_adds_its_other_threads_wait_and_never_exceeds_one
 
 def test_a_sampled_step_whose_pool_waited_is_left_out_of_the_node_figures() -> None:
     kf = KindFigures("train")
-    kf.beside.add(0, S, 300 * MS)
+    kf.beside.add(0, S, 0, running=0.7)
     ops = [(1, 5 * MS, "8", 0)]
     # Its own thread waited 2% (under the 10% threshold); its pool's 30% makes it a disturbed step.
     kf.add(Step(1, "train", 10 * MS, (0, 0, 0, 0, 10 * MS), True, False, ops, start_ns=2 * S, wait_ns=200_000))

@@ -78,7 +78,8 @@ class JobState:
                 continue
             beside = beside_wait(load.threads, load.subtree(pid), pid, interval.seconds)
             if beside is not None:
-                collector.beside.add(start, end, beside)
+                running, children = beside
+                collector.beside.add(start, end, children, running)
 
     def receive(self, message: object, agent: int) -> None:
         """Take ``message`` from the agent of connection ``agent``."""

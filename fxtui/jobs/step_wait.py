@@ -5,9 +5,9 @@ The agent sends every step's wall time and the run-queue delay of the thread tha
 kind of step, over the latest :data:`WINDOW` steps:
 
 * **waiting for a CPU** is each unsampled step's wait ÷ its wall time; the figure is the median of these
-  per-step shares, its range their p25–p75. A step's wait is its own thread's run-queue delay plus what the
-  process's other threads waited while that thread was blocked on them (:mod:`fxtui.jobs.thread_waits`: its
-  intra-op pool, its DataLoader workers), at most its wall time;
+  per-step shares, its range their p25–p75. A step's wait is its own thread's run-queue delay and what its
+  other threads' waits held it up (:mod:`fxtui.jobs.thread_waits`: its intra-op pool, its DataLoader
+  workers), at most its wall time;
 * **ops** (the headline *fidelity*) is each sampled step's Σ op times ÷ the unsampled steps' median; the figure
   is the median of these per-step ratios, so it lies inside the p25–p75 it is printed with. Ops timed while
   their thread waited include that wait: a kept step's ops are counted less its wait in the same proportion
@@ -93,8 +93,7 @@ class StepWaits:
         """A sampled step after warm-up; True when it waited beyond the threshold (its ops may be left out). Its
         ops go into the node figures now: its other threads' wait is the latest second's rate."""
         self.known = self.known or wait_ns >= 0
-        if wait_ns >= 0:
-            wait_ns = min(wall_ns, wait_ns + int(wall_ns * self.beside.latest_rate()))
+        wait_ns = self.beside.step_wait(start_ns, wall_ns, wait_ns)
         waited = disturbed(wall_ns, wait_ns)
         self.sampled_disturbed += waited
         self.sampled.append(SampledStep(wall_ns, wait_ns, ops_ns, tuple(phase_ops_ns), waited))
@@ -117,12 +116,8 @@ class StepWaits:
     def waiting(self, base_ns: float | None, phase_base_ns: Sequence[float] = ()) -> StepWaiting | None:
         """The split of a step (``base_ns``: the unsampled steps' median; ``phase_base_ns``: each phase's); None
         where nothing was measured. The machine's load is set beside it later (:func:`with_load`)."""
-        beside = self.beside.during if self.beside.known else None
-        waits = [
-            min(wall, w + (beside(start, wall) if beside is not None else 0)) / wall
-            for wall, w, _, start in self.plain
-            if wall > 0 and w >= 0
-        ]
+        step_wait = self.beside.step_wait
+        waits = [step_wait(start, wall, w) / wall for wall, w, _, start in self.plain if wall > 0 and w >= 0]
         counted = self.counted()
         if not waits and not counted:
             return None

@@ -6,23 +6,24 @@ each parallel op, and the program's DataLoader workers, whose batch the step wai
 every step boundary would cost the program a system call per thread and step; the collector reads them all
 anyway, once a second (:class:`~fxtui.jobs.machine_load.MachineLoad`), at no cost to the program.
 
-**The rule.** While the stepping thread waits in the run queue, the step is held up, whatever the other threads
-do: that wait is the step's. While it is *blocked* (neither on a CPU nor waiting for one: at the end of a parallel
-op for a pool thread, on a DataLoader's queue for a batch), the step is held up by whatever it waits on; if the
-other threads waited for a CPU meanwhile, that wait held it up too, at most for as long as it was blocked. So,
-over each sampled second of the process::
+**The rule.** A step is held up whenever one of the threads it needs waits in the run queue, and waits that
+happen at once count once:
 
-    beside = min(blocked, Σ other threads' run-queue wait)
-    blocked = the second − the stepping thread's time on a CPU − its own wait
+* the process's own threads (the stepping thread and its intra-op pool, which every parallel op waits for): the
+  share of the step in which *some* of them waited, taking their waits as independent of one another,
+  ``1 − (1 − own) × Π (1 − other thread's wait ÷ the second)``, where ``own`` is the stepping thread's measured
+  share of that step. A pool spins at the end of a parallel op rather than sleeping, so the time the stepping
+  thread spends waiting for a partner kept off a CPU is time *on* a CPU: only the partner's wait shows it
+  (``tests/benchmarks/bench_pool_waits.py`` measures this; the stepping thread is almost never blocked);
+* its child processes (DataLoader workers), which work beside the step: their wait only while the stepping
+  thread was *blocked* (neither on a CPU nor waiting: on the loader's queue), at most that long,
+  ``min(blocked, Σ their wait)`` per second, shared among the second's steps by their overlap.
 
-``beside`` is shared among the steps of that second by their overlap with it, and each step's waiting is its own
-thread's wait plus its share, never more than its wall time. Waits that happen at once (both threads of a parallel
-op kept off a CPU together) count once: the stepping thread is waiting then, not blocked. The rule under-counts
-where the stepping thread spins instead of sleeping (an OpenMP barrier spins a little before it sleeps): that
-time is on a CPU, so it is read as the op's.
+A step's waiting is never more than its wall time. The rule over-counts threads that wait together (two pool
+threads that share one core take turns); it is what fxtui measures, not a model of the scheduler.
 
 The stepping thread is taken to be the process's main thread (its tid is its pid), where a training loop runs.
-Steps newer than the latest sample (up to a second of them) take the latest second's rate. Torch-free; memory
+Steps newer than the latest sample (up to a second of them) take the latest second's figures. Torch-free; memory
 is bounded (:data:`WINDOW` seconds).
 """
 
@@ -39,11 +40,15 @@ WINDOW = 1800
 
 @dataclass(frozen=True, slots=True)
 class BesideWait:
-    """One sampled stretch of a process: the other threads' wait that held its steps up (ns)."""
+    """One sampled stretch of a process: how its other threads' waits held its steps up."""
 
     start_ns: int
     end_ns: int
     beside_ns: int
+    """Its child processes' wait while the stepping thread was blocked (ns)."""
+    running: float = 1.0
+    """Π (1 − each other thread's wait ÷ the stretch) over the process's own threads: the share of time none of
+    them waited, were their waits independent."""
 
     @property
     def rate(self) -> float:
@@ -54,58 +59,73 @@ class BesideWait:
 
 def beside_wait(
     threads: Mapping[int, Mapping[int, tuple[int, int]]], pids: Iterable[int], main: int, seconds: float
-) -> int | None:
-    """The other threads' wait that held the stepping thread up over one stretch of ``seconds``: the rule above.
+) -> tuple[float, int] | None:
+    """How the other threads held the stepping thread up over one stretch of ``seconds``: the rule above, as the
+    share of time none of the process's other threads waited, and the child processes' wait while it was blocked.
 
     ``threads``: each thread's (time on a CPU, wait) over the stretch, ns, by pid and tid; ``pids``: the process and
     its descendants; ``main``: the process (its main thread steps). None where its main thread was not read."""
     own = threads.get(main, {}).get(main)
     if own is None or seconds <= 0:
         return None
-    others = sum(wait for pid in pids for tid, (_cpu, wait) in threads.get(pid, {}).items() if tid != main)
-    blocked = max(0, int(seconds * 1e9) - own[0] - own[1])
-    return min(blocked, others)
+    span = seconds * 1e9
+    running = 1.0
+    for tid, (_cpu, wait) in threads.get(main, {}).items():
+        if tid != main:
+            running *= max(0.0, 1.0 - wait / span)
+    children = sum(wait for pid in pids if pid != main for _cpu, wait in threads.get(pid, {}).values())
+    blocked = max(0, int(span) - own[0] - own[1])
+    return running, min(blocked, children)
 
 
 class ThreadWaits:
-    """A process's beside-waits, second by second; what of them each step takes (:meth:`during`)."""
+    """A process's beside-waits, second by second; what each step waited in all (:meth:`step_wait`)."""
 
     def __init__(self) -> None:
         self.stretches: collections.deque[BesideWait] = collections.deque(maxlen=WINDOW)
         self._ends: collections.deque[int] = collections.deque(maxlen=WINDOW)
 
-    def add(self, start_ns: int, end_ns: int, beside_ns: int) -> None:
+    def add(self, start_ns: int, end_ns: int, beside_ns: int, running: float = 1.0) -> None:
         """One sampled stretch (``time.monotonic_ns()``, the clock of the agent's ``perf_counter_ns`` on Linux)."""
         if end_ns <= start_ns or (self.stretches and start_ns < self.stretches[-1].start_ns):
             return
-        self.stretches.append(BesideWait(start_ns, end_ns, max(0, beside_ns)))
+        self.stretches.append(BesideWait(start_ns, end_ns, max(0, beside_ns), min(1.0, max(0.0, running))))
         self._ends.append(end_ns)
 
     @property
     def known(self) -> bool:
         return bool(self.stretches)
 
-    def latest_rate(self) -> float:
-        """The latest stretch's beside-wait per ns (0 before the first)."""
-        return self.stretches[-1].rate if self.stretches else 0.0
+    def step_wait(self, start_ns: int, wall_ns: int, own_ns: int) -> int:
+        """A step's waiting in all (ns): its own thread's ``own_ns`` and its other threads', by the rule above."""
+        if own_ns < 0 or wall_ns <= 0:
+            return own_ns
+        running, beside = self.during(start_ns, wall_ns)
+        waited = wall_ns - (wall_ns - min(own_ns, wall_ns)) * running + beside
+        return min(wall_ns, int(waited))
 
-    def during(self, start_ns: int, wall_ns: int) -> int:
-        """The beside-wait a step from ``start_ns`` lasting ``wall_ns`` takes: each stretch's, by their overlap; the
-        part after the latest stretch at its rate."""
+    def during(self, start_ns: int, wall_ns: int) -> tuple[float, int]:
+        """Over a step from ``start_ns`` lasting ``wall_ns``: the stretches' share of time none of the other threads
+        waited, and their child processes' beside-wait, each by the stretches' overlap with the step; the part after
+        the latest stretch as the latest. (1.0, 0) where nothing covers it."""
         if not self.stretches or wall_ns <= 0:
-            return 0
+            return 1.0, 0
         end = start_ns + wall_ns
-        total = 0.0
+        beside = weighted = covered_ns = 0.0
         i = bisect.bisect_right(self._ends, start_ns)  # the first stretch that ends after the step starts
-        covered = start_ns
         stretches = self.stretches
         while i < len(stretches) and stretches[i].start_ns < end:
             s = stretches[i]
             overlap = min(end, s.end_ns) - max(start_ns, s.start_ns)
             if overlap > 0:
-                total += overlap * s.rate
-            covered = max(covered, min(end, s.end_ns))
+                beside += overlap * s.rate
+                weighted += overlap * s.running
+                covered_ns += overlap
             i += 1
-        if covered < end and stretches[-1].end_ns <= end:  # newer than the latest sample
-            total += (end - max(covered, stretches[-1].end_ns)) * stretches[-1].rate
-        return int(total)
+        latest = stretches[-1]
+        if latest.end_ns < end:  # newer than the latest sample: as the latest
+            after = end - max(start_ns, latest.end_ns)
+            beside += after * latest.rate
+            weighted += after * latest.running
+            covered_ns += after
+        return (weighted / covered_ns if covered_ns > 0 else 1.0), int(beside)

@@ -9,8 +9,10 @@ beside ``--busy`` plain Python loops. Printed per load (medians over the steps):
 
 * the step's wall time; the stepping thread's time on a CPU, its run-queue wait, and the time it was blocked
   (neither); the other threads' wait and time on a CPU;
-* the waiting share two rules give: the stepping thread's own wait, and fxtui's rule (its own wait plus the
-  other threads' wait while it was blocked, at most that long; :mod:`fxtui.jobs.thread_waits`);
+* the waiting share three rules give: the stepping thread's own wait; that plus the other threads' wait while it
+  was blocked, at most that long (blind to a pool that spins); and fxtui's (:mod:`fxtui.jobs.thread_waits`, here
+  per step rather than per second): the share of the step in which some thread waited, their waits taken as
+  independent, ``1 − Π (1 − wait ÷ wall)`` over every thread;
 * for each rule, the step's *running* time (wall less the waiting): a rule that counts every wait leaves it
   the same quiet and busy; and the share the step grew by, ``1 − quiet running ÷ busy wall``, beside the
   share the rule reports busy.
@@ -30,7 +32,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-Row = tuple[int, int, int, int, int, int, int]  # wall, own wait, fxtui's wait, own cpu, blocked, others' wait, cpu
+Row = tuple[int, int, int, int, int, int, int, int]
+"""wall, own wait, own + others' while blocked, own cpu, blocked, others' wait, others' cpu, fxtui's (some waited)."""
 
 
 def threads_now() -> dict[int, tuple[int, int]]:
@@ -91,7 +94,11 @@ def main() -> None:
                 others_cpu = sum(c for k, (c, _w) in d.items() if k != me)
                 blocked = max(0, wall - own_cpu - own_wait)
                 rule = min(wall, own_wait + min(blocked, others_wait))
-                rows[busy].append((wall, own_wait, rule, own_cpu, blocked, others_wait, others_cpu))
+                free = 1.0
+                for _c, w in d.values():  # no thread waiting, were their waits independent of one another
+                    free *= max(0.0, 1.0 - w / wall)
+                union = int(wall * (1.0 - free))
+                rows[busy].append((wall, own_wait, rule, own_cpu, blocked, others_wait, others_cpu, union))
         finally:
             for proc in procs:
                 proc.kill()
@@ -119,7 +126,8 @@ def main() -> None:
         )
     print(f"\n{'rule':<28} {'quiet':>6} {'busy':>6} {'running quiet':>13} {'running busy':>12} {'grown':>6}")
     q, b = rows[False], rows[True]
-    for name, i in (("the stepping thread's wait", 1), ("fxtui's (thread_waits.py)", 2)):
+    rules = (("the stepping thread's wait", 1), ("+ others' while it blocked", 2), ("fxtui's: some thread waited", 7))
+    for name, i in rules:
         grown = 1 - running(q, i) / statistics.median(r[0] for r in b)
         print(
             f"{name:<28} {100 * share(q, i):5.1f}% {100 * share(b, i):5.1f}% {running(q, i) / 1e6:11.1f}ms "
