@@ -13,7 +13,10 @@ node would send its lead (:mod:`fxtui.jobs.cross_node`) — is fed by torch-free
 Printed per size: the collector's CPU share (of one core) and RSS after the first minute and at the end (its
 growth), the bytes per step an agent sends and the bytes per rank and step a member node sends its lead, the time
 to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a sample), the messages the
-senders dropped and whether every message sent was received, and the machine's load average beside them.
+senders dropped and whether every message sent was received, how far behind the program the collector took the
+steps (*behind*: the lag between a step's end, stamped by its sender, and its intake, as the collector itself
+reads it: :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled steps whose ops it
+left out while behind, and the machine's load average beside them.
 """
 
 from __future__ import annotations
@@ -94,15 +97,14 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     last_report = started
     shown = ""
     took = 0.0
-    while not pipe.poll(max(SNAPSHOT_EVERY_S, 2 * took)):  # as the daemon paces a viewer's snapshots
+    while not pipe.poll(state.lag.snapshot_every(max(SNAPSHOT_EVERY_S, 2 * took))):  # as the daemon paces them
         t = time.perf_counter()
         snapshot = state.snapshot(State.RUNNING)
         took = time.perf_counter() - t
         builds.append(took)
         if snapshot.rank_summary is not None:
-            shown = f"{len(snapshot.rank_summary.ranks)} ranks compared" + (
-                f" ({snapshot.message.split('; ')[-1]})" if "sample" in snapshot.message else ""
-            )
+            comparing = [s for s in snapshot.message.split("; ") if s.startswith("comparing")]
+            shown = f"{len(snapshot.rank_summary.ranks)} ranks compared" + (f" ({comparing[0]})" if comparing else "")
         now = time.monotonic()
         if now - last_report >= 1.0:  # what this node would send its lead every second
             last_report = now
@@ -110,8 +112,10 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
                 ranks = _local_ranks(state, packers, False)
             report_bytes.append(report_bytes[-1] + len(_dumps(NodeReport(1, "sim", tuple(ranks)))))
             cpu = os.times()
+            with state.lock:
+                lag = (state.lag.behind_s, state.lag.worst_s, state.lag.shed)
             pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
-                       state.received, builds, report_bytes[-1], shown))  # fmt: skip
+                       state.received, builds, report_bytes[-1], shown, *lag))  # fmt: skip
             builds = []
     job.close()
 
@@ -137,7 +141,8 @@ def senders(
     while time.monotonic() - start < seconds:
         pass_, at = divmod(tick, len(steps))
         base = (steps if pass_ == 0 else again)[at]
-        message = dataclasses.replace(base, index=tick)
+        # The step as if it had just ended: the collector reads its lag from the clock every process shares.
+        message = dataclasses.replace(base, index=tick, start_ns=time.perf_counter_ns() - base.wall_ns)
         for sender in out.values():
             sender.send(message)
             sent += 1
@@ -187,7 +192,12 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
         pipes.append(mine)
         procs.append(p)
     ticks = []
-    done = [pipe.recv() for pipe in pipes]
+    done = []
+    for pipe in pipes:  # the collector's ticks read as they come (a full pipe would stall its loop)
+        while not pipe.poll(0.5):
+            while ours.poll():
+                ticks.append(ours.recv())
+        done.append(pipe.recv())
     time.sleep(3.0)  # the last messages reach the collector
     while ours.poll():
         ticks.append(ours.recv())
@@ -202,6 +212,7 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
     after_minute = next((t for t in ticks if t[1] >= min(60.0, seconds / 2)), ticks[0])
     builds = [b for t in ticks for b in t[5]]
     steady = [b for t in ticks if t[1] >= 10 for b in t[5]] or builds
+    behind = [t[8] for t in ticks if t[1] >= 10] or [t[8] for t in ticks]
     return {
         "ranks": ranks,
         "cpu": (last[2] - after_minute[2]) / max(1e-9, last[1] - after_minute[1]),
@@ -215,6 +226,10 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
         "build_max_ms": 1e3 * max(steady),
         "report_bytes": (last[6] - after_minute[6]) / max(1e-9, last[1] - after_minute[1]),
         "shown": last[7],
+        "behind_median_s": statistics.median(behind),
+        "behind_worst_s": last[9],
+        "behind_end_s": last[8],
+        "shed": last[10],
     }
 
 
@@ -239,15 +254,17 @@ def main() -> None:
     print(f"recorded: {ops} ops a sampled step; an agent sends {mean / 1e3:.1f} kB a step on average "
           f"({sampled / 1e3:.1f} kB a sampled step), one step in {a.sample_every} sampled")  # fmt: skip
     print(f"{'ranks':>6} {'cpu':>6} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} {'snap max':>9} "
-          f"{'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5}  load  compared")  # fmt: skip
+          f"{'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5} {'behind med/worst/end':>21} "
+          f"{'ops left out':>12}  load  compared")  # fmt: skip
     for ranks in a.ranks:
         r = run_size(ranks, 60 * a.minutes, messages, a.processes)
         per_rank_step = float(r["report_bytes"]) / ranks / STEPS_PER_S  # type: ignore[arg-type]
         print(f"{ranks:>6} {r['cpu']:>6.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
               f"{float(r['rss_end']) - float(r['rss_minute']):>+6.0f}M {r['build_median_ms']:>7.0f}ms "
               f"{r['build_max_ms']:>7.0f}ms {per_rank_step:>16.0f} {r['dropped']:>8} "
-              f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5}  {os.getloadavg()[0]:.1f}  {r['shown']}",
-              flush=True)  # fmt: skip
+              f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5} "
+              f"{r['behind_median_s']:>7.2f}/{r['behind_worst_s']:>6.2f}/{r['behind_end_s']:>5.2f} s "
+              f"{r['shed']:>12}  {os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
