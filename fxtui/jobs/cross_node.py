@@ -392,6 +392,8 @@ def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankRep
             figures = collector.kinds[kind]
             if not (figures.steps or figures.warmup):
                 continue
+            state.collector.built.share_graph(collector, kind)  # one graph for the ranks of one model: built, and
+            # pickled in a report, once (256 ranks' first report pickled 256 graphs of 1,000 nodes)
             snapshot = collector.snapshot(State.DONE if final else State.RUNNING, kind=kind)
             packer, last = packers.by_rank.setdefault((rank, kind), (Packer(), [None]))
             graph = snapshot.graph if snapshot.graph is not last[0] else None

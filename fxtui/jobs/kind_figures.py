@@ -220,6 +220,9 @@ class KindFigures:
             counts = self._shape_counts.get(node_id)
             if not counts:
                 continue
+            if len(counts) == 1:  # most nodes: one shape (a thousand sorts a snapshot otherwise)
+                pick[i] = self._columns[(node_id, next(iter(counts)))]
+                continue
             ranked = sorted(counts.items(), key=lambda kv: -kv[1])
             pick[i] = self._columns[(node_id, ranked[0][0])]
             if len(ranked) > 1:

@@ -99,6 +99,12 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     shown = ""
     took = 0.0
     main0 = time.thread_time()
+    profile = None
+    if os.environ.get("FXTUI_BENCH_PROFILE"):  # the main thread's snapshots and reports, profiled to that file
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     while not pipe.poll(state.lag.snapshot_every(max(SNAPSHOT_EVERY_S, 2 * took))):  # as the daemon paces them
         t = time.perf_counter()
         snapshot = state.snapshot(State.RUNNING)
@@ -120,6 +126,9 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
                        state.received, builds, report_bytes[-1], shown, *lag,
                        time.thread_time() - main0))  # fmt: skip
             builds = []
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(os.environ["FXTUI_BENCH_PROFILE"])
     job.close()
 
 
