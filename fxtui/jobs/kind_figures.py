@@ -74,6 +74,8 @@ class KindFigures:
         self._calls: dict[int, list[int]] = {}  # per column: Σ calls and steps counted, for calls per step
         self._layout: OpLayout | None = None
         """The latest sampled step's ops' layout, and its steps not yet folded into the counts above."""
+        self._node_columns: tuple[int, list[int], np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]] | None = None
+        """:meth:`node_columns`' latest answer, and the sampled steps and nodes it was for."""
         self.timeline: deque[StepTimes] = deque(maxlen=TIMELINE)
         self._plain: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._sampled: deque[int] = deque(maxlen=FIGURES_WINDOW)
@@ -212,7 +214,11 @@ class KindFigures:
 
     def node_columns(self, node_ids: list[int]) -> tuple[np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]]:
         """For each node (in ``node_ids`` order), the window column of its most frequent shape (-1: never sampled),
-        and for nodes seen at several shapes, each shape's (shape, steps, column)."""
+        and for nodes seen at several shapes, each shape's (shape, steps, column). Kept until the next sampled step
+        (a snapshot asks three times, and a rank's snapshot is rebuilt whether or not it sampled since); read-only."""
+        kept = self._node_columns
+        if kept is not None and kept[0] == self.sampled and kept[1] == node_ids:
+            return kept[2], kept[3]
         self._fold()
         pick = np.full(len(node_ids), -1, dtype=np.int64)
         others: dict[int, tuple[tuple[str, int, int], ...]] = {}
@@ -227,6 +233,8 @@ class KindFigures:
             pick[i] = self._columns[(node_id, ranked[0][0])]
             if len(ranked) > 1:
                 others[node_id] = tuple((shape, n, self._columns[(node_id, shape)]) for shape, n in ranked)
+        pick.flags.writeable = False
+        self._node_columns = (self.sampled, list(node_ids), pick, others)
         return pick, others
 
     def column_shapes(self, column: int) -> str:
