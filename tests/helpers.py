@@ -118,3 +118,75 @@ def conv_session(capture: str = "auto") -> Session:
         model.bn.running_mean.uniform_(-1, 1)
         model.bn.running_var.uniform_(0.5, 2)
     return session_for_module(loaded_from_module(model, torch.randn(2, 3, 16, 16)), analyse=False, capture_mode=capture)
+
+
+# -- torch.distributed jobs under fxtui run (tests/test_ranks.py, tests/test_multinode.py, tests/test_cross_node.py) --
+
+#: Skips a module when this torch has no torch.distributed with gloo (the ranks' collectives).
+NEEDS_GLOO = pytest.mark.skipif(
+    not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+    reason="this torch has no torch.distributed with gloo",
+)
+
+#: DDP on gloo, one thread a rank; the rank ``SLOW_RANK`` (1 unless set) gets four times the batch. It runs ``STEPS``
+#: steps (40 unless set), or, with ``STOP`` set, until that file exists (a rank that reached step 20 writes
+#: ``STEPPED.<rank>`` first).
+DDP_PROGRAM = """
+import os, time
+from datetime import timedelta
+from pathlib import Path
+import torch, torch.distributed as dist, torch.nn as nn
+torch.set_num_threads(1)
+dist.init_process_group("gloo", timeout=timedelta(seconds=20))  # a lost node ends the others' collectives
+rank = dist.get_rank()
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
+model = nn.parallel.DistributedDataParallel(net)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+batch = 64 * (4 if rank == int(os.environ.get("SLOW_RANK", "1")) else 1)
+stop = os.environ.get("STOP")
+step = 0
+while True:
+    x, y = torch.randn(batch, 128), torch.randint(0, 10, (batch,))
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    step += 1
+    if step == 20:
+        Path(f"STEPPED.{rank}").touch()
+    if stop:
+        done = torch.tensor([float(Path(stop).exists())])
+        dist.all_reduce(done)  # every rank stops at the same step
+        if done.item() or step >= 20_000:
+            break
+        time.sleep(0.01)
+    elif step >= int(os.environ.get("STEPS", "40")):
+        break
+dist.destroy_process_group()
+"""
+
+#: ``fxtui run``'s options for a short DDP job: three warm-up steps, then one step in three sampled.
+DDP_RUN_OPTIONS = ("--warmup-steps", "3", "--sample-every", "3")
+
+
+def fxtui_run(*args: str) -> list[str]:
+    """``python -m fxtui run ARGS…`` with this Python (subprocesses inherit ``PYTHONPATH``: this checkout's fxtui)."""
+    import sys
+
+    return [sys.executable, "-m", "fxtui", "run", *args]
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free a moment ago."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_secret(path: Path, fill: str = "ab") -> Path:
+    """An fxtui secret file (``fill`` repeated to 64 characters) only this user may read."""
+    path.write_text(fill * 32 + "\n")
+    path.chmod(0o600)
+    return path

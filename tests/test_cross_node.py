@@ -9,6 +9,7 @@ from multiprocessing import AuthenticationError
 from pathlib import Path
 
 import pytest
+from helpers import write_secret
 
 from fxtui.core.agent_contract import connect
 from fxtui.core.agent_messages import Hello, Step
@@ -22,12 +23,6 @@ from fxtui.jobs.job_state import JobState
 from fxtui.jobs.rank_snapshots import keeps_ops, stride
 
 pytestmark = pytest.mark.unit
-
-
-def _secret(path: Path, fill: str) -> Path:
-    path.write_text(fill * 32 + "\n")
-    path.chmod(0o600)
-    return path
 
 
 def _node(node: int, rank: int, slow: float) -> JobState:
@@ -46,7 +41,7 @@ def _node(node: int, rank: int, slow: float) -> JobState:
 
 
 def test_the_lead_takes_a_member_with_the_job_s_key_and_refuses_another(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("FXTUI_SECRET_FILE", str(_secret(tmp_path / "secret", "ab")))
+    monkeypatch.setenv("FXTUI_SECRET_FILE", str(write_secret(tmp_path / "secret", "ab")))
     lead_state = _node(0, 0, 1.0)
     lead = CrossNode(lead_state)
     answer = lead.lead(LeadAsk("127.0.0.1"))
@@ -88,7 +83,7 @@ def _report(state: JobState):  # type: ignore[no-untyped-def]
 
 
 def test_a_member_whose_secret_differs_says_so_in_one_sentence(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("FXTUI_SECRET_FILE", str(_secret(tmp_path / "mine", "cd")))
+    monkeypatch.setenv("FXTUI_SECRET_FILE", str(write_secret(tmp_path / "mine", "cd")))
     key = job_key(bytes.fromhex("ab" * 32), "n0nce")
     member = CrossNode(_node(1, 1, 1.0))
     said = member.join(JoinLead("127.0.0.1", 1, "n0nce", fingerprint(key), node=1))
@@ -97,7 +92,7 @@ def test_a_member_whose_secret_differs_says_so_in_one_sentence(tmp_path: Path, m
 
 
 def test_a_readable_secret_file_is_refused(tmp_path: Path, monkeypatch) -> None:
-    path = _secret(tmp_path / "secret", "ab")
+    path = write_secret(tmp_path / "secret", "ab")
     path.chmod(0o644)
     monkeypatch.setenv("FXTUI_SECRET_FILE", str(path))
     with pytest.raises(Exception, match="can be read by other users"):
@@ -107,3 +102,50 @@ def test_a_readable_secret_file_is_refused(tmp_path: Path, monkeypatch) -> None:
 def test_above_256_ranks_every_nth_rank_is_compared_and_timed() -> None:
     assert stride(256) == 1 and stride(257) == 2 and stride(1024) == 4
     assert keeps_ops(8, 1024) and not keeps_ops(9, 1024) and keeps_ops(9, 256) and keeps_ops(None, 4096)
+
+
+def test_a_member_s_adopter_joins_the_lead_again_and_a_lead_s_adopter_listens_where_the_lead_did(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("FXTUI_SECRET_FILE", str(write_secret(tmp_path / "secret", "ab")))
+    lead_dir, member_dir = tmp_path / "lead", tmp_path / "member"
+    lead_dir.mkdir()
+    member_dir.mkdir()
+    lead_state = _node(0, 0, 1.0)
+    lead = CrossNode(lead_state)
+    lead.keep = lead_dir
+    answer = lead.lead(LeadAsk("127.0.0.1"))
+    first = CrossNode(_node(1, 1, 2.0))
+    first.keep = member_dir
+    assert first.join(JoinLead("127.0.0.1", answer.port, answer.nonce, answer.fingerprint, node=1)) == ""
+    kept = (member_dir / "link.json").read_text()
+    key = job_key(read_secret(), answer.nonce)
+    assert answer.nonce in kept and key.hex() not in kept and "ab" * 32 not in kept  # what the store says, no key
+
+    def straggler(state: JobState) -> str:
+        snapshot = state.snapshot(State.RUNNING)
+        return snapshot.rank_summary.straggler() if snapshot.rank_summary is not None else ""
+
+    def wait_for(words: str, state: JobState = lead_state) -> None:
+        deadline = time.monotonic() + 15
+        while words not in straggler(state) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert words in straggler(state)
+
+    wait_for("rank 1 on node 1 (h1) is 100% slower")
+    first.close()  # this node's collector is gone; its rank (here: its figures, slower now) runs on
+    adopter = CrossNode(_node(1, 1, 3.0))
+    adopter.resume(member_dir)
+    assert adopter.role == "member"
+    wait_for("rank 1 on node 1 (h1) is 200% slower")  # the adopter's figures reach the lead
+    adopter.close()
+    lead.close()  # the lead's collector is gone
+    lead_adopter_state = _node(0, 0, 1.0)
+    lead_adopter = CrossNode(lead_adopter_state)
+    lead_adopter.resume(lead_dir)
+    assert lead_adopter.role == "lead" and lead_adopter.lead(LeadAsk("127.0.0.1")) == answer  # as the store says
+    member = CrossNode(_node(1, 1, 3.0))
+    assert member.join(JoinLead("127.0.0.1", answer.port, answer.nonce, answer.fingerprint, node=1)) == ""
+    wait_for("rank 1 on node 1 (h1) is 200% slower", lead_adopter_state)  # a member's reports reach it, its key
+    member.close()
+    lead_adopter.close()

@@ -7,72 +7,15 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-import torch.distributed
+from helpers import DDP_PROGRAM, DDP_RUN_OPTIONS, NEEDS_GLOO, free_port, fxtui_run, write_secret
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
-        reason="this torch has no torch.distributed with gloo",
-    ),
-]
-
-#: DDP on gloo, one thread a rank; the rank SLOW_RANK gets four times the batch. It runs STEPS steps, or, with
-#: STOP set, until that file exists (a rank that reached step 20 writes STEPPED.<rank> first).
-DDP = """
-import os, time
-from datetime import timedelta
-from pathlib import Path
-import torch, torch.distributed as dist, torch.nn as nn
-torch.set_num_threads(1)
-dist.init_process_group("gloo", timeout=timedelta(seconds=20))  # a lost node ends the others' collectives
-rank = dist.get_rank()
-torch.manual_seed(0)
-net = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
-model = nn.parallel.DistributedDataParallel(net)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-batch = 64 * (4 if rank == int(os.environ["SLOW_RANK"]) else 1)
-stop = os.environ.get("STOP")
-step = 0
-while True:
-    x, y = torch.randn(batch, 128), torch.randint(0, 10, (batch,))
-    opt.zero_grad()
-    nn.functional.cross_entropy(model(x), y).backward()
-    opt.step()
-    step += 1
-    if step == 20:
-        Path(f"STEPPED.{rank}").touch()
-    if stop:
-        done = torch.tensor([float(Path(stop).exists())])
-        dist.all_reduce(done)  # every rank stops at the same step
-        if done.item() or step >= 20_000:
-            break
-        time.sleep(0.01)
-    elif step >= int(os.environ.get("STEPS", "40")):
-        break
-dist.destroy_process_group()
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _secret(path: Path, fill: str = "ab") -> Path:
-    path.write_text(fill * 32 + "\n")
-    path.chmod(0o600)
-    return path
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, NEEDS_GLOO]
 
 
 class Job:
@@ -80,8 +23,8 @@ class Job:
 
     def __init__(self, tmp: Path, nodes: int, slow: int, secret: Path) -> None:
         self.tmp, self.nodes, self.slow, self.secret = tmp, nodes, slow, secret
-        self.port = _free_port()
-        (tmp / "ddp.py").write_text(textwrap.dedent(DDP))
+        self.port = free_port()
+        (tmp / "ddp.py").write_text(DDP_PROGRAM)
         self.procs: dict[int, subprocess.Popen[str]] = {}
 
     def env(self, node: int, **extra: str) -> dict[str, str]:
@@ -96,8 +39,7 @@ class Job:
                 "ddp.py"]  # fmt: skip
 
     def start(self, node: int, *fxtui: str, **env: str) -> subprocess.Popen[str]:
-        command = [sys.executable, "-m", "fxtui", "run", *fxtui, "--warmup-steps", "3", "--sample-every", "3",
-                   *self.torchrun(node)]  # fmt: skip
+        command = fxtui_run(*fxtui, *DDP_RUN_OPTIONS, *self.torchrun(node))
         proc = subprocess.Popen(command, cwd=self.tmp, env=self.env(node, **env), text=True, start_new_session=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
         self.procs[node] = proc
@@ -136,7 +78,7 @@ def _wait_for(path: Path, seconds: float = 300) -> None:
 def test_every_node_s_rank_is_in_node_0_s_profile_and_the_straggler_is_named_with_its_node(
     tmp_path: Path, nodes: int, slow: int
 ) -> None:
-    job = Job(tmp_path, nodes, slow, _secret(tmp_path / "secret"))
+    job = Job(tmp_path, nodes, slow, write_secret(tmp_path / "secret"))
     try:
         for node in range(nodes):
             job.start(node, "--once", "--json", f"n{node}.json")
@@ -158,7 +100,7 @@ def test_every_node_s_rank_is_in_node_0_s_profile_and_the_straggler_is_named_wit
 
 
 def test_fxtui_attach_on_node_1_shows_the_whole_job(tmp_path: Path) -> None:
-    job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
+    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
     stop = tmp_path / "STOP"
     try:
         job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
@@ -213,7 +155,7 @@ def _ranks_of(node: int, port: int) -> list[int]:
 
 
 def test_a_node_killed_mid_run_leaves_the_others_figures_and_is_said_gone(tmp_path: Path) -> None:
-    job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
+    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
     stop = tmp_path / "STOP"
     try:
         job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
@@ -239,10 +181,10 @@ def test_a_node_killed_mid_run_leaves_the_others_figures_and_is_said_gone(tmp_pa
 
 
 def test_a_node_with_another_secret_is_refused_and_the_job_runs_on(tmp_path: Path) -> None:
-    job = Job(tmp_path, 2, 1, _secret(tmp_path / "secret"))
+    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
     try:
         job.start(0, "--once", "--json", "n0.json")
-        job.start(1, "--once", FXTUI_SECRET_FILE=str(_secret(tmp_path / "other", "cd")))
+        job.start(1, "--once", FXTUI_SECRET_FILE=str(write_secret(tmp_path / "other", "cd")))
         done = job.finish()
     finally:
         job.kill()
@@ -255,10 +197,9 @@ def test_a_node_with_another_secret_is_refused_and_the_job_runs_on(tmp_path: Pat
 
 def test_fxtui_run_inside_each_rank_of_torchrun_is_one_profile(tmp_path: Path) -> None:
     """``torchrun … fxtui run --once``: a collector in each rank; rank 0's leads and its profile holds both ranks."""
-    job = Job(tmp_path, 1, 1, _secret(tmp_path / "secret"))
+    job = Job(tmp_path, 1, 1, write_secret(tmp_path / "secret"))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(job.port),
-               "-m", "fxtui", "run", "--once", "--warmup-steps", "3", "--sample-every", "3", "--json", "r.json",
-               "ddp.py"]  # fmt: skip
+               *fxtui_run("--once", *DDP_RUN_OPTIONS, "--json", "r.json", "ddp.py")[1:]]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, env=job.env(0), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     # rank 0's profile (each rank's collector alone would hold one rank: no rank lines, no straggler)
@@ -266,3 +207,73 @@ def test_fxtui_run_inside_each_rank_of_torchrun_is_one_profile(tmp_path: Path) -
     assert "straggler  rank 1 is " in done.stdout
     assert done.stdout.count("\nprogram    ") + done.stdout.startswith("program    ") == 1  # one profile: the job's
     assert "rank 1's figures are in rank 0's profile" in done.stderr
+
+
+def test_a_member_s_collector_killed_and_adopted_reports_to_the_lead_again(tmp_path: Path) -> None:
+    """Node 1's detached collector dies while its rank runs on; ``fxtui attach`` adopts the job, and the adopter
+    joins node 0's lead again (the agents said where it is once, to the collector that died)."""
+    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
+    stop = tmp_path / "STOP"
+    try:
+        job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
+        member = job.start(1, "--detach", STOP=str(stop))
+        assert member.wait(60) == 0, member.stderr.read() if member.stderr else ""
+        said = member.stdout.read() if member.stdout else ""
+        job_id = said.split("started job ", 1)[1].split(":", 1)[0]
+        _wait_for(tmp_path / "STEPPED.1")
+        kept = tmp_path / "run1" / "fxtui" / f"job-{job_id}"
+        _wait_for(kept / "link.json", 60)
+        os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the collector; its rank runs on
+        time.sleep(2)
+        attach = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
+        adopted = subprocess.run(attach, cwd=tmp_path, env=job.env(1), capture_output=True, text=True, timeout=120)
+        time.sleep(5)  # the adopter's reports reach the lead
+        seen = subprocess.run([*attach, "--json", "a1.json"], cwd=tmp_path, env=job.env(1), capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        stop.touch()
+        done = job.finish()
+    finally:
+        stop.touch()
+        job.kill()
+    assert adopted.returncode == 0 and "a new collector watches it" in adopted.stdout, adopted.stderr[-2000:]
+    assert seen.returncode == 0, seen.stderr[-2000:]
+    assert sorted(_ranks(json.loads((tmp_path / "a1.json").read_text()))) == [0, 1]  # the adopter sees the job
+    assert done[0][0] == 0, done[0][2][-2000:]
+    ranks = _ranks(json.loads((tmp_path / "n0.json").read_text()))
+    assert sorted(ranks) == [0, 1] and ranks[1]["node"] == 1
+    assert ranks[1]["gone_since"] == 0  # lost when its collector died, back with the adopter's reports
+
+
+def test_the_lead_s_collector_killed_and_adopted_takes_the_members_reports_again(tmp_path: Path) -> None:
+    """Node 0's detached collector (the lead) dies; its adopter listens where the job's store says the lead is, and
+    node 1's collector, which looks for its lost lead every two seconds, reports to it."""
+    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
+    stop = tmp_path / "STOP"
+    try:
+        lead = job.start(0, "--detach", STOP=str(stop))
+        assert lead.wait(60) == 0, lead.stderr.read() if lead.stderr else ""
+        said = lead.stdout.read() if lead.stdout else ""
+        job_id = said.split("started job ", 1)[1].split(":", 1)[0]
+        job.start(1, "--once", STOP=str(stop))
+        _wait_for(tmp_path / "STEPPED.1")
+        kept = tmp_path / "run0" / "fxtui" / f"job-{job_id}"
+        _wait_for(kept / "link.json", 60)
+        time.sleep(2)  # node 1 reports to the lead
+        os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the lead; its rank runs on
+        time.sleep(2)
+        attach = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
+        adopted = subprocess.run(attach, cwd=tmp_path, env=job.env(0), capture_output=True, text=True, timeout=120)
+        time.sleep(8)  # node 1 finds its lead again and reports
+        seen = subprocess.run([*attach, "--json", "a0.json"], cwd=tmp_path, env=job.env(0), capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        stop.touch()
+        done = job.finish()
+    finally:
+        stop.touch()
+        job.kill()
+    assert adopted.returncode == 0 and "a new collector watches it" in adopted.stdout, adopted.stderr[-2000:]
+    assert seen.returncode == 0, seen.stderr[-2000:]
+    ranks = _ranks(json.loads((tmp_path / "a0.json").read_text()))
+    assert sorted(ranks) == [0, 1] and ranks[1]["node"] == 1 and ranks[1]["gone_since"] == 0
+    assert done[1][0] == 0, done[1][2][-2000:]
+    assert "lost the job's lead" in done[1][2] and "takes this node's ranks again" in done[1][2]

@@ -4,48 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-import torch.distributed
+from helpers import DDP_PROGRAM, DDP_RUN_OPTIONS, NEEDS_GLOO, fxtui_run
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
-        reason="this torch has no torch.distributed with gloo",
-    ),
-]
-
-#: DDP on gloo, one thread per rank; rank 1 gets four times the batch.
-DDP = """
-import torch, torch.distributed as dist, torch.nn as nn
-torch.set_num_threads(1)
-dist.init_process_group("gloo")
-rank = dist.get_rank()
-torch.manual_seed(0)
-net = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
-model = nn.parallel.DistributedDataParallel(net)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-batch = 64 * (4 if rank == 1 else 1)
-for step in range(40):
-    x, y = torch.randn(batch, 128), torch.randint(0, 10, (batch,))
-    opt.zero_grad()
-    nn.functional.cross_entropy(model(x), y).backward()
-    opt.step()
-dist.destroy_process_group()
-"""
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, NEEDS_GLOO]
 
 
 def test_two_ranks_are_compared_and_the_one_with_four_times_the_batch_is_named(tmp_path: Path) -> None:
-    (tmp_path / "ddp.py").write_text(textwrap.dedent(DDP))
+    (tmp_path / "ddp.py").write_text(DDP_PROGRAM)  # rank 1 gets four times the batch
     out = tmp_path / "run.json"
-    command = [sys.executable, "-m", "fxtui", "run", "--once", "--warmup-steps", "3", "--sample-every", "3",
-               "--json", str(out), "--chrome-trace", str(tmp_path / "trace.json"),
-               "-m", "torch.distributed.run", "--nproc-per-node", "2", "ddp.py"]  # fmt: skip
+    command = fxtui_run("--once", *DDP_RUN_OPTIONS, "--json", str(out), "--chrome-trace", str(tmp_path / "trace.json"),
+                        "-m", "torch.distributed.run", "--nproc-per-node", "2", "ddp.py")  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     saved = json.loads(out.read_text())

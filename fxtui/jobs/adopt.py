@@ -11,6 +11,10 @@ steps). It is not the program's parent: it watches its pid for the end, and lear
 status from the program's boot (:mod:`fxtui.agent.program_exit`), which says it as it ends; a
 program killed by a signal ends without a word ("ended").
 
+A node of a job across nodes takes up its part in it (:mod:`fxtui.jobs.kept_link`): a member's adopter
+reports to the lead again, and a lead's listens again where the job's store says the lead is, for the
+members, which look for a lost lead every two seconds.
+
 What it costs the program: nothing while its collector runs; once it is gone, one connection
 attempt on a local socket every two seconds in the agent's own thread, and the nodes and roots
 already described kept for a new collector (a few kilobytes for a small model; they are the
@@ -83,6 +87,7 @@ def adopt(directory: Path) -> int:
 
     made = detached_job(directory, agents_on=info.agents, on_exit=on_exit)
     state, server, job, stop = made.state, made.server, made.job, made.stop
+    made.cross.resume(directory)  # a node of a job across nodes: its part in it, as far as it can be taken up
     with state.lock:
         state.collector.started(pid, str(directory / LOG))
     info = replace(info, pid=os.getpid())
@@ -106,7 +111,10 @@ def adopt(directory: Path) -> int:
         pass
     job.drain(5.0)
     job.close()
-    finish(state, server, keeper, directory, info, said[0].code if said else None)
+    code = said[0].code if said else None
+    made.cross.finish(code)  # a member sends the lead its last figures
+    finish(state, server, keeper, directory, info, code)
+    made.cross.close()
     return 0
 
 

@@ -22,8 +22,8 @@ from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.generation_figures import generation_kind, generation_medians, generation_spreads
 from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.op_layout import PhaseIndex, split
 from fxtui.jobs.step_shapes import shapes_in_a_step
-from fxtui.jobs.step_wait import phase_ops
 from fxtui.jobs.thread_waits import ThreadWaits
 
 
@@ -43,13 +43,15 @@ class Collector:
         self._graphs: dict[str, tuple[tuple[int, int, int, int], GraphInfo]] = {}
         self._described = 0
         self.failed = ""
+        self._phases = PhaseIndex()
 
     # -- messages ---------------------------------------------------------------------------
 
-    def receive(self, message: object, agent: int = 0) -> None:
-        """Take one message from the agent (``agent``: which of the program's processes sent it)."""
+    def receive(self, message: object, agent: int = 0, ops_taken: bool = True) -> None:
+        """Take one message from the agent (``agent``: which of the program's processes sent it; ``ops_taken``
+        False: a sampled step whose ops the collector left out, :mod:`fxtui.jobs.intake_lag`)."""
         if isinstance(message, Step):
-            self._step(message)
+            self._step(message, ops_taken)
             if message.note:  # shown as the program's warning, as the agent's own failure is
                 self.failed = message.note
         elif isinstance(message, Hello):
@@ -58,7 +60,7 @@ class Collector:
         elif isinstance(message, Bye):
             self.failed = message.failed or self.failed
 
-    def _step(self, step: Step) -> None:
+    def _step(self, step: Step, ops_taken: bool = True) -> None:
         for root in step.roots:
             self.roots[root.index] = root
         for node in step.nodes:
@@ -69,7 +71,8 @@ class Collector:
             self._replace(dropped=step.dropped)
         figures = self.kinds.get(step.kind)
         if figures is not None:
-            figures.add(step, phase_ops(step, self.nodes) if step.sampled else ())
+            columns = split(step.ops) if step.sampled and ops_taken else None
+            figures.add(step, self._phases.sums(columns, self.nodes) if columns else (), ops_taken, columns)
 
     def started(self, pid: int, log: str) -> None:
         """The program runs as ``pid``, its output going to ``log``."""

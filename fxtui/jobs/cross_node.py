@@ -15,7 +15,9 @@ the store's is a secret that differs, said in one sentence (and the lead would r
 :data:`~fxtui.core.job_link.REPORT_S` seconds it sends each of its ranks' figures — per kind of step its packed
 snapshot (node figures, step figures; the graph only when new), never the ops one by one — so the bytes a second
 grow with the ranks and the model's nodes, not with the ops a step holds. Its program's end sends a last report
-with each rank's latest sampled step (a bounded sample of ops, for the lead's trace).
+with each rank's latest sampled step (a bounded sample of ops, for the lead's trace). A lead it loses is looked for
+again every :data:`LEAD_RETRY_S`: a collector that adopts the lead's job (:mod:`fxtui.jobs.adopt`) listens where
+the lead did, under the same key.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fxtui.core.agent_contract import connect
@@ -48,6 +52,7 @@ from fxtui.core.program_run import STEP_KINDS
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
 from fxtui.core.snapshot_packing import Packer
 from fxtui.jobs.job_secret import fingerprint, job_key, new_nonce, read_secret, secret_path
+from fxtui.jobs.kept_link import KeptLead, keep_lead, keep_member, kept
 from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, Unpickler
 
 if TYPE_CHECKING:
@@ -55,6 +60,10 @@ if TYPE_CHECKING:
 
 #: Seconds the lead waits, once its program ended, for the members' last reports.
 MEMBERS_END_S = 20.0
+#: Seconds between a rank's figures in a member's reports, at least, while its collector is behind the program.
+BEHIND_FIGURES_EVERY_S = 4 * FIGURES_EVERY_S
+#: Seconds between a member's looks for a lead it lost (a collector that adopts the lead's job listens where it did).
+LEAD_RETRY_S = 2.0
 #: Seconds, at most, the lead waits for ranks it never heard of (a member that never came: another secret).
 MISSING_END_S = 3.0
 
@@ -83,6 +92,9 @@ class CrossNode:
         self._asked_at = -1e9
         self.sent_bytes = 0
         """Bytes of reports a member sent so far."""
+        self.keep: Path | None = None
+        """A detached job's directory, where this node's part is kept for a collector that adopts the job
+        (:mod:`fxtui.jobs.kept_link`)."""
 
     # -- the agents ask (ProgramJob's on_link, in the asking agent's connection thread) ----------------------
 
@@ -106,17 +118,22 @@ class CrossNode:
             self._say(f"{e}: the other nodes' ranks are not in this profile")
             return LeadAddress(refused=str(e))
         nonce = new_nonce()
-        key = job_key(secret, nonce)
+        return self._listen(ask.host, 0, nonce, job_key(secret, nonce), ask.node)
+
+    def _listen(self, host: str, port: int, nonce: str, key: bytes, node: int) -> LeadAddress:
+        """Listen for the members at ``host:port`` (0: any port) under ``key``; the answer the store publishes."""
         try:
-            listener = GuardedListener((ask.host, 0), key, self._serve, warn=self.warn, name="fxtui-nodes")
+            listener = GuardedListener((host, port), key, self._serve, warn=self.warn, name="fxtui-nodes")
         except OSError as e:
-            self._say(f"cannot listen for the other nodes at {ask.host}: {e.strerror or e}")
-            return LeadAddress(refused=f"the lead cannot listen at {ask.host}")
+            self._say(f"cannot listen for the other nodes at {host}: {e.strerror or e}")
+            return LeadAddress(refused=f"the lead cannot listen at {host}")
         listener.start()
-        self._listener, self.role, self.node = listener, "lead", ask.node
+        self._listener, self.role, self.node = listener, "lead", node
         address = listener.address
         assert not isinstance(address, str)
         self._answer = LeadAddress(int(address[1]), nonce, fingerprint(key))
+        if self.keep is not None:
+            keep_lead(self.keep, KeptLead(host, self._answer, node))
         return self._answer
 
     def join(self, ask: JoinLead) -> str:
@@ -134,11 +151,33 @@ class CrossNode:
                 "lead node's file here (a shared home directory does it); this node's ranks are not in its profile"
             )
         self.role = "member"
+        if self.keep is not None:
+            keep_member(self.keep, ask)
         self._forwarder = threading.Thread(
             target=self._forward, args=((ask.host, ask.port), key), daemon=True, name="fxtui-node-reports"
         )
         self._forwarder.start()
         return ""
+
+    def resume(self, directory: Path) -> None:
+        """A collector that adopted the job in ``directory`` takes up its part (the agents said it only once, to the
+        collector that died): a member's joins the lead again; a lead's listens again where the job's store says the
+        lead is, under the key of the nonce published there (the members try again while their lead is gone)."""
+        was = kept(directory)
+        self.keep = directory
+        if isinstance(was, JoinLead):
+            self.join(was)
+        elif isinstance(was, KeptLead):
+            try:
+                key = job_key(read_secret(), was.address.nonce)
+            except FxtuiError as e:
+                self._say(f"{e}: the other nodes' ranks are not in this profile")
+                return
+            if fingerprint(key) != was.address.fingerprint:
+                self._say(f"fxtui's secret ({secret_path()}) changed since this job started: the other nodes "
+                          "cannot report to this collector; their ranks are not in this profile")  # fmt: skip
+                return
+            self._listen(was.host, was.address.port, was.address.nonce, key, was.node)
 
     def _say(self, sentence: str) -> str:
         self.warn(sentence)
@@ -224,28 +263,55 @@ class CrossNode:
     # -- a member ---------------------------------------------------------------------------------------
 
     def _forward(self, address: tuple[str, int], key: bytes) -> None:
+        """Report to the lead until this node's program ends. A lead lost after it took this node is looked for again
+        every :data:`LEAD_RETRY_S` (a collector that adopts the lead's job listens where it did)."""
         try:
-            connection = connect(address, key)
+            connection: Connection | None = connect(address, key)
         except Exception as e:  # refused (another key), unreachable: this node's profile is its own
             self._say(f"the job's lead at {address[0]}:{address[1]} did not take this node ({type(e).__name__}: "
                       f"{e}); this node's ranks are not in its profile")  # fmt: skip
             return
-        packers = Packers()
-        host = socket.gethostname()
-        with connection:
-            final = False
-            while not final:
-                final = self._stop.wait(REPORT_S)
-                report = self._report(host, packers, final)
+        lost = ""
+        while connection is not None:
+            if lost:  # found again: the sentence that said it was lost no longer holds
+                self.warn(f"the job's lead at {address[0]}:{address[1]} takes this node's ranks again")
+                with self.state.lock:
+                    if self.state.collector.program.note == lost:
+                        self.state.collector.note("")
+            with connection:
+                why = self._send_reports(connection)
+            if not why:
+                return
+            lost = self._say(f"lost the job's lead ({why}); this node's ranks are in its own profile while it is gone")
+            connection = None
+            while connection is None and not self._stop.wait(LEAD_RETRY_S):
                 try:
-                    data = _dumps(report)
-                    connection.send_bytes(data)
-                    self.sent_bytes += len(data)
-                    if report.wants_job:
-                        self._take_view(connection)
-                except (OSError, ValueError, EOFError) as e:
-                    self._say(f"lost the job's lead ({type(e).__name__}); this node's ranks are in its own profile")
+                    connection = connect(address, key)
+                except AuthenticationError as e:  # a lead of another key now: no use looking again
+                    self._say(f"the job's lead at {address[0]}:{address[1]} no longer takes this node ({e}); this "
+                              "node's ranks are in its own profile")  # fmt: skip
                     return
+                except Exception:  # still gone
+                    continue
+
+    def _send_reports(self, connection: Connection) -> str:
+        """This node's reports every :data:`~fxtui.core.job_link.REPORT_S` on ``connection`` until the program's
+        end (""), or why the connection was lost."""
+        packers = Packers()  # a new connection: every graph again
+        host = socket.gethostname()
+        final = False
+        while not final:
+            final = self._stop.wait(REPORT_S)
+            report = self._report(host, packers, final)
+            try:
+                data = _dumps(report)
+                connection.send_bytes(data)
+                self.sent_bytes += len(data)
+                if report.wants_job:
+                    self._take_view(connection)
+            except (OSError, ValueError, EOFError) as e:
+                return type(e).__name__
+        return ""
 
     def _report(self, host: str, packers: Packers, final: bool) -> NodeReport:
         """This node's ranks' figures now, packed (each graph only when it changed since the last report)."""
@@ -309,13 +375,16 @@ def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankRep
     packed (``state.lock`` held)."""
     ranks = []
     versions = state.collector.built.versions
+    # Behind the program, a rank's figures go at most every BEHIND_FIGURES_EVERY_S: each costs a snapshot (~2 ms for
+    # 1,000 nodes; 256 ranks every 5 s took a tenth of a core), which the steps waiting to be taken need more.
+    every = BEHIND_FIGURES_EVERY_S if state.lag.shedding else FIGURES_EVERY_S
     for rank, collector in state.collector.ranked():
         hello = collector.hello
         if hello is None or rank >= 10_000:
             continue
         version, now = versions.get(id(collector), 0), time.monotonic()
         seen, at = packers.sent.get(rank, (-1, -1e9))
-        if not final and (seen == version or now - at < FIGURES_EVERY_S):
+        if not final and (seen == version or now - at < every):
             continue  # nothing new since this rank's last report, or too soon
         packers.sent[rank] = (version, now)
         snapshots: dict[str, Any] = {}
@@ -323,6 +392,8 @@ def _local_ranks(state: JobState, packers: Packers, final: bool) -> list[RankRep
             figures = collector.kinds[kind]
             if not (figures.steps or figures.warmup):
                 continue
+            state.collector.built.share_graph(collector, kind)  # one graph for the ranks of one model: built, and
+            # pickled in a report, once (256 ranks' first report pickled 256 graphs of 1,000 nodes)
             snapshot = collector.snapshot(State.DONE if final else State.RUNNING, kind=kind)
             packer, last = packers.by_rank.setdefault((rank, kind), (Packer(), [None]))
             graph = snapshot.graph if snapshot.graph is not last[0] else None

@@ -112,7 +112,7 @@ def watch(
     written = saved = time.monotonic()
     saved_at = -1
     took = 0.0
-    while running() and not stop.wait(max(INTERVAL, 2 * took)) and not leave.is_set():
+    while running() and not stop.wait(state.lag.snapshot_every(max(INTERVAL, 2 * took))) and not leave.is_set():
         state.watch_load()
         if server.viewers:
             # A job of hundreds of ranks may take a while to compare: the collector spends at most a third of its

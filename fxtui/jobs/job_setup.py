@@ -100,6 +100,7 @@ def detached_job(
     server = ViewerServer(directory / VIEWER, key, listen, on_stop=stop.set, on_reset=state.reset, current=current)
     cross = CrossNode(state, warn=server.warn)
     cross.wants_job = lambda: server.viewers > 0
+    cross.keep = directory
     job = program_job(
         settings,
         state.receive,

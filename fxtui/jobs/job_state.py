@@ -16,8 +16,10 @@ import time
 from pathlib import Path
 
 from fxtui.core.agent_messages import Hello, Step
+from fxtui.core.op_nodes import EagerNode
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
+from fxtui.jobs.intake_lag import IntakeLag
 from fxtui.jobs.launch import log_tail
 from fxtui.jobs.machine_load import Interval, MachineLoad
 from fxtui.jobs.rank_snapshots import keeps_ops
@@ -44,6 +46,10 @@ class JobState:
         """Agent connections that said anything."""
         self._by_pid: dict[tuple[str, int], int] = {}
         self._same: dict[int, int] = {}
+        self._nodes: dict[EagerNode, EagerNode] = {}
+        """Every node described so far, once (a job of 1,024 ranks described each ~1,700 nodes: ~1 MB a rank)."""
+        self.lag = IntakeLag()
+        """How far behind the program the steps are taken, and what is left out while behind."""
         self._load: MachineLoad | None = None
         self._load_at = 0.0
 
@@ -88,9 +94,15 @@ class JobState:
                 who = (message.host, message.pid)
                 self._same[agent] = self._by_pid.setdefault(who, agent)
             agent = self._same.get(agent, agent)
-            if isinstance(message, Step) and message.ops:
-                message = self._sampled_ranks(message, agent)
-            self.collector.receive(message, agent)
+            ops_taken = True
+            if isinstance(message, Step):
+                if message.nodes:  # the ranks of one model describe the same nodes: one copy of each, not one a rank
+                    message = dataclasses.replace(message, nodes=[self._nodes.setdefault(n, n) for n in message.nodes])
+                held = self.collector.agents.get(agent)
+                hello = held.hello if held is not None else None
+                self.lag.note(message, hello.host if hello is not None else None)
+                ops_taken = not message.sampled or self._takes_ops(hello)
+            self.collector.receive(message, agent, ops_taken)
             self.received += 1
             self.agents = max(self.agents, agent + 1)
             if isinstance(message, Step):
@@ -98,14 +110,13 @@ class JobState:
                     self._kind, self.last_step = message.kind, -1
                 self.last_step = max(self.last_step, message.index)
 
-    def _sampled_ranks(self, step: Step, agent: int) -> Step:
-        """A job of more ranks than a collector compares: the ops of the ranks outside the sample are not taken
-        (:func:`~fxtui.jobs.rank_snapshots.keeps_ops`), so the collector keeps up with the program."""
-        held = self.collector.agents.get(agent)
-        hello = held.hello if held is not None else None
-        if hello is None or keeps_ops(hello.rank, hello.world_size):
-            return step
-        return dataclasses.replace(step, ops=[])
+    def _takes_ops(self, hello: Hello | None) -> bool:
+        """Whether a sampled step's ops are taken: not those of the ranks outside the sample a job of more ranks
+        than a collector compares (:func:`~fxtui.jobs.rank_snapshots.keeps_ops`), nor any while the collector is
+        behind the program (:mod:`fxtui.jobs.intake_lag`), so that it keeps up."""
+        if hello is not None and not keeps_ops(hello.rank, hello.world_size):
+            return False
+        return not self.lag.leaves_out()
 
     def snapshot(self, state: State = State.RUNNING, rank: int | None = None, kind: str | None = None) -> Snapshot:
         """The figures now, of ``rank`` and of ``kind``'s steps (each the collector's choice when None), with the
@@ -117,7 +128,10 @@ class JobState:
             snapshot = self.collector.snapshot(state, rank, kind)
             if state is State.DONE:
                 snapshot = self._with_other_kinds(snapshot, rank)
-            return snapshot
+            behind = self.lag.sentence()
+        if behind:
+            snapshot = dataclasses.replace(snapshot, message="; ".join(s for s in (snapshot.message, behind) if s))
+        return snapshot
 
     def _with_other_kinds(self, snapshot: Snapshot, rank: int | None) -> Snapshot:
         """The last profile with the figures of every other kind of step the program ran, for a viewer that shows

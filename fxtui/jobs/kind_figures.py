@@ -32,6 +32,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTimes, phase_medians
 from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
+from fxtui.jobs.op_layout import OpColumns, OpLayout, layout_of, split
 from fxtui.jobs.step_wait import StepWaits
 from fxtui.jobs.thread_waits import ThreadWaits
 
@@ -65,6 +66,8 @@ class KindFigures:
     def reset(self) -> None:
         """Forget the figures so far (the nodes stay known)."""
         self.steps = self.sampled = self.warmup = 0
+        self.untaken = 0
+        """Sampled steps whose ops the collector left out (``add(…, ops_taken=False)``)."""
         self.aside: Counter[str] = Counter()
         """Steps the agent left unsampled on purpose, per reason: counted, their times out of every figure."""
         self.window = SampleWindow()
@@ -72,6 +75,10 @@ class KindFigures:
         self._column_keys: list[tuple[int, str]] = []
         self._shape_counts: dict[int, dict[str, int]] = {}
         self._calls: dict[int, list[int]] = {}  # per column: Σ calls and steps counted, for calls per step
+        self._layout: OpLayout | None = None
+        """The latest sampled step's ops' layout, and its steps not yet folded into the counts above."""
+        self._node_columns: tuple[int, list[int], np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]] | None = None
+        """:meth:`node_columns`' latest answer, and the sampled steps and nodes it was for."""
         self.timeline: deque[StepTimes] = deque(maxlen=TIMELINE)
         self._plain: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._sampled: deque[int] = deque(maxlen=FIGURES_WINDOW)
@@ -91,12 +98,18 @@ class KindFigures:
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def add(self, step: Step, phase_ops: tuple[int, ...] = ()) -> None:
-        """One step of this kind, as the agent sent it (``phase_ops``: a sampled step's Σ op ns per phase)."""
+    def add(
+        self, step: Step, phase_ops: tuple[int, ...] = (), ops_taken: bool = True, columns: OpColumns | None = None
+    ) -> None:
+        """One step of this kind, as the agent sent it (``phase_ops``: a sampled step's Σ op ns per phase;
+        ``ops_taken`` False: a sampled step whose ops the collector left out, a rank outside the ranks it compares
+        or a collector behind the program: a step of a sampled step's wall time, no sample of its nodes;
+        ``columns``: its ops as :func:`~fxtui.jobs.op_layout.split` gives them, when the caller has them)."""
         if step.restart:
             self.reset()
-        if step.sampled:
-            self.nodes.update(node for node, *_ in step.ops)
+        if step.sampled and ops_taken:
+            columns = columns or split(step.ops)
+            self.nodes.update(columns[0])
         if not step.warm:
             self.warmup += 1
             return
@@ -118,57 +131,75 @@ class KindFigures:
             self._plain.append(step.wall_ns)
             self.waits.add_plain(step.wall_ns, step.wait_ns, step.phases_ns, step.start_ns)
             return
+        if not ops_taken:
+            self.untaken += 1
+            if not step.describing:
+                self._sampled.append(step.wall_ns)
+            return
         self.sampled += 1
-        waited = self.waits.add_sampled(
-            step.wall_ns, step.wait_ns, sum(ns for _n, ns, *_ in step.ops), phase_ops, step.start_ns
-        )
+        assert columns is not None
+        waited = self.waits.add_sampled(step.wall_ns, step.wait_ns, sum(columns[1]), phase_ops, step.start_ns)
         if not step.describing:  # its ops count (each read around its own call); its wall time does not
             self._sampled.append(step.wall_ns)
         if step.faults >= 0:
             self._faults.append(step.faults)
-        self._add_ops(step.ops, waited)
+        self._add_ops(step.ops, columns, waited)
         self.trace = (step.start_ns, step.ops)
 
-    def _add_ops(self, ops: list[tuple[int, int, str, int]], disturbed: bool = False) -> None:
+    def _add_ops(self, ops: list[tuple[int, int, str, int]], columns: OpColumns, disturbed: bool = False) -> None:
         """A sampled step's ops: per node, the sum of all its calls' times (one sample) and their count, in the
-        column of the shapes it ran at in this step (:func:`step_shapes`)."""
-        per_node: dict[int, list[int]] = {}  # node → [Σ ns, calls]
+        column of the shapes it ran at in this step (:func:`step_shapes`); a step of the same ops as the one before
+        as arrays (:mod:`fxtui.jobs.op_layout`)."""
+        nodes, durations, shapes = columns
+        layout = self._layout
+        if layout is None or not layout.same(nodes, shapes):
+            self._fold()
+            layout = self._layout = self._new_layout(ops, nodes, shapes)
+        layout.repeats += 1
+        sums = layout.sums(durations)
+        self.window.add(layout.columns, sums, disturbed)
+        self._sampled_ops.append(int(sums.sum()))
+
+    def _new_layout(
+        self, ops: list[tuple[int, int, str, int]], nodes: tuple[int, ...], shapes: tuple[str, ...]
+    ) -> OpLayout:
+        """The columns of a step of new ops, made where new (the long way: op by op)."""
         seen: dict[int, list[str]] = {}  # node → its output shapes in this step, in the order they came
-        for node, duration, shape, _began in ops:
-            kept_ns = per_node.get(node)
-            if kept_ns is None:
-                per_node[node] = [duration, 1]
+        for node, _duration, shape, _began in ops:
+            kept = seen.get(node)
+            if kept is None:
                 seen[node] = [shape]
-                continue
-            kept_ns[0] += duration
-            kept_ns[1] += 1
-            shapes = seen[node]
-            if shape not in shapes and len(shapes) <= MAX_STEP_SHAPES:
-                shapes.append(shape)
-        sums: dict[int, int] = {}
-        calls: dict[int, int] = {}
+            elif shape not in kept and len(kept) <= MAX_STEP_SHAPES:
+                kept.append(shape)
+        column_of: dict[int, int] = {}
+        columns: list[int] = []
         new = 0
-        for node, (duration, n) in per_node.items():
-            key = (node, step_shapes(seen[node]))
+        for node, its_shapes in seen.items():
+            key = (node, step_shapes(its_shapes))
             column = self._columns.get(key)
             if column is None:
                 column = self._columns[key] = len(self._columns)
                 self._column_keys.append(key)
                 new += 1
-            sums[column] = duration
-            calls[column] = n
-        for column, n in calls.items():
+            column_of[node] = len(columns)
+            columns.append(column)
+        self.window.add_columns(new)
+        return layout_of(nodes, shapes, column_of, columns)
+
+    def _fold(self) -> None:
+        """Count the steps of the latest layout in its columns' shape and call counts (read by :meth:`node_columns`
+        and :meth:`calls_per_step`)."""
+        layout = self._layout
+        if layout is None or not layout.repeats:
+            return
+        times, layout.repeats = layout.repeats, 0
+        for column, n in zip(layout.columns.tolist(), layout.calls.tolist(), strict=True):
             node, shape = self._column_keys[column]
             counts = self._shape_counts.setdefault(node, {})
-            counts[shape] = counts.get(shape, 0) + 1
+            counts[shape] = counts.get(shape, 0) + times
             kept = self._calls.setdefault(column, [0, 0])
-            kept[0] += n
-            kept[1] += 1
-        self.window.add_columns(new)
-        columns = np.fromiter(sums.keys(), dtype=np.int64, count=len(sums))
-        ns = np.fromiter(sums.values(), dtype=np.int64, count=len(sums))
-        self.window.add(columns, ns, disturbed)
-        self._sampled_ops.append(int(ns.sum()))
+            kept[0] += n * times
+            kept[1] += times
 
     def _grow_history(self, wall_ns: int) -> None:
         """The run's step time kept coarse: the median of every stretch of steps, stretches doubling as needed."""
@@ -186,17 +217,27 @@ class KindFigures:
 
     def node_columns(self, node_ids: list[int]) -> tuple[np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]]:
         """For each node (in ``node_ids`` order), the window column of its most frequent shape (-1: never sampled),
-        and for nodes seen at several shapes, each shape's (shape, steps, column)."""
+        and for nodes seen at several shapes, each shape's (shape, steps, column). Kept until the next sampled step
+        (a snapshot asks three times, and a rank's snapshot is rebuilt whether or not it sampled since); read-only."""
+        kept = self._node_columns
+        if kept is not None and kept[0] == self.sampled and kept[1] == node_ids:
+            return kept[2], kept[3]
+        self._fold()
         pick = np.full(len(node_ids), -1, dtype=np.int64)
         others: dict[int, tuple[tuple[str, int, int], ...]] = {}
         for i, node_id in enumerate(node_ids):
             counts = self._shape_counts.get(node_id)
             if not counts:
                 continue
+            if len(counts) == 1:  # most nodes: one shape (a thousand sorts a snapshot otherwise)
+                pick[i] = self._columns[(node_id, next(iter(counts)))]
+                continue
             ranked = sorted(counts.items(), key=lambda kv: -kv[1])
             pick[i] = self._columns[(node_id, ranked[0][0])]
             if len(ranked) > 1:
                 others[node_id] = tuple((shape, n, self._columns[(node_id, shape)]) for shape, n in ranked)
+        pick.flags.writeable = False
+        self._node_columns = (self.sampled, list(node_ids), pick, others)
         return pick, others
 
     def column_shapes(self, column: int) -> str:
@@ -205,6 +246,7 @@ class KindFigures:
 
     def calls_per_step(self, columns: np.ndarray) -> np.ndarray:
         """The mean number of calls per sampled step of each column (0 where never sampled)."""
+        self._fold()
         out = np.zeros(len(columns))
         for i, column in enumerate(columns):
             kept = self._calls.get(int(column))

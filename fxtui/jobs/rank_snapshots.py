@@ -118,7 +118,7 @@ class RankSnapshots:
                now: float, version: int, lean: bool = True) -> Snapshot:  # fmt: skip
         """Rank ``key[0]``'s snapshot now; ``lean``: kept without its nodes' recent samples (only the shown rank's
         sparklines draw them, and they are most of a snapshot's memory: 256 ranks' took ~110 MB)."""
-        self._share_graph(collector, kind)
+        self.share_graph(collector, kind)
         snapshot = collector.snapshot(state, kind=kind)
         nodes = snapshot.nodes
         lean = lean and state is not State.DONE and isinstance(nodes, ColumnTable) and "recent" in nodes.columns
@@ -129,7 +129,7 @@ class RankSnapshots:
         self._built[key] = (now, version, snapshot, lean)
         return snapshot
 
-    def _share_graph(self, collector: Collector, kind: str | None) -> None:
+    def share_graph(self, collector: Collector, kind: str | None) -> None:
         """Give ``collector`` the graph another rank built from the same nodes (the ranks of a data-parallel job
         run one model): built once, not once a rank (~60 ms and ~0.5 MB each for 1,000 nodes)."""
         kind = kind or collector.kind

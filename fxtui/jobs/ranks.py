@@ -44,8 +44,9 @@ class JobCollector:
         self.remote = RemoteRanks()
         """The ranks other nodes' collectors hold, when this one leads a job across nodes."""
 
-    def receive(self, message: object, agent: int = 0) -> None:
-        """Take one message from the agent of process ``agent``."""
+    def receive(self, message: object, agent: int = 0, ops_taken: bool = True) -> None:
+        """Take one message from the agent of process ``agent`` (``ops_taken`` False: a sampled step whose ops the
+        collector left out)."""
         collector = self.agents.get(agent)
         if collector is None:
             collector = self.agents[agent] = Collector(
@@ -53,7 +54,7 @@ class JobCollector:
             )
         if isinstance(message, Hello) and collector.hello is None:
             fit_window(collector, message.world_size)  # hundreds of ranks: smaller windows
-        collector.receive(message)
+        collector.receive(message, ops_taken=ops_taken)
         self.built.touched(collector)
 
     # -- the program ----------------------------------------------------------------------------

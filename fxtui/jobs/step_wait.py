@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fxtui.core.agent_messages import Step
 from fxtui.core.nodes import Spread
-from fxtui.core.op_nodes import EagerNode
 from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
 from fxtui.core.sample_window import MIN_QUIET
 from fxtui.core.step_waiting import StepWaiting
@@ -153,18 +151,6 @@ def _spread(values: Sequence[float]) -> Spread | None:
         return Spread(values[0], values[0], values[0])
     q25, q50, q75 = statistics.quantiles(values, n=4, method="inclusive")
     return Spread(q50, q25, q75)
-
-
-def phase_ops(step: Step, nodes: Mapping[int, EagerNode]) -> tuple[int, ...]:
-    """A sampled step's Σ op ns in each phase of :data:`STEP_PHASES` (by its nodes' phases)."""
-    sums = [0] * len(STEP_PHASES)
-    index = {p: i for i, p in enumerate(STEP_PHASES)}
-    for node, ns, *_ in step.ops:
-        info = nodes.get(node)
-        i = index.get(info.phase, -1) if info is not None else -1
-        if i >= 0:
-            sums[i] += ns
-    return tuple(sums)
 
 
 def with_load(steps: StepSummary | None, program: ProgramState) -> StepSummary | None:

@@ -10,10 +10,14 @@ First a real program (an MLP of ~1,000 ATen ops a training step) runs once under
 node would send its lead (:mod:`fxtui.jobs.cross_node`) — is fed by torch-free sender processes, each rank one
 :class:`~fxtui.agent.sender.Sender` (the agent's own) replaying the recorded steps at 2 steps a second.
 
-Printed per size: the collector's CPU share (of one core) and RSS after the first minute and at the end (its
-growth), the bytes per step an agent sends and the bytes per rank and step a member node sends its lead, the time
-to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a sample), the messages the
-senders dropped and whether every message sent was received, and the machine's load average beside them.
+Printed per size: the collector's CPU share (of one core; *snap+rep*: the part its main thread spent on snapshots
+and the member's reports, the rest is the intake's: the agents' reader threads) and RSS after the first minute and
+at the end (its growth), the bytes per step an agent sends and the bytes per rank and step a member node sends its
+lead, the time to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a sample), the
+messages the senders dropped and whether every message sent was received, how far behind the program the collector
+took the steps (*behind*: the lag between a step's end, stamped by its sender, and its intake, as the collector
+itself reads it: :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled steps whose
+ops it left out while behind, and the machine's load average beside them.
 """
 
 from __future__ import annotations
@@ -94,15 +98,21 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     last_report = started
     shown = ""
     took = 0.0
-    while not pipe.poll(max(SNAPSHOT_EVERY_S, 2 * took)):  # as the daemon paces a viewer's snapshots
+    main0 = time.thread_time()
+    profile = None
+    if os.environ.get("FXTUI_BENCH_PROFILE"):  # the main thread's snapshots and reports, profiled to that file
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+    while not pipe.poll(state.lag.snapshot_every(max(SNAPSHOT_EVERY_S, 2 * took))):  # as the daemon paces them
         t = time.perf_counter()
         snapshot = state.snapshot(State.RUNNING)
         took = time.perf_counter() - t
         builds.append(took)
         if snapshot.rank_summary is not None:
-            shown = f"{len(snapshot.rank_summary.ranks)} ranks compared" + (
-                f" ({snapshot.message.split('; ')[-1]})" if "sample" in snapshot.message else ""
-            )
+            comparing = [s for s in snapshot.message.split("; ") if s.startswith("comparing")]
+            shown = f"{len(snapshot.rank_summary.ranks)} ranks compared" + (f" ({comparing[0]})" if comparing else "")
         now = time.monotonic()
         if now - last_report >= 1.0:  # what this node would send its lead every second
             last_report = now
@@ -110,24 +120,68 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
                 ranks = _local_ranks(state, packers, False)
             report_bytes.append(report_bytes[-1] + len(_dumps(NodeReport(1, "sim", tuple(ranks)))))
             cpu = os.times()
+            with state.lock:
+                lag = (state.lag.behind_s, state.lag.worst_s, state.lag.shed)
             pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
-                       state.received, builds, report_bytes[-1], shown))  # fmt: skip
+                       state.received, builds, report_bytes[-1], shown, *lag,
+                       time.thread_time() - main0))  # fmt: skip
             builds = []
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(os.environ["FXTUI_BENCH_PROFILE"])
     job.close()
 
 
+class RawSender:
+    """A rank's connection written to by its process's one thread (``--raw``): no thread and no pickling a rank, so
+    the simulation of 1,024 ranks costs the machine little; a collector that does not read makes the senders late
+    (the write waits) instead of dropping."""
+
+    def __init__(self, address: str, key: bytes) -> None:
+        from fxtui.core.agent_contract import connect
+
+        self.connection: Connection | None = connect(address, key, timeout=60)
+        self.dropped = 0
+
+    def send(self, message: object) -> None:
+        self.send_bytes(pickle.dumps(message))
+
+    def send_bytes(self, data: bytes) -> None:
+        if self.connection is None:
+            self.dropped += 1
+            return
+        try:
+            self.connection.send_bytes(data)
+        except OSError:
+            self.connection, self.dropped = None, self.dropped + 1
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
 def senders(
-    address: str, key: bytes, ranks: range, world: int, messages_path: str, seconds: float, pipe: Connection
+    address: str,
+    key: bytes,
+    ranks: range,
+    world: int,
+    messages_path: str,
+    seconds: float,
+    pipe: Connection,
+    raw: bool = False,
 ) -> None:
-    """Ranks ``ranks``, each a Sender replaying the recorded steps at :data:`STEPS_PER_S`."""
+    """Ranks ``ranks``, each a Sender (or, ``raw``, a :class:`RawSender`) replaying the recorded steps at
+    :data:`STEPS_PER_S`."""
     from fxtui.agent.sender import Sender
     from fxtui.core.agent_messages import Hello, Step
 
     recorded = pickle.loads(Path(messages_path).read_bytes())
     hello = next(m for m in recorded if isinstance(m, Hello))
+    hello = dataclasses.replace(hello, torch=str(hello.torch))
     steps = [m for m in recorded if isinstance(m, Step) and m.kind == "train"]
     again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]  # a second pass describes nothing anew
-    out = {rank: Sender(address, key) for rank in ranks}
+    out: dict[int, Sender | RawSender] = {rank: RawSender(address, key) if raw else Sender(address, key)
+                                          for rank in ranks}  # fmt: skip
     for rank, sender in out.items():
         sender.send(dataclasses.replace(hello, pid=10_000_000 + rank, rank=rank, world_size=world))
     start = time.monotonic()
@@ -137,9 +191,14 @@ def senders(
     while time.monotonic() - start < seconds:
         pass_, at = divmod(tick, len(steps))
         base = (steps if pass_ == 0 else again)[at]
-        message = dataclasses.replace(base, index=tick)
+        # The step as if it had just ended: the collector reads its lag from the clock every process shares.
+        message = dataclasses.replace(base, index=tick, start_ns=time.perf_counter_ns() - base.wall_ns)
+        data = pickle.dumps(message) if raw else b""
         for sender in out.values():
-            sender.send(message)
+            if isinstance(sender, RawSender):
+                sender.send_bytes(data)
+            else:
+                sender.send(message)
             sent += 1
         tick += 1
         wait = start + tick / STEPS_PER_S - time.monotonic()
@@ -164,7 +223,7 @@ def step_bytes(messages_path: Path) -> tuple[float, float, int]:
     return statistics.mean(sizes), statistics.mean(sampled) if sampled else 0.0, ops
 
 
-def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict[str, object]:
+def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bool = False) -> dict[str, object]:
     import secrets
 
     from fxtui.jobs.launch import private_dir
@@ -181,13 +240,18 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
     for first in range(0, ranks, share):
         mine, other = ctx.Pipe()
         mine_ranks = range(first, min(ranks, first + share))
-        p = ctx.Process(target=senders, args=(address, key, mine_ranks, ranks, str(messages), seconds, other),
+        p = ctx.Process(target=senders, args=(address, key, mine_ranks, ranks, str(messages), seconds, other, raw),
                         daemon=True)  # fmt: skip
         p.start()
         pipes.append(mine)
         procs.append(p)
     ticks = []
-    done = [pipe.recv() for pipe in pipes]
+    done = []
+    for pipe in pipes:  # the collector's ticks read as they come (a full pipe would stall its loop)
+        while not pipe.poll(0.5):
+            while ours.poll():
+                ticks.append(ours.recv())
+        done.append(pipe.recv())
     time.sleep(3.0)  # the last messages reach the collector
     while ours.poll():
         ticks.append(ours.recv())
@@ -202,9 +266,11 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
     after_minute = next((t for t in ticks if t[1] >= min(60.0, seconds / 2)), ticks[0])
     builds = [b for t in ticks for b in t[5]]
     steady = [b for t in ticks if t[1] >= 10 for b in t[5]] or builds
+    behind = [t[8] for t in ticks if t[1] >= 10] or [t[8] for t in ticks]
     return {
         "ranks": ranks,
         "cpu": (last[2] - after_minute[2]) / max(1e-9, last[1] - after_minute[1]),
+        "main_cpu": (last[11] - after_minute[11]) / max(1e-9, last[1] - after_minute[1]),
         "rss_minute": after_minute[3],
         "rss_end": last[3],
         "received": last[4],
@@ -215,6 +281,10 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int) -> dict
         "build_max_ms": 1e3 * max(steady),
         "report_bytes": (last[6] - after_minute[6]) / max(1e-9, last[1] - after_minute[1]),
         "shown": last[7],
+        "behind_median_s": statistics.median(behind),
+        "behind_worst_s": last[9],
+        "behind_end_s": last[8],
+        "shed": last[10],
     }
 
 
@@ -229,6 +299,12 @@ def main() -> None:
         help="the recorded program's sampled steps: one in N (5: the densest the agent samples)",
     )
     p.add_argument("--processes", type=int, default=4, help="sender processes")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="each sender process writes its ranks' pickled steps itself, not a Sender thread a rank (the simulation "
+        "of 1,024 ranks then costs the machine little)",
+    )
     p.add_argument("--messages", type=Path, default=None, help="reuse recorded messages (a pickle this wrote)")
     a = p.parse_args()
     messages = a.messages or Path(tempfile.gettempdir()) / f"fxtui-bench-scale-{a.sample_every}.pickle"
@@ -238,16 +314,18 @@ def main() -> None:
     mean, sampled, ops = step_bytes(messages)
     print(f"recorded: {ops} ops a sampled step; an agent sends {mean / 1e3:.1f} kB a step on average "
           f"({sampled / 1e3:.1f} kB a sampled step), one step in {a.sample_every} sampled")  # fmt: skip
-    print(f"{'ranks':>6} {'cpu':>6} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} {'snap max':>9} "
-          f"{'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5}  load  compared")  # fmt: skip
+    print(f"{'ranks':>6} {'cpu':>6} {'snap+rep':>8} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} "
+          f"{'snap max':>9} {'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5} "
+          f"{'behind med/worst/end':>21} {'ops left out':>12}  load  compared")  # fmt: skip
     for ranks in a.ranks:
-        r = run_size(ranks, 60 * a.minutes, messages, a.processes)
+        r = run_size(ranks, 60 * a.minutes, messages, a.processes, a.raw)
         per_rank_step = float(r["report_bytes"]) / ranks / STEPS_PER_S  # type: ignore[arg-type]
-        print(f"{ranks:>6} {r['cpu']:>6.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
+        print(f"{ranks:>6} {r['cpu']:>6.2f} {r['main_cpu']:>8.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
               f"{float(r['rss_end']) - float(r['rss_minute']):>+6.0f}M {r['build_median_ms']:>7.0f}ms "
               f"{r['build_max_ms']:>7.0f}ms {per_rank_step:>16.0f} {r['dropped']:>8} "
-              f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5}  {os.getloadavg()[0]:.1f}  {r['shown']}",
-              flush=True)  # fmt: skip
+              f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5} "
+              f"{r['behind_median_s']:>7.2f}/{r['behind_worst_s']:>6.2f}/{r['behind_end_s']:>5.2f} s "
+              f"{r['shed']:>12}  {os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
