@@ -45,6 +45,7 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 from torch.utils._pytree import tree_leaves
 
+from fxtui.core.step_aside import OP_LIMIT
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.records import ModuleEnter, ModuleExit, OpCall, PhaseEnter, PhaseExit, Record, make
@@ -217,6 +218,11 @@ class OpRecorder:
         self._mode: _Mode | None = None
         self._compiled: type | None = None
         self._depth = 0
+        self.limit = OP_LIMIT
+        """Records a step may hold before the timer stops (checked at module calls)."""
+        self.overflowed = 0
+        """The last step stopped at :attr:`limit` (its records miss ops: it is set aside)."""
+        self._limit_now = OP_LIMIT
 
     @property
     def active(self) -> bool:
@@ -239,6 +245,8 @@ class OpRecorder:
         self._mode = lingering if isinstance(lingering, _Mode) else _Mode(self.records.append, stacks)
         self._compiled = _compiled_type()
         self._depth = 0
+        self.overflowed = 0
+        self._limit_now = self.limit // 4 if stacks else self.limit
         self._calls = []  # per module call in progress: whether it is compiled (the mode stepped aside)
         if self._hooks:
             run_eagerly(self._pre, self._post, _Mode.__torch_dispatch__)
@@ -263,6 +271,10 @@ class OpRecorder:
         apart)."""
         mode = self._mode
         if mode is None:
+            return
+        if len(self.records) >= self._limit_now:  # a step of too many ops: the timer stops here
+            self.overflowed = len(self.records)
+            self.stop()
             return
         inputs = tensor_ids(args) if self._depth == 0 and args else ()
         self._depth += 1
