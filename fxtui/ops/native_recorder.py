@@ -46,6 +46,8 @@ from fxtui.ops.records import (
 )
 
 COLUMNS = 7
+#: Phases whose ops outside every module the namer names by the tensors they read (the loss, a gradient's seed).
+_FLOW_PHASES = frozenset({"closure", "forward", "backward"})
 NAME, T0, T1, NODE, SEQ, VARIABLE, FLOW = range(COLUMNS)
 #: Integers of tensor flow (inputs and outputs of ops outside every module) a step may note.
 FLOW_CAPACITY = 1 << 18
@@ -124,6 +126,8 @@ class NativeRecorder(OpRecorder):
         self._native = False
         self._ops: list[NativeOp] = []
         self._add = NativeOp("aten::add")
+        self._phases: list[str] = []
+        self._engine: Any = None
         self._native_records: list[Record] = []
 
     @property
@@ -164,7 +168,9 @@ class NativeRecorder(OpRecorder):
             super().start(stacks)  # the library is recording elsewhere (another recorder): the dispatch mode
             return
         self._native = True
-        self.lib.fx_flow(1)
+        self._phases = []
+        self._flow_now()
+        self._wrap_engine()
         if self.kernels is not None:
             self.kernels.start(self)
 
@@ -194,15 +200,52 @@ class NativeRecorder(OpRecorder):
             self.lib.fx_pause(0)
         self.records.append(make(ModuleExit, (module, t, seq, compiled, outputs)))
         if self._depth == 0:
-            self.lib.fx_flow(1)
+            self._flow_now()
 
     def mark(self, phase: str, enter: bool, owner: object = None) -> None:
         if not self._native:
             super().mark(phase, enter, owner)
-        elif enter:
+            return
+        if enter:
             self.records.append(make(PhaseEnter, (phase, _clock(), owner)))
+            self._phases.append(phase)
         else:
             self.records.append(make(PhaseExit, (phase, _clock())))
+            if self._phases:
+                self._phases.pop()
+        self._flow_now()
+
+    def _wrap_engine(self) -> None:
+        """While recording, autograd's engine runs with flow off: ``torch.autograd.backward`` and ``grad`` call
+        ``torch.autograd._engine_run_backward`` by its module's name after making the gradient's seed (whose flow the
+        namer reads); the engine's nodes' ops are charged by node. Restored at :meth:`stop`."""
+        engine = torch.autograd.__dict__.get("_engine_run_backward")
+        if engine is None or self._engine is not None:
+            return
+        recorder = self
+
+        def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
+            if recorder._native:
+                recorder.lib.fx_flow(0)
+            try:
+                return engine(*args, **kwargs)
+            finally:
+                if recorder._native:
+                    recorder._flow_now()
+
+        self._engine = engine
+        torch.autograd._engine_run_backward = _engine_run_backward  # type: ignore[attr-defined]
+
+    def _unwrap_engine(self) -> None:
+        if self._engine is not None:
+            torch.autograd._engine_run_backward = self._engine  # type: ignore[attr-defined]
+            self._engine = None
+
+    def _flow_now(self) -> None:
+        """Note the tensors ops read and make only where the namer reads them: outside every module call, and
+        outside the phases whose ops are named by the phase (an optimizer's, a DataLoader's). In a backward, the
+        library stops at the first op autograd's engine runs (the seed of the gradient is read, the nodes are not)."""
+        self.lib.fx_flow(int(self._depth == 0 and (not self._phases or self._phases[-1] in _FLOW_PHASES)))
 
     def stop(self) -> None:
         if not self._native:
@@ -210,6 +253,7 @@ class NativeRecorder(OpRecorder):
             return
         if self.kernels is not None:
             self.kernels.stop()
+        self._unwrap_engine()
         count = int(self.lib.fx_stop())
         self.overflowed = int(self.lib.fx_dropped())
         self._native = False

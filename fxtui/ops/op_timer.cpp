@@ -194,8 +194,10 @@ int fx_start(int64_t* rows, int64_t capacity, int64_t* flow, int64_t flow_capaci
   return 0;
 }
 
-// Note (or stop noting) the tensors each op reads and makes: on while no module call is in progress. The callback
-// is swapped for one that asks torch for the ops' inputs and outputs (which costs every op, so only then).
+// Note (or stop noting) the tensors each op reads and makes: on while no module call is in progress, outside the
+// phases whose ops are named by phase, and outside autograd's engine (its nodes' ops are charged by node). The
+// callback is swapped for one that asks torch for the ops' inputs and outputs (which costs every op, so only then).
+// Never called inside the engine: it runs its nodes under a copy of the thread's callbacks, restored after.
 void fx_flow(int on) {
   if (g_plain == 0 || (on != 0) == g_flow_on) return;
   g_flow_on = on != 0;
