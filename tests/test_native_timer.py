@@ -12,6 +12,7 @@ comparison leaves them out.
 from __future__ import annotations
 
 import gc
+import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fxtui
 from fxtui.ops import native_build
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
@@ -330,15 +332,28 @@ def test_a_step_past_the_op_limit_stops_and_says_so(lib: Any) -> None:
     assert sum(1 for r in records if type(r) is OpCall) == 100
 
 
-def test_the_dispatch_mode_stops_at_the_op_limit_too() -> None:
-    mode = OpRecorder()
-    mode.limit = 100
-    mode.start()
-    block = torch.nn.Identity()
-    x = torch.zeros(3)
-    for _ in range(300):
-        x = block(x + 1)  # the limit is checked where module calls begin
-    mode.stop()
-    assert mode.overflowed >= 100
-    assert len(mode.take()) <= 102
-    assert not mode.active
+
+
+def _watched(timer: str) -> Any:
+    torch.manual_seed(0)
+    _model, step = MODELS["gpt"]()
+    with fxtui.watch(warmup=1, every=2, timer=timer) as w:
+        for _ in range(9):
+            step(_Unmarked())
+    return w.report()
+
+
+class _Unmarked:
+    """The agent marks phases itself."""
+
+    def mark(self, *args: Any) -> None:
+        pass
+
+
+def test_a_watched_program_timed_natively_names_its_nodes_as_the_dispatch_mode_does(lib: Any) -> None:
+    by_mode, by_native = _watched("mode"), _watched("native")
+    assert "a C++ RecordFunction callback" in by_native.header()
+    assert "a C++ RecordFunction callback" not in by_mode.header()
+    assert json.loads(by_native.to_json())["metadata"]["program"]["timer"] == "native"
+    names = [{r.name for r in report.rows if "detach" not in r.name} for report in (by_mode, by_native)]
+    assert names[0] == names[1], (names[0] - names[1], names[1] - names[0])

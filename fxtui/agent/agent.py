@@ -417,6 +417,7 @@ class Agent:
                 restart=step.restart,
                 aside=step.aside,
                 wait_ns=step.wait_ns,
+                timer=getattr(self.recorder, "ran", "mode") if step.sampled else "",
             )
         )
 

@@ -45,6 +45,8 @@ class Collector:
         """Take one message from the agent (``agent``: which of the program's processes sent it)."""
         if isinstance(message, Step):
             self._step(message)
+            if message.timer and message.timer != self.program.timer:
+                self._replace(timer=message.timer)
             if message.note:  # shown as the program's warning, as the agent's own failure is
                 self.failed = message.note
         elif isinstance(message, Hello):

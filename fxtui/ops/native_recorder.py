@@ -128,6 +128,9 @@ class NativeRecorder(OpRecorder):
         self._add = NativeOp("aten::add")
         self._phases: list[str] = []
         self._engine: Any = None
+        self.ran = "mode"
+        """The timer of the latest undescribed step: ``native``, or ``mode`` (before the library is built, where it
+        cannot be, in ``generate()`` calls); describing steps, always the mode's, leave it as it was."""
         self._native_records: list[Record] = []
 
     @property
@@ -149,6 +152,7 @@ class NativeRecorder(OpRecorder):
         if stacks or self.lib is None or not self.allowed:
             super().start(stacks)
             return
+        self.ran = "native"
         if self._rows is None:
             self._rows = np.zeros((self.limit, COLUMNS), dtype=np.int64)
             self._flow = np.zeros(FLOW_CAPACITY, dtype=np.int64)
