@@ -15,6 +15,7 @@ import gc
 import json
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
+from tests.program_runs import run_fxtui, run_python
 
 pytestmark = pytest.mark.e2e
 
@@ -332,8 +334,6 @@ def test_a_step_past_the_op_limit_stops_and_says_so(lib: Any) -> None:
     assert sum(1 for r in records if type(r) is OpCall) == 100
 
 
-
-
 def _watched(timer: str) -> Any:
     torch.manual_seed(0)
     _model, step = MODELS["gpt"]()
@@ -357,3 +357,18 @@ def test_a_watched_program_timed_natively_names_its_nodes_as_the_dispatch_mode_d
     assert json.loads(by_native.to_json())["metadata"]["program"]["timer"] == "native"
     names = [{r.name for r in report.rows if "detach" not in r.name} for report in (by_mode, by_native)]
     assert names[0] == names[1], (names[0] - names[1], names[1] - names[0])
+
+
+def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> None:
+    """The option end to end: the program's own output as under python, its nodes timed by the C++ callback."""
+    root = Path(__file__).resolve().parents[1]
+    command = (str(root / "tests" / "programs" / "reused_module.py"), "--epochs", "1", "--batches", "8")
+    plain = run_python((*command, "--test-batches", "2"), root)
+    run = run_fxtui(
+        (*command, "--test-batches", "2"), root, ("--warmup-steps", "1", "--sample-every", "2", "--timer", "native")
+    )
+    assert run.status == 0, run.stderr[-2000:]
+    assert run.program_lines() == plain.program_lines()
+    assert run.meta["program"]["timer"] == "native"
+    assert "a C++ RecordFunction callback: --timer native" in run.stdout
+    assert run.rows

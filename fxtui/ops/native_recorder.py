@@ -128,6 +128,7 @@ class NativeRecorder(OpRecorder):
         self._add = NativeOp("aten::add")
         self._phases: list[str] = []
         self._engine: Any = None
+        self._paused = 0
         self.ran = "mode"
         """The timer of the latest undescribed step: ``native``, or ``mode`` (before the library is built, where it
         cannot be, in ``generate()`` calls); describing steps, always the mode's, leave it as it was."""
@@ -172,6 +173,7 @@ class NativeRecorder(OpRecorder):
             super().start(stacks)  # the library is recording elsewhere (another recorder): the dispatch mode
             return
         self._native = True
+        self._paused = 0
         self._phases = []
         self._flow_now()
         self._wrap_engine()
@@ -190,7 +192,7 @@ class NativeRecorder(OpRecorder):
         self._calls.append(skip)
         self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), skip, inputs)))
         if skip:
-            self.lib.fx_pause(1)  # compiled code runs untimed here: its kernels are timed by `kernels`
+            self.pause(True)  # compiled code runs untimed here: its kernels are timed by `kernels`
 
     def exit(self, module: torch.nn.Module, out: Any = None) -> None:
         if not self._native:
@@ -200,11 +202,20 @@ class NativeRecorder(OpRecorder):
         self._depth = max(0, self._depth - 1)
         outputs = tensor_impls(out) if self._depth == 0 and out is not None else ()
         compiled = bool(self._calls and self._calls.pop())
-        if compiled and not any(self._calls):
-            self.lib.fx_pause(0)
+        if compiled:
+            self.pause(False)
         self.records.append(make(ModuleExit, (module, t, seq, compiled, outputs)))
         if self._depth == 0:
             self._flow_now()
+
+    def pause(self, paused: bool) -> None:
+        """Compiled code begins (``True``) or ends: its ATen ops are not the dispatch mode's either (it steps aside
+        around compiled calls; :mod:`fxtui.ops.kernels` times their kernels). Nested calls count."""
+        if not self._native:
+            return
+        self._paused = max(0, self._paused + (1 if paused else -1))
+        if self._paused == (1 if paused else 0):
+            self.lib.fx_pause(int(paused))
 
     def mark(self, phase: str, enter: bool, owner: object = None) -> None:
         if not self._native:
