@@ -153,7 +153,6 @@ class NativeRecorder(OpRecorder):
         if stacks or self.lib is None or not self.allowed:
             super().start(stacks)
             return
-        self.ran = "native"
         if self._rows is None:
             self._rows = np.zeros((self.limit, COLUMNS), dtype=np.int64)
             self._flow = np.zeros(FLOW_CAPACITY, dtype=np.int64)
@@ -173,6 +172,7 @@ class NativeRecorder(OpRecorder):
             super().start(stacks)  # the library is recording elsewhere (another recorder): the dispatch mode
             return
         self._native = True
+        self.ran = "native"
         self._paused = 0
         self._phases = []
         self._flow_now()

@@ -1,6 +1,7 @@
 """The per-op timers side by side: the Python dispatch mode (``--timer mode``) and the C++ callback (``native``).
 
-    python tests/benchmarks/bench_timer.py [--rounds 30] [--length 700] [--corpus NAME …] [--skip-lbfgs]
+    python tests/benchmarks/bench_timer.py [--rounds 30] [--length 700] [--corpus NAME …] [--skip-per-op]
+                                           [--skip-lbfgs]
 
 One process, one run, the two timers interleaved round by round, medians; the load average printed beside each
 part (the machine is shared: read the figures with it).
@@ -316,6 +317,7 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=700, help="the LSTMCells' unrolled length (700: ~10⁶ ops)")
     parser.add_argument("--corpus", nargs="*", default=["char_gpt", "vae_sampling", "reused_module"])
     parser.add_argument("--skip-lbfgs", action="store_true")
+    parser.add_argument("--skip-per-op", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}; 1 intra-op thread; {load()}")
@@ -325,8 +327,9 @@ def main() -> None:
         sys.exit(f"the native library does not load: {native_build.why_not()}")
     native = NativeRecorder(lib)
     torch.manual_seed(0)
-    per_op("char-level GPT training step", gpt_step(), args.rounds, native)
-    per_op("VAE training step", vae_step(), args.rounds, native)
+    if not args.skip_per_op:
+        per_op("char-level GPT training step", gpt_step(), args.rounds, native)
+        per_op("VAE training step", vae_step(), args.rounds, native)
     if not args.skip_lbfgs:
         lbfgs(args.length, native)
     if args.corpus:
