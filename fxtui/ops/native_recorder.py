@@ -132,7 +132,8 @@ class NativeRecorder(OpRecorder):
         self.ran = "mode"
         """The timer of the latest undescribed step: ``native``, or ``mode`` (before the library is built, where it
         cannot be, in ``generate()`` calls); describing steps, always the mode's, leave it as it was."""
-        self._native_records: list[Record] = []
+        self._rows_recorded = -1
+        """Rows of the native step stopped last, not merged yet (-1: none)."""
 
     @property
     def active(self) -> bool:
@@ -148,6 +149,9 @@ class NativeRecorder(OpRecorder):
         natively."""
         if self.active:
             return
+        if self._rows_recorded >= 0:  # the last step's rows, not taken yet: merged before the buffer is reused
+            count, self._rows_recorded = self._rows_recorded, -1
+            self.records = self._merge(count)
         if self.lib is None:
             self.lib = load()  # built since (a stat while it is not)
         if stacks or self.lib is None or not self.allowed:
@@ -276,11 +280,13 @@ class NativeRecorder(OpRecorder):
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        self._native_records = self._merge(count)
+        self._rows_recorded = count
 
     def take(self) -> list[Record]:
-        if self._native_records:
-            self.records, self._native_records = self._native_records, []
+        """The records so far: a native step's rows merged into its Python records here, after the step."""
+        if self._rows_recorded >= 0:
+            count, self._rows_recorded = self._rows_recorded, -1
+            self.records = self._merge(count)
         return super().take()
 
     # -- rows into records ------------------------------------------------------------------------

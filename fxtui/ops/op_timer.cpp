@@ -38,6 +38,27 @@ thread_local bool t_on = false;
 thread_local int64_t t_depth = 0;      // FUNCTION-scope calls in progress
 thread_local int64_t t_recording = 0;  // the depth of the recorded (or skipped) op in progress; 0: none
 thread_local int64_t t_row = -1;       // its row (-1: skipped, not recorded)
+thread_local bool t_quiet = false;     // RecordFunction turned off on this thread while that op runs
+
+// The ops inside a recorded (or skipped) op's kernel are part of its time, not rows: RecordFunction is turned off on
+// this thread until it ends, so they pay nothing for the callback (torch makes no RecordFunction for them), and the
+// op's time is the time it takes without fxtui. The op's own end callback still runs (its RecordFunction exists).
+inline void hold(int64_t depth, int64_t row) {
+  t_recording = depth;
+  t_row = row;
+  if (at::isRecordFunctionEnabled()) {
+    at::enableRecordFunction(false);
+    t_quiet = true;
+  }
+}
+
+inline void release() {
+  t_recording = 0;
+  if (t_quiet) {
+    at::enableRecordFunction(true);
+    t_quiet = false;
+  }
+}
 
 // Per operator (keyed by its name's address, stable per overload): its interned name id, -1 if a mode never sees it.
 std::unordered_map<const void*, int64_t> g_ops;
@@ -114,21 +135,18 @@ std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
   if (t_recording != 0) return nullptr;  // inside a recorded op's kernel: part of its time
   // torch keeps the Python key out here (making a tensor from data): a dispatch mode sees none of it.
   if (c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::Python)) {
-    t_recording = t_depth;
-    t_row = -1;
+    hold(t_depth, -1);
     return nullptr;
   }
   int64_t id = classify(fn);
   if (id < 0) return nullptr;
   if (g_count >= g_capacity) {
     ++g_dropped;
-    t_recording = t_depth;
-    t_row = -1;
+    hold(t_depth, -1);
     return nullptr;
   }
   int64_t* row = g_rows + g_count * COLUMNS;
-  t_row = g_count++;
-  t_recording = t_depth;
+  hold(t_depth, g_count++);
   row[0] = id;
   row[2] = 0;
   row[3] = 0;
@@ -159,7 +177,7 @@ void leave(const at::RecordFunction& fn, at::ObserverContext*) {
       row[2] = now();
       if (row[6] >= 0 && (!fn.needsOutputs() || !note_all(fn, false))) row[6] = -1;
     }
-    t_recording = 0;
+    release();
   }
   --t_depth;
 }
@@ -207,9 +225,9 @@ void fx_flow(int on) {
 
 // Pause or resume on the recording thread (a compiled module's call: its kernels are timed apart).
 void fx_pause(int paused) {
+  release();
   t_on = paused == 0 && g_plain != 0;
   t_depth = 0;
-  t_recording = 0;
 }
 
 int64_t fx_count() { return g_count; }
@@ -220,9 +238,9 @@ int64_t fx_flow_count() { return g_flow_count; }
 int64_t fx_stop() {
   if (g_plain != 0) at::removeCallback(g_plain);
   g_plain = 0;
+  release();
   t_on = false;
   t_depth = 0;
-  t_recording = 0;
   return g_count;
 }
 
