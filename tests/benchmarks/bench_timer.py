@@ -1,6 +1,6 @@
 """The per-op timers side by side: the Python dispatch mode (``--timer mode``) and the C++ callback (``native``).
 
-    python tests/benchmarks/bench_timer.py [--rounds 30] [--length 700] [--corpus NAME …] [--skip-per-op]
+    python tests/benchmarks/bench_timer.py [--rounds 30] [--length 400] [--corpus NAME …] [--skip-per-op]
                                            [--skip-lbfgs]
 
 One process, one run, the two timers interleaved round by round, medians; the load average printed beside each
@@ -13,9 +13,10 @@ part (the machine is shared: read the figures with it).
    sampled steps per minute the default budget (2%) allows: one in N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200
    (:mod:`fxtui.agent.pace`).
 2. **A step of about a million ops** (the corpus's ``lbfgs_sine.py`` pattern: LBFGS over two LSTMCells unrolled
-   ``--length`` times, 20 closures a step): the extra time of its first sampled step (which describes nodes, as the
-   agent's first does), and of a later one, recording and resolving included, against an unsampled step — before
-   (no op limit) and now (the limit: the step stops at it and is set aside).
+   ``--length`` times, 20 closures a step; 400: about 10⁶ ops): the extra CPU time of its first sampled step (which
+   describes nodes, as the agent's first does), and of a later one, recording and resolving included, against an
+   unsampled step run just before — before (no op limit) and now (the limit: the step stops at it and is set
+   aside).
 3. **Fidelity per corpus program** under ``fxtui run --once --json`` (``--corpus``; paced as the corpus tests
    pace them): Σ node medians ÷ unsampled step and the sampled ÷ unsampled step median, per kind, for each timer.
 """
@@ -243,18 +244,20 @@ def lbfgs(length: int, native: NativeRecorder) -> None:
         opt.step(closure)
 
     step()
-    started = time.perf_counter_ns()
-    step()
-    plain = time.perf_counter_ns() - started
-    print(
-        f"\nLBFGS over two LSTMCells unrolled {length}×, 20 closures a step: plain step {plain / 1e9:.2f} s; {load()}"
-    )
+
+    def plain_step() -> int:
+        started = _cpu()
+        step()
+        return _cpu() - started
+
+    plain = plain_step()
+    print(f"\nLBFGS over two LSTMCells unrolled {length}×, 20 closures a step: {plain / 1e9:.2f} s of CPU; {load()}")
 
     def sampled(recorder: OpRecorder, describing: bool, limit: int) -> tuple[float, int, bool]:
         recorder.limit = limit
         if isinstance(recorder, NativeRecorder):
             recorder._rows = None  # made at this limit
-        t0 = time.perf_counter_ns()
+        t0 = _cpu()
         recorder.start(stacks=describing)
         step()
         recorder.stop()
@@ -264,7 +267,7 @@ def lbfgs(length: int, native: NativeRecorder) -> None:
         if not aside:
             OpNamer().resolve(records)  # a step set aside is not resolved (the agent drops its records)
         del records
-        return (time.perf_counter_ns() - t0 - plain) / 1e9, n, aside
+        return (_cpu() - t0 - plain) / 1e9, n, aside
 
     rows = [
         ("mode, before (no limit)", OpRecorder(), 10**9),
@@ -273,6 +276,7 @@ def lbfgs(length: int, native: NativeRecorder) -> None:
     ]
     print(f"  {'timer':<24} {'first sampled (describing)':>30} {'a later sampled step':>30}")
     for label, recorder, limit in rows:
+        plain = plain_step()  # an unsampled step right before each pair: the reference of its extra
         first = sampled(recorder, True, limit)
         later = sampled(recorder, False, limit)
         text = [f"+{s:.1f} s, {n:,} ops{' (set aside)' if a else ''}" for s, n, a in (first, later)]
@@ -314,7 +318,7 @@ def _f(value: Any, spec: str = ".3f") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--length", type=int, default=700, help="the LSTMCells' unrolled length (700: ~10⁶ ops)")
+    parser.add_argument("--length", type=int, default=400, help="the LSTMCells' unrolled length (400: ~10⁶ ops)")
     parser.add_argument("--corpus", nargs="*", default=["char_gpt", "vae_sampling", "reused_module"])
     parser.add_argument("--skip-lbfgs", action="store_true")
     parser.add_argument("--skip-per-op", action="store_true")
