@@ -47,7 +47,7 @@ from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.agent_messages import Bye, Hello, Step
-from fxtui.core.step_aside import CONTEXT, MODE, OPS, PROFILER
+from fxtui.core.step_aside import CONTEXT, MODE, OP_LIMIT, OPS, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernels import CompiledKernels
@@ -74,8 +74,11 @@ def _recorder(timer: str, kernels: CompiledKernels) -> OpRecorder:
     if timer == "native":
         from fxtui.ops.native_recorder import NativeRecorder
 
-        return NativeRecorder(kernels=kernels, hooks=False, build=True)
-    return OpRecorder(kernels=kernels, hooks=False)
+        recorder: OpRecorder = NativeRecorder(kernels=kernels, hooks=False, build=True)
+    else:
+        recorder = OpRecorder(kernels=kernels, hooks=False)
+    recorder.limit = OP_LIMIT  # a step of more ops stops being timed there and is set aside
+    return recorder
 
 
 class _Recording(Recording):

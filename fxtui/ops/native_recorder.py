@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_leaves
 
+from fxtui.core.step_aside import OP_LIMIT
 from fxtui.ops.native_build import load, start_build, why_not
 from fxtui.ops.recorder import OpRecorder, _clock, _sequence_nr, is_compiled
 from fxtui.ops.records import (
@@ -115,6 +116,7 @@ class NativeRecorder(OpRecorder):
 
     def __init__(self, lib: Any = None, kernels: Any = None, hooks: bool = True, build: bool = False) -> None:
         super().__init__(kernels=kernels, hooks=hooks)
+        self.limit = OP_LIMIT  # the rows' buffer is allocated at it
         self.lib = lib if lib is not None else load()
         if self.lib is None and build:
             start_build()  # in the background: the dispatch mode times ops until the library is there

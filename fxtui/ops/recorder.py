@@ -45,7 +45,6 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 from torch.utils._pytree import tree_leaves
 
-from fxtui.core.step_aside import OP_LIMIT
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.records import ModuleEnter, ModuleExit, OpCall, PhaseEnter, PhaseExit, Record, make
@@ -218,11 +217,12 @@ class OpRecorder:
         self._mode: _Mode | None = None
         self._compiled: type | None = None
         self._depth = 0
-        self.limit = OP_LIMIT
-        """Records a step may hold before the timer stops (checked at module calls)."""
+        self.limit = sys.maxsize
+        """Records a step may hold before the timer stops (checked at module calls); the agent sets
+        :data:`~fxtui.core.step_aside.OP_LIMIT` and sets such a step aside. No limit otherwise (the eager capture)."""
         self.overflowed = 0
-        """The last step stopped at :attr:`limit` (its records miss ops: it is set aside)."""
-        self._limit_now = OP_LIMIT
+        """The last step stopped at :attr:`limit` (its records miss ops)."""
+        self._limit_now = self.limit
 
     @property
     def active(self) -> bool:
