@@ -47,7 +47,7 @@ from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.agent_messages import Bye, Hello, Step
-from fxtui.core.step_aside import CONTEXT, MODE, PROFILER
+from fxtui.core.step_aside import CONTEXT, MODE, OP_LIMIT, OPS, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernels import CompiledKernels
@@ -68,6 +68,19 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
 
 
+def _recorder(timer: str, kernels: CompiledKernels) -> OpRecorder:
+    """The per-op timer asked for: the dispatch mode's, or the native one (which starts building its library in the
+    background if it is not built, and uses the dispatch mode until it is)."""
+    if timer == "native":
+        from fxtui.ops.native_recorder import NativeRecorder
+
+        recorder: OpRecorder = NativeRecorder(kernels=kernels, hooks=False, build=True)
+    else:
+        recorder = OpRecorder(kernels=kernels, hooks=False)
+    recorder.limit = OP_LIMIT  # a step of more ops stops being timed there and is set aside
+    return recorder
+
+
 class _Recording(Recording):
     """The step model's recorder: the per-op timer, the module calls it must see, and the page faults it counts."""
 
@@ -77,6 +90,8 @@ class _Recording(Recording):
         self.faults = 0
         self._faults0 = 0
         self._broken = ""
+        self.kind: Callable[[], str] = lambda: ""
+        """The kind of the step being opened (a ``generate()`` call's is timed by the dispatch mode)."""
 
     def aside(self) -> str:
         # The program's own profiler is on: fxtui's dispatch mode would make it count every op twice
@@ -90,6 +105,8 @@ class _Recording(Recording):
         return self._broken
 
     def start(self, describing: bool) -> None:
+        if hasattr(self.recorder, "allowed"):  # the native timer: not for generate() calls (they index the records)
+            self.recorder.allowed = self.kind() != "generate"
         self.recorder.start(stacks=describing)
         self.calls.recording = True
         self._faults0 = _faults()
@@ -100,6 +117,8 @@ class _Recording(Recording):
         mode = self.recorder.mode
         self._broken = CONTEXT if mode is not None and mode_context.lost(mode) else ""
         self.recorder.stop()
+        if self.recorder.overflowed and not self._broken:
+            self._broken = OPS  # the step ran more ops than a sampled step records: set aside, its records dropped
         return self.recorder.take()
 
     def mark(self, phase: str, enter: bool, owner: object = None) -> None:
@@ -126,10 +145,12 @@ class Agent:
         self.namer = OpNamer()
         self.kernels = CompiledKernels()
         """The kernels of the program's compiled code, timed on sampled steps."""
-        self.recorder = OpRecorder(kernels=self.kernels, hooks=False)
+        self.recorder = _recorder(options.timer, self.kernels)
+        self._timer_said = ""
         self.calls = ModuleCalls(self._root_call, self._inner_call)
         self.recording = _Recording(self.recorder, self.calls)
         self.model = StepModel(_clock, self._emit, self.recording, options, describe=self._describe)
+        self.recording.kind = lambda: self.model.current.kind if self.model.current is not None else ""
         self.cpu_wait = ThreadWait()
         self.model.wait_clock = self.cpu_wait.read
         self.generate = GenerateWatch(self.recorder)
@@ -393,14 +414,28 @@ class Agent:
                 start_ns=step.start,
                 generation=tuple(c.summary() for c in calls),
                 faults=faults,
-                note=self.kernels.unsaid(),
+                note=self.kernels.unsaid() or self._timer_note(),
                 warm=step.warm,
                 holds=step.holds,
                 restart=step.restart,
                 aside=step.aside,
                 wait_ns=step.wait_ns,
+                timer=getattr(self.recorder, "ran", "mode") if step.sampled else "",
             )
         )
+
+    def _timer_note(self) -> str:
+        """Once, when the native timer was asked for and cannot be used: why (the dispatch mode times ops)."""
+        timer = getattr(self.recorder, "timer", None)
+        if timer is None or self.recorder.lib is not None:
+            return ""
+        from fxtui.ops.native_build import why_not
+
+        why = why_not()
+        if not why or why == self._timer_said:
+            return ""  # still being built: said when it failed, if it does
+        self._timer_said = why
+        return f"the native timer is not in use ({why}): ops are timed by the dispatch mode"
 
     def finish(self) -> None:
         """The program ends: an evaluation call still open is sent, then the goodbye."""

@@ -101,6 +101,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="keep in the node figures the sampled steps that waited for a CPU more than 10%% of their time "
         "(other processes held the cores); by default they are left out while 5 quiet ones remain",
     )
+    s.add_argument(
+        "--timer",
+        choices=("mode", "native"),
+        default="mode",
+        help="how sampled steps time each op: mode (a Python dispatch mode, the default) or native (a C++ callback "
+        "about ten times lighter, built with the system's compiler on first use; the dispatch mode until then)",
+    )
     add_table_options(p, program=True)
     add_kind_option(p)
     add_export_options(p)
@@ -127,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         every=args.sample_every,
         keep_freed_memory=args.keep_freed_memory,
         keep_disturbed=args.keep_disturbed,
+        timer=args.timer,
     )
     if args.detach:
         return detach(settings, args.listen)

@@ -28,6 +28,8 @@ PROGRAM_PID = "FXTUI_PROGRAM_PID"
 BUDGET = 0.02
 #: Steps at the start left out of every figure.
 WARMUP = 5
+#: The per-op timers a sampled step may be timed with (``fxtui run --timer``).
+TIMERS = ("mode", "native")
 #: Seconds a collector gives a client to answer its key challenge before it takes it for hostile (a client that
 #: connects and says nothing must not hold a thread of the collector's for long).
 HANDSHAKE_S = 5.0
@@ -44,15 +46,20 @@ class AgentOptions:
     every: int = 0
     """Sample one step in ``every`` (0: adapt to the budget)."""
     budget: float = BUDGET
+    timer: str = "mode"
+    """The per-op timer of sampled steps: ``mode`` (a Python dispatch mode) or ``native`` (a C++ RecordFunction
+    callback, :mod:`fxtui.ops.native_recorder`; the dispatch mode until its library is built, and where it cannot
+    be)."""
 
     def encode(self) -> str:
-        return f"{self.warmup},{self.every},{self.budget}"
+        return f"{self.warmup},{self.every},{self.budget},{self.timer}"
 
     @classmethod
     def decode(cls, text: str) -> AgentOptions:
         try:
-            warmup, every, budget = text.split(",")
-            return cls(int(warmup), int(every), float(budget))
+            warmup, every, budget, *rest = text.split(",")
+            timer = rest[0] if rest and rest[0] in TIMERS else "mode"
+            return cls(int(warmup), int(every), float(budget), timer)
         except ValueError:
             return cls()
 

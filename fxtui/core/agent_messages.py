@@ -88,6 +88,8 @@ class Step:
     wait_ns: int = -1
     """Time the thread that ran the step was ready to run but waited for a CPU (the kernel's run-queue delay, ns);
     -1 where the kernel does not say."""
+    timer: str = ""
+    """The per-op timer that timed a sampled step: ``mode`` (the dispatch mode) or ``native`` (``""``: unsampled)."""
 
 
 @dataclass(frozen=True)

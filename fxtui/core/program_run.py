@@ -83,6 +83,9 @@ class ProgramState:
     """The machine's CPUs (0: not measured)."""
     steal_share: float = 0.0
     """Time the hypervisor gave the CPUs to another machine, over the run's wall time."""
+    timer: str = ""
+    """The per-op timer of the latest sampled step: ``mode`` or ``native`` (``fxtui run --timer``); ``""`` before
+    one."""
 
     @property
     def script(self) -> str:

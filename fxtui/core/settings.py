@@ -134,10 +134,12 @@ class ProgramSettings:
     step; its peak stays resident)."""
     keep_disturbed: bool = False
     """Keep the sampled steps that waited for a CPU beyond the threshold in the node figures."""
+    timer: str = "mode"
+    """The per-op timer of sampled steps: ``mode`` or ``native`` (:class:`~fxtui.core.agent_contract.AgentOptions`)."""
 
     def agent_options(self) -> AgentOptions:
-        """What the program's agent is told: its warm-up, its pace and its budget."""
-        return AgentOptions(self.warmup, self.every, self.budget)
+        """What the program's agent is told: its warm-up, its pace, its budget and its timer."""
+        return AgentOptions(self.warmup, self.every, self.budget, self.timer)
 
     def program_env(self) -> dict[str, str]:
         """What the program's environment gets besides the caller's (glibc reads these as it starts)."""

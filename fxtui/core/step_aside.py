@@ -17,8 +17,16 @@ MODE = "mode"
 """A dispatch mode of the program's own (``FlopCounterMode``, a user's mode) was on torch's mode stack: fxtui's
 mode pushed above it would be the one the program's ``__exit__`` pops."""
 
+OPS = "ops"
+"""The step ran more ops than a sampled step records (:data:`OP_LIMIT`): the timer stopped there, so its records
+miss ops, and timing them all would cost the program too long."""
+#: Ops a sampled step records at most (a quarter of it on a describing step, which costs more per op): past it the
+#: timer stops and the step is set aside, so a step of a million ops (an LBFGS closure over an unrolled cell) costs
+#: the program a few seconds, not half a minute.
+OP_LIMIT = 200_000
+
 #: Every reason, in the order the header names them.
-ASIDE = (PROFILER, MODE, CONTEXT)
+ASIDE = (PROFILER, MODE, CONTEXT, OPS)
 
 
 def aside_text(why: str, count: int, name: str) -> str:
@@ -38,5 +46,10 @@ def aside_text(why: str, count: int, name: str) -> str:
         return (
             f"{count} {name} {were} not sampled: torch's thread state changed under fxtui's mode (an inference_mode "
             "block ended inside the step) and following it would change what the program computes"
+        )
+    if why == OPS:
+        return (
+            f"{count} {name} {were} not sampled: each ran more ops than a sampled step records ({OP_LIMIT:,}), so "
+            "timing stopped there; their times are left out of the figures"
         )
     return f"{count} {name} {were} not sampled ({why})"

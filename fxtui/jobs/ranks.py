@@ -114,6 +114,9 @@ class JobCollector:
         """The figures of ``rank`` (the lowest when None or unknown) and of ``kind``'s steps (the kind the figures
         lead with when None), every rank compared beside them."""
         ranked = self.ranked()
+        timer = next((c.program.timer for _, c in ranked if c.program.timer), self.program.timer)
+        if timer != self.program.timer:
+            self.program = dataclasses.replace(self.program, timer=timer)
         remote = self.remote.snapshots(kind, state, {r for r, _ in ranked}) if self.remote else {}
         traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
         if len(ranked) <= 1 and not remote:

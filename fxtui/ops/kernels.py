@@ -216,6 +216,9 @@ class CompiledKernels:
             _pop_mode()
         else:
             mode = None
+        pause = getattr(recorder, "pause", None)  # the native timer steps aside too
+        if pause is not None:
+            pause(True)
         return _clock(), mode
 
     def exit(self, token: tuple[int, Any]) -> None:
@@ -226,5 +229,8 @@ class CompiledKernels:
             with contextlib.suppress(Exception):
                 _push_mode(mode)
         recorder = self._recorder
+        pause = getattr(recorder, "pause", None)
+        if pause is not None:
+            pause(False)
         if recorder is not None:
             recorder.records.append(make(CompiledCall, (t0, t1, _autograd_node())))

@@ -49,6 +49,7 @@ from fxtui.core.compilation import common_ancestor
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.ops.recorder import GRADIENT
 from fxtui.ops.records import (
+    UNKNOWN_SHAPE,
     CompiledCall,
     KernelCall,
     ModuleEnter,
@@ -120,6 +121,9 @@ class OpNamer:
         self._by_class: dict[type, int] = {}
         self._path: dict[int, tuple[weakref.ref[Any], Where]] = {}
         self._param: dict[int, tuple[weakref.ref[Any], Where]] = {}
+        self._param_at: dict[int, tuple[weakref.ref[Any], Where]] = {}
+        """The same, by the parameter's TensorImpl address (``param._cdata``: the native timer's rows)."""
+        self._shape_of: dict[int, str] = {}
         self._ids: dict[tuple[Any, ...], int] = {}
         self._ordinals: dict[tuple[Any, ...], int] = {}
         """(phase, where, label) → positions numbered so far (the ``#n`` of a node's name)."""
@@ -161,6 +165,7 @@ class OpNamer:
             self._path.setdefault(id(sub), (weakref.ref(sub), (index, name)))
             for param in sub.parameters(recurse=False):
                 self._param.setdefault(id(param), (weakref.ref(param), (index, name)))
+                self._param_at.setdefault(param._cdata, (weakref.ref(param), (index, name)))
         if stateless:
             self._by_class[type(module)] = index
         elif inner is not module:
@@ -244,6 +249,16 @@ class OpNamer:
         found = self._param.get(id(param))
         return found[1] if found is not None and found[0]() is param else OUTSIDE
 
+    def param_owner_at(self, impl: int) -> Where:
+        """The module owning the parameter whose TensorImpl is at ``impl`` (while it lives)."""
+        found = self._param_at.get(impl)
+        param = found[0]() if found is not None else None
+        return found[1] if found is not None and param is not None and param._cdata == impl else OUTSIDE
+
+    def shape_of(self, node_id: int) -> str:
+        """The output shape a node was first seen with."""
+        return self._shape_of.get(node_id, "")
+
     # -- a step ----------------------------------------------------------------------------------
 
     def resolve(self, records: Iterable[Record]) -> list[tuple[int, int, str, int]]:
@@ -261,6 +276,7 @@ class OpNamer:
             n = self._ordinals[family] = self._ordinals.get(family, 0) + 1
             node_id = self._ids[key] = len(self._ids)
             self._ordinal_of[node_id] = n
+            self._shape_of[node_id] = shape
             made = EagerNode(node_id, root, path, phase, label, n, target, shape)
             if kernel is not None:
                 self.described.add(node_id)
@@ -445,9 +461,13 @@ class _Resolution:
             frame = self.outside_frame(record)
             key = (self.loss_phase, frame.where, label, frame.position(label))
         shape = record.shape
-        shape_text = "×".join(map(str, shape)) if shape is not None else ""
         target = f"{func.namespace}.{label}"
-        node_id = self.namer.node_id(key, target, shape_text, record)
+        if shape is UNKNOWN_SHAPE:  # the native timer reads no shapes: the node's own, as first seen
+            node_id = self.namer.node_id(key, target, "", record)
+            shape_text = self.namer.shape_of(node_id)
+        else:
+            shape_text = "×".join(map(str, shape)) if shape is not None else ""
+            node_id = self.namer.node_id(key, target, shape_text, record)
         self.out.append((node_id, record.t1 - record.t0, shape_text, record.t0))
 
     def outside_frame(self, record: OpCall) -> _Frame:
@@ -486,7 +506,8 @@ class _Resolution:
         One autograd node may run an op many times (a ``cat`` of N tensors: N slices): beyond
         :data:`MAX_NODE_REPEATS` they fold into one node, so a loop's length makes no new nodes."""
         if type(node).__name__ == "AccumulateGrad":
-            where = self.namer.param_owner(getattr(node, "variable", None))
+            impl = getattr(node, "impl", 0)  # the native timer's node: its parameter's TensorImpl address
+            where = self.namer.param_owner_at(impl) if impl else self.namer.param_owner(getattr(node, "variable", None))
             anchor, stretch = "", -1
         else:
             i = bisect.bisect_right(self.marks, node._sequence_nr()) - 1

@@ -217,6 +217,12 @@ class OpRecorder:
         self._mode: _Mode | None = None
         self._compiled: type | None = None
         self._depth = 0
+        self.limit = sys.maxsize
+        """Records a step may hold before the timer stops (checked at module calls); the agent sets
+        :data:`~fxtui.core.step_aside.OP_LIMIT` and sets such a step aside. No limit otherwise (the eager capture)."""
+        self.overflowed = 0
+        """The last step stopped at :attr:`limit` (its records miss ops)."""
+        self._limit_now = self.limit
 
     @property
     def active(self) -> bool:
@@ -239,6 +245,8 @@ class OpRecorder:
         self._mode = lingering if isinstance(lingering, _Mode) else _Mode(self.records.append, stacks)
         self._compiled = _compiled_type()
         self._depth = 0
+        self.overflowed = 0
+        self._limit_now = self.limit // 4 if stacks else self.limit
         self._calls = []  # per module call in progress: whether it is compiled (the mode stepped aside)
         if self._hooks:
             run_eagerly(self._pre, self._post, _Mode.__torch_dispatch__)
@@ -263,6 +271,10 @@ class OpRecorder:
         apart)."""
         mode = self._mode
         if mode is None:
+            return
+        if len(self.records) >= self._limit_now:  # a step of too many ops: the timer stops here
+            self.overflowed = len(self.records)
+            self.stop()
             return
         inputs = tensor_ids(args) if self._depth == 0 and args else ()
         self._depth += 1

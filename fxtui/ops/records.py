@@ -98,6 +98,9 @@ class Named:
         self.name = name
 
 
+#: An op's output shape that was not read (the native timer's rows): the namer gives it its node's known shape.
+UNKNOWN_SHAPE: Any = type("UnknownShape", (), {"__repr__": lambda self: "UNKNOWN_SHAPE"})()
+
 Record = OpCall | ModuleEnter | ModuleExit | PhaseEnter | PhaseExit | KernelCall | CompiledCall
 
 #: Builds a record without a Python frame, every field given: ``make(OpCall, (op, t0, t1, grad_fn, shape, None, None,

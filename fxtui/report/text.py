@@ -297,7 +297,10 @@ def capture_lines(report: ReportData) -> list[str]:
     """The header's lines on how the model became graphs: the capture, its graph breaks, what it costs."""
     mode = capture_mode(report.capture)
     if not mode.splits:
-        return [f"capture    {mode.name}: {mode.how}", *_program_kernels_line(report)]
+        how = mode.how
+        if report.program is not None and report.program.timer == "native":  # fxtui run --timer native
+            how = how.replace("(a dispatch mode)", "(a C++ RecordFunction callback: --timer native)")
+        return [f"capture    {mode.name}: {how}", *_program_kernels_line(report)]
     breaks = len(report.breaks)
     graphs = f"{report.graphs} graph{'s' if report.graphs != 1 else ''}"
     lines = [

@@ -1,0 +1,382 @@
+"""The per-op timer in C++: a RecordFunction callback writes a row of integers per op, merged with the module calls.
+
+:class:`NativeRecorder` is an :class:`~fxtui.ops.recorder.OpRecorder` whose undescribed steps are timed by the
+native library (``op_timer.cpp``, built by :mod:`fxtui.ops.native_build`) instead of the Python dispatch mode.
+The callback records the ops the dispatch mode would see — the outermost op that is not
+CompositeImplicitAutograd, outside the regions where torch keeps the Python key out — into a preallocated int64
+buffer: no Python object per op while the step runs. Module calls and phase marks stay Python records (one per
+module call). :meth:`NativeRecorder.take` merges the rows into them by time as the records the namer reads, so node
+names and positions are the dispatch mode's.
+
+What differs from the dispatch mode, by design:
+
+* no ``detach`` rows that the mode itself causes (torch detaches what a Python mode returns and saves);
+  ``_reshape_alias``, which ``reshape`` runs when no Python mode is on, is named ``view`` as under the mode, and
+  autograd's in-place sum of two gradients (``add_``; ``add`` under a Python mode) ``add``;
+* output shapes are not read per op (it would copy every op's outputs): a node keeps the shape it was first
+  described with (the describing steps, which note inputs and source lines, are the dispatch mode's);
+* the tensors an op reads and makes (the loss rule, :mod:`fxtui.ops.namer`) are TensorImpl addresses
+  (``tensor._cdata``), noted only while no module call is in progress, as the mode notes ids;
+* a step's rows stop at :data:`~fxtui.core.step_aside.OP_LIMIT`, as the dispatch mode's records do: past it the
+  step is :attr:`~fxtui.ops.recorder.OpRecorder.overflowed` (the agent sets it aside).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils._pytree import tree_leaves
+
+from fxtui.core.step_aside import OP_LIMIT
+from fxtui.ops.native_build import load, start_build, why_not
+from fxtui.ops.recorder import OpRecorder, _clock, _sequence_nr, is_compiled
+from fxtui.ops.records import (
+    UNKNOWN_SHAPE,
+    CompiledCall,
+    KernelCall,
+    ModuleEnter,
+    ModuleExit,
+    OpCall,
+    PhaseEnter,
+    PhaseExit,
+    Record,
+    make,
+)
+
+COLUMNS = 7
+#: Phases whose ops outside every module the namer names by the tensors they read (the loss, a gradient's seed).
+_FLOW_PHASES = frozenset({"closure", "forward", "backward"})
+NAME, T0, T1, NODE, SEQ, VARIABLE, FLOW = range(COLUMNS)
+#: Integers of tensor flow (inputs and outputs of ops outside every module) a step may note.
+FLOW_CAPACITY = 1 << 18
+
+
+class _Packet:
+    """What the namer reads of an op's overload packet: its name."""
+
+    __slots__ = ("__name__",)
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+
+#: Ops torch runs in place of another when no Python mode is on: named as the dispatch mode names them, so a node
+#: keeps its name whichever timer ran (``reshape`` makes a ``view`` under a Python mode, ``_reshape_alias`` else).
+_AS_THE_MODE_NAMES = {"aten::_reshape_alias": "aten::view"}
+
+
+class NativeOp:
+    """An op named by the native timer (``aten::addmm``), read as the namer reads an ``OpOverload``."""
+
+    __slots__ = ("name", "namespace", "overloadpacket")
+
+    def __init__(self, qualified: str) -> None:
+        qualified = _AS_THE_MODE_NAMES.get(qualified, qualified)
+        namespace, _, label = qualified.partition("::")
+        self.namespace = namespace
+        self.overloadpacket = _Packet(label)
+        self.name = qualified
+
+    def __repr__(self) -> str:
+        return f"NativeOp({self.name})"
+
+
+class NativeNode:
+    """The autograd node that ran a native row, read as the namer reads one (its sequence number, its kind)."""
+
+    __slots__ = ("__weakref__", "_seq", "impl")
+
+    def __init__(self, seq: int, impl: int) -> None:
+        self._seq = seq
+        self.impl = impl
+        """For an ``AccumulateGrad``: its parameter's TensorImpl address (``param._cdata``); else 0."""
+
+    def _sequence_nr(self) -> int:
+        return self._seq
+
+
+class AccumulateGrad(NativeNode):
+    """A parameter's gradient accumulation (named as torch's node class: the namer charges it to the parameter's
+    module)."""
+
+    __slots__ = ()
+    variable = None
+
+
+def tensor_impls(value: Any) -> tuple[int, ...]:
+    """The TensorImpl addresses of the tensors in a module's input or output (as the native rows note them)."""
+    return tuple(leaf._cdata for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor))
+
+
+class NativeRecorder(OpRecorder):
+    """An :class:`OpRecorder` whose undescribed steps are timed in C++ (``lib``: :func:`native_build.load`)."""
+
+    def __init__(self, lib: Any = None, kernels: Any = None, hooks: bool = True, build: bool = False) -> None:
+        super().__init__(kernels=kernels, hooks=hooks)
+        self.limit = OP_LIMIT  # the rows' buffer is allocated at it
+        self.lib = lib if lib is not None else load()
+        if self.lib is None and build:
+            start_build()  # in the background: the dispatch mode times ops until the library is there
+        self.allowed = True
+        """Whether the next step may be timed natively (the agent's ``generate()`` steps note indices into the
+        records as they run, so they are the dispatch mode's)."""
+        self._rows: np.ndarray | None = None
+        self._flow: np.ndarray | None = None
+        self._native = False
+        self._ops: list[NativeOp] = []
+        self._add = NativeOp("aten::add")
+        self._phases: list[str] = []
+        self._engine: Any = None
+        self._paused = 0
+        self.ran = "mode"
+        """The timer of the latest undescribed step: ``native``, or ``mode`` (before the library is built, where it
+        cannot be, in ``generate()`` calls); describing steps, always the mode's, leave it as it was."""
+        self._rows_recorded = -1
+        """Rows of the native step stopped last, not merged yet (-1: none)."""
+
+    @property
+    def active(self) -> bool:
+        return self._native or self._mode is not None
+
+    @property
+    def native(self) -> bool:
+        """Recording with the native timer now."""
+        return self._native
+
+    def start(self, stacks: bool = False) -> None:
+        """Begin recording: with the dispatch mode when describing (``stacks``) or without the library, else
+        natively."""
+        if self.active:
+            return
+        if self._rows_recorded >= 0:  # the last step's rows, not taken yet: merged before the buffer is reused
+            count, self._rows_recorded = self._rows_recorded, -1
+            self.records = self._merge(count)
+        if self.lib is None:
+            self.lib = load()  # built since (a stat while it is not)
+        if stacks or self.lib is None or not self.allowed:
+            super().start(stacks)
+            return
+        if self._rows is None:
+            self._rows = np.zeros((self.limit, COLUMNS), dtype=np.int64)
+            self._flow = np.zeros(FLOW_CAPACITY, dtype=np.int64)
+        assert self._flow is not None
+        self._compiled = _compiled_type()
+        self._depth = 0
+        self._calls = []
+        self.overflowed = 0
+        if self._hooks:
+            from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+            self._handles = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
+        if self.lib.fx_start(self._rows.ctypes.data, len(self._rows), self._flow.ctypes.data, len(self._flow)) != 0:
+            for handle in self._handles:
+                handle.remove()
+            self._handles.clear()
+            super().start(stacks)  # the library is recording elsewhere (another recorder): the dispatch mode
+            return
+        self._native = True
+        self.ran = "native"
+        self._paused = 0
+        self._phases = []
+        self._flow_now()
+        self._wrap_engine()
+        if self.kernels is not None:
+            self.kernels.start(self)
+
+    def enter(self, module: torch.nn.Module, args: Any = None) -> None:
+        if not self._native:
+            super().enter(module, args)
+            return
+        inputs = tensor_impls(args) if self._depth == 0 and args else ()
+        if self._depth == 0:
+            self.lib.fx_flow(0)
+        self._depth += 1
+        skip = is_compiled(module, self._compiled)
+        self._calls.append(skip)
+        self.records.append(make(ModuleEnter, (module, _clock(), _sequence_nr(), skip, inputs)))
+        if skip:
+            self.pause(True)  # compiled code runs untimed here: its kernels are timed by `kernels`
+
+    def exit(self, module: torch.nn.Module, out: Any = None) -> None:
+        if not self._native:
+            super().exit(module, out)
+            return
+        t, seq = _clock(), _sequence_nr()
+        self._depth = max(0, self._depth - 1)
+        outputs = tensor_impls(out) if self._depth == 0 and out is not None else ()
+        compiled = bool(self._calls and self._calls.pop())
+        if compiled:
+            self.pause(False)
+        self.records.append(make(ModuleExit, (module, t, seq, compiled, outputs)))
+        if self._depth == 0:
+            self._flow_now()
+
+    def pause(self, paused: bool) -> None:
+        """Compiled code begins (``True``) or ends: its ATen ops are not the dispatch mode's either (it steps aside
+        around compiled calls; :mod:`fxtui.ops.kernels` times their kernels). Nested calls count."""
+        if not self._native:
+            return
+        self._paused = max(0, self._paused + (1 if paused else -1))
+        if self._paused == (1 if paused else 0):
+            self.lib.fx_pause(int(paused))
+
+    def mark(self, phase: str, enter: bool, owner: object = None) -> None:
+        if not self._native:
+            super().mark(phase, enter, owner)
+            return
+        if enter:
+            self.records.append(make(PhaseEnter, (phase, _clock(), owner)))
+            self._phases.append(phase)
+        else:
+            self.records.append(make(PhaseExit, (phase, _clock())))
+            if self._phases:
+                self._phases.pop()
+        self._flow_now()
+
+    def _wrap_engine(self) -> None:
+        """While recording, autograd's engine runs with flow off: ``torch.autograd.backward`` and ``grad`` call
+        ``torch.autograd._engine_run_backward`` by its module's name after making the gradient's seed (whose flow the
+        namer reads); the engine's nodes' ops are charged by node. Restored at :meth:`stop`."""
+        engine = torch.autograd.__dict__.get("_engine_run_backward")
+        if engine is None or self._engine is not None:
+            return
+        recorder = self
+
+        def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
+            if recorder._native:
+                recorder.lib.fx_flow(0)
+            try:
+                return engine(*args, **kwargs)
+            finally:
+                if recorder._native:
+                    recorder._flow_now()
+
+        self._engine = engine
+        torch.autograd._engine_run_backward = _engine_run_backward  # type: ignore[attr-defined]
+
+    def _unwrap_engine(self) -> None:
+        if self._engine is not None:
+            torch.autograd._engine_run_backward = self._engine  # type: ignore[attr-defined]
+            self._engine = None
+
+    def _flow_now(self) -> None:
+        """Note the tensors ops read and make only where the namer reads them: outside every module call, and
+        outside the phases whose ops are named by the phase (an optimizer's, a DataLoader's). In a backward, the
+        library stops at the first op autograd's engine runs (the seed of the gradient is read, the nodes are not)."""
+        self.lib.fx_flow(int(self._depth == 0 and (not self._phases or self._phases[-1] in _FLOW_PHASES)))
+
+    def stop(self) -> None:
+        if not self._native:
+            super().stop()
+            return
+        if self.kernels is not None:
+            self.kernels.stop()
+        self._unwrap_engine()
+        count = int(self.lib.fx_stop())
+        self.overflowed = int(self.lib.fx_dropped())
+        self._native = False
+        self._calls.clear()
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._rows_recorded = count
+
+    def take(self) -> list[Record]:
+        """The records so far: a native step's rows merged into its Python records here, after the step."""
+        if self._rows_recorded >= 0:
+            count, self._rows_recorded = self._rows_recorded, -1
+            self.records = self._merge(count)
+        return super().take()
+
+    # -- rows into records ------------------------------------------------------------------------
+
+    def timer(self) -> str:
+        """Which timer times the steps now, in a sentence for the header."""
+        if self.lib is not None:
+            return "ops timed by the native timer (a C++ RecordFunction callback)"
+        why = why_not()
+        return f"ops timed by the dispatch mode: the native timer is not in use ({why or 'its library is being built'})"
+
+    def op(self, name_id: int) -> NativeOp:
+        """The op of a row's name id (names cross from C++ once each)."""
+        while len(self._ops) <= name_id:
+            buffer = ctypes.create_string_buffer(512)
+            n = self.lib.fx_name(len(self._ops), buffer, len(buffer))
+            self._ops.append(NativeOp(buffer.value.decode() if n >= 0 else "aten::unknown"))
+        return self._ops[name_id]
+
+    def _merge(self, count: int) -> list[Record]:
+        """The Python records with the step's rows merged in by time (an op before the first record after its
+        start), as the dispatch mode would have appended them."""
+        assert self._rows is not None and self._flow is not None
+        rows = self._rows[:count]
+        python = self.records
+        times = np.fromiter((_at(r) for r in python), dtype=np.int64, count=len(python))
+        # Python record k goes after the rows that started before it.
+        where = np.searchsorted(rows[:, T0], times, side="left") if count else np.zeros(len(python), dtype=np.int64)
+        nodes: dict[tuple[int, int, int], NativeNode] = {}
+        flow = self._flow
+        out: list[Record] = []
+        at = 0
+        listed = rows.tolist()
+        ops = [self.op(i) for i in range(int(rows[:, NAME].max()) + 1)] if count else []
+        add = self._add
+        for k, record in enumerate(python):
+            upto = int(where[k])
+            for row in listed[at:upto]:
+                out.append(_op_record(row, ops, nodes, flow, add))
+            at = max(at, upto)
+            out.append(record)
+        for row in listed[at:]:
+            out.append(_op_record(row, ops, nodes, flow, add))
+        return out
+
+
+def _at(record: Record) -> int:
+    """When a Python record was appended: the clock it holds (a kernel's or compiled call's end)."""
+    kind = type(record)
+    if kind is KernelCall or kind is CompiledCall:
+        return record.t1  # type: ignore[union-attr]
+    if kind in (ModuleEnter, ModuleExit, PhaseEnter, PhaseExit):
+        return record.t  # type: ignore[union-attr]
+    return 0
+
+
+def _op_record(
+    row: list[int],
+    ops: list[NativeOp],
+    nodes: dict[tuple[int, int, int], NativeNode],
+    flow: np.ndarray,
+    add: NativeOp | None = None,
+) -> Record:
+    name, t0, t1, node_at, seq, variable, flow_at = row
+    op = ops[name]
+    node: NativeNode | None = None
+    if node_at:
+        if add is not None and op.name == "aten::add_" and not variable:
+            # autograd's engine sums two gradients of one tensor in place (``add_``) unless a Python mode is on,
+            # when it adds out of place (``add``): named as under the mode (AccumulateGrad's own ``+=`` is in
+            # place in both)
+            op = add
+        key = (node_at, seq, variable)
+        node = nodes.get(key)
+        if node is None:
+            node = nodes[key] = AccumulateGrad(seq, variable) if variable else NativeNode(seq, 0)
+    flows = None
+    if flow_at >= 0:
+        n = int(flow[flow_at])
+        inputs = tuple(flow[flow_at + 1 : flow_at + 1 + n].tolist())
+        m = int(flow[flow_at + 1 + n])
+        outputs = tuple(flow[flow_at + 2 + n : flow_at + 2 + n + m].tolist())
+        flows = (inputs, outputs)
+    return make(OpCall, (op, t0, t1, node, UNKNOWN_SHAPE, None, None, flows))
+
+
+def _compiled_type() -> type | None:
+    import sys
+
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(eval_frame, "OptimizedModule", None)

@@ -1,0 +1,374 @@
+"""The native per-op timer (:mod:`fxtui.ops.native_recorder`) against the dispatch mode's, on the same steps.
+
+The library is built once per session (a compiler process: the e2e tier). Each model follows a pattern of the
+corpus (tests/programs): an MLP with a functional loss, a VAE's loss made of functions outside the model, a
+char-level GPT block, an LSTMCell unrolled inside ``forward``, one ReLU module reused at two shapes, a loss module
+given a model's output, an evaluation under ``no_grad``. Both timers record the same step of the same model; their
+node names and op counts must agree. The dispatch mode also records ``detach`` ops that torch runs only because a
+Python mode is on (it detaches what the mode returns and saves for backward): the native timer has none, and the
+comparison leaves them out.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fxtui
+from fxtui.ops import native_build
+from fxtui.ops.namer import OpNamer
+from fxtui.ops.native_recorder import NativeRecorder
+from fxtui.ops.recorder import OpRecorder
+from fxtui.ops.records import OpCall
+from tests.program_runs import run_fxtui, run_python
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def lib() -> Any:
+    """The native library, built for this torch once (a few seconds to a minute on a busy machine)."""
+    try:
+        native_build.build()
+    except RuntimeError as e:
+        pytest.skip(f"the native timer cannot be built here: {e}")
+    loaded = native_build.load()
+    assert loaded is not None, native_build.why_not()
+    return loaded
+
+
+Step = Callable[[Any], None]
+
+
+def _mlp() -> tuple[torch.nn.Module, Step]:
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    x, y = torch.randn(3, 8), torch.tensor([0, 1, 2])
+
+    def step(rec: Any) -> None:
+        rec.mark("data", True)
+        xb = x * 1.0
+        rec.mark("data", False)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m(xb), y)
+        rec.mark("backward", True)
+        loss.backward()
+        rec.mark("backward", False)
+        rec.mark("optimizer", True, opt)
+        opt.step()
+        rec.mark("optimizer", False)
+
+    return m, step
+
+
+class _Vae(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.mu, self.logvar = torch.nn.Linear(20, 12), torch.nn.Linear(12, 4), torch.nn.Linear(12, 4)
+        self.fc3, self.fc4 = torch.nn.Linear(4, 12), torch.nn.Linear(12, 20)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.fc4(torch.relu(self.fc3(z))))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        h = torch.relu(self.fc1(x))
+        mu, logvar = self.mu(h), self.logvar(h)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        return self.decode(z), mu, logvar
+
+
+def _vae() -> tuple[torch.nn.Module, Step]:
+    m = _Vae()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    x = torch.rand(5, 20)
+
+    def step(rec: Any) -> None:
+        opt.zero_grad()
+        recon, mu, logvar = m(x)
+        bce = torch.nn.functional.binary_cross_entropy(recon, x, reduction="sum")
+        kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        loss = bce + kld
+        rec.mark("backward", True)
+        loss.backward()
+        rec.mark("backward", False)
+        rec.mark("optimizer", True, opt)
+        opt.step()
+        rec.mark("optimizer", False)
+        with torch.no_grad():
+            m.decode(torch.randn(2, 4))
+
+    return m, step
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, d: int = 16, vocab: int = 11) -> None:
+        super().__init__()
+        self.emb, self.ln = torch.nn.Embedding(vocab, d), torch.nn.LayerNorm(d)
+        self.qkv, self.out, self.head = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d), torch.nn.Linear(d, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.emb(idx)
+        q, k, v = self.qkv(self.ln(x)).split(x.shape[-1], dim=-1)
+        att = (q @ k.transpose(-2, -1)) / 4.0
+        mask = torch.tril(torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool))
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        x = x + self.out(att @ v)
+        return self.head(x)
+
+
+def _gpt() -> tuple[torch.nn.Module, Step]:
+    m = _Block()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    idx, tgt = torch.randint(0, 11, (2, 6)), torch.randint(0, 11, (2, 6))
+
+    def step(rec: Any) -> None:
+        logits = m(idx)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), tgt.view(-1))
+        rec.mark("backward", True)
+        loss.backward()
+        rec.mark("backward", False)
+        rec.mark("optimizer", True, opt)
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.mark("optimizer", False)
+
+    return m, step
+
+
+class _Seq(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell, self.linear = torch.nn.LSTMCell(1, 8), torch.nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = c = torch.zeros(x.size(0), 8)
+        outs = []
+        for t in range(x.size(1)):
+            h, c = self.cell(x[:, t : t + 1], (h, c))
+            outs.append(self.linear(h))
+        return torch.cat(outs, dim=1)
+
+
+def _lstm() -> tuple[torch.nn.Module, Step]:
+    m = _Seq()
+    x, y = torch.randn(2, 5), torch.randn(2, 5)
+    loss_fn = torch.nn.MSELoss()
+
+    def step(rec: Any) -> None:
+        m.zero_grad()
+        loss = loss_fn(m(x), y)
+        rec.mark("backward", True)
+        loss.backward()
+        rec.mark("backward", False)
+
+    return m, step
+
+
+class _Reused(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.relu = (
+            torch.nn.Conv2d(1, 4, 3, padding=1),
+            torch.nn.Conv2d(4, 2, 3, padding=1),
+            torch.nn.ReLU(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.relu(self.b(self.relu(self.a(x))))
+
+
+def _reused() -> tuple[torch.nn.Module, Step]:
+    m = _Reused()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(2, 1, 6, 6), torch.randn(2, 2, 6, 6)
+    loss_fn = torch.nn.MSELoss()
+
+    def step(rec: Any) -> None:
+        opt.zero_grad()
+        loss = loss_fn(m(x), y)
+        rec.mark("backward", True)
+        loss.backward()
+        rec.mark("backward", False)
+        rec.mark("optimizer", True, opt)
+        opt.step()
+        rec.mark("optimizer", False)
+
+    return m, step
+
+
+MODELS = {"mlp": _mlp, "vae": _vae, "gpt": _gpt, "lstm": _lstm, "reused": _reused}
+#: Ops torch runs only under a Python dispatch mode (what the mode returns and saves is detached).
+_MODE_ONLY = {"detach", "∇detach"}
+
+
+def _names(namer: OpNamer, ops: list[tuple[int, int, str, int]], nodes: dict[int, Any]) -> Counter[tuple[Any, ...]]:
+    for n in namer.take_new()[0]:
+        nodes.setdefault(n.id, n)
+    return Counter(
+        (n.phase, n.root, n.module_path, n.label, n.occurrence)
+        for node, *_ in ops
+        if (n := nodes[node]).label not in _MODE_ONLY
+    )
+
+
+def _shapes(namer_nodes: dict[int, Any]) -> dict[tuple[Any, ...], str]:
+    return {(n.phase, n.root, n.module_path, n.label, n.occurrence): n.shape for n in namer_nodes.values()}
+
+
+def _run(recorder: OpRecorder, model: torch.nn.Module, step: Step, steps: int = 3, describe_first: bool = False) -> Any:
+    namer = OpNamer()
+    namer.add_root(model)
+    nodes: dict[int, Any] = {}
+    names = []
+    for i in range(steps):
+        recorder.start(stacks=describe_first and i == 0)
+        step(recorder)
+        recorder.stop()
+        names.append(_names(namer, namer.resolve(recorder.take()), nodes))
+    return names, nodes
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_native_and_mode_timers_name_the_same_nodes_and_count_the_same_ops(lib: Any, name: str) -> None:
+    torch.manual_seed(0)
+    model, step = MODELS[name]()
+    step(OpRecorder())  # warm: lazy state made once (optimizer moments), outside both recordings
+    by_mode, _ = _run(OpRecorder(), model, step)
+    native = NativeRecorder(lib)
+    by_native, _ = _run(native, model, step)
+    for k, (mode_step, native_step) in enumerate(zip(by_mode, by_native, strict=True)):
+        assert mode_step == native_step, (name, k, mode_step - native_step, native_step - mode_step)
+    assert sum(by_native[-1].values()) > 10
+
+
+@pytest.mark.parametrize("name", ["mlp", "reused"])
+def test_native_steps_keep_the_shapes_the_describing_step_noted(lib: Any, name: str) -> None:
+    torch.manual_seed(0)
+    model, step = MODELS[name]()
+    step(OpRecorder())
+    _, by_mode = _run(OpRecorder(), model, step, steps=1)
+    native = NativeRecorder(lib)
+    _, by_native = _run(native, model, step, steps=3, describe_first=True)
+    mode_shapes, native_shapes = _shapes(by_mode), _shapes(by_native)
+    assert native_shapes == mode_shapes
+
+
+def test_gradient_accumulation_is_charged_to_the_parameters_module(lib: Any) -> None:
+    """An AccumulateGrad node has no useful sequence number: its ops go to the module owning the parameter."""
+    model, step = MODELS["mlp"]()
+    native = NativeRecorder(lib)
+    _, nodes = _run(native, model, step, steps=2)
+    accumulated = [n for n in nodes.values() if n.phase == "backward" and n.label == "∇detach"]
+    # each Linear's weight and bias (set_to_none gradients: stolen, a detach each)
+    assert sorted((n.root, n.module_path) for n in accumulated) == [(0, "0"), (0, "0"), (0, "2"), (0, "2")]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(depth=st.integers(1, 4), width=st.integers(2, 12), batch=st.integers(1, 5))
+def test_per_node_sums_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, batch: int) -> None:
+    layers: list[torch.nn.Module] = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(width, width), torch.nn.Tanh()]
+    model = torch.nn.Sequential(*layers)
+    x = torch.randn(batch, width)
+    native = NativeRecorder(lib)
+    native.start()
+    model(x).square().mean().backward()
+    native.stop()
+    records = native.take()
+    raw = sum(r.t1 - r.t0 for r in records if type(r) is OpCall)
+    ops = OpNamer().resolve(records)
+    per_node: Counter[int] = Counter()
+    for node, ns, _shape, _start in ops:
+        per_node[node] += ns
+    assert sum(per_node.values()) == raw
+    assert len(ops) == sum(1 for r in records if type(r) is OpCall)
+
+
+def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any) -> None:
+    """While a native step runs, each op writes integers into a preallocated buffer: the program's collector tracks
+    as many objects after 1,000 ops as after 10."""
+    model = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    native = NativeRecorder(lib, hooks=False)
+
+    def growth(ops: int) -> int:
+        gc.collect()
+        native.start()
+        before = len(gc.get_objects())
+        with torch.no_grad():
+            y = x
+            for _ in range(ops):
+                y = torch.nn.functional.linear(y, model.weight)
+        after = len(gc.get_objects())
+        native.stop()
+        native.take()
+        return after - before
+
+    growth(10)  # warm: names interned, buffers made
+    small, large = growth(10), growth(1000)
+    assert large - small < 50, (small, large)
+
+
+def test_a_step_past_the_op_limit_stops_and_says_so(lib: Any) -> None:
+    native = NativeRecorder(lib, hooks=False)
+    native.limit = 100
+    native._rows = None  # buffers made at the new limit
+    native.start()
+    x = torch.zeros(3)
+    for _ in range(300):
+        x = x + 1
+    native.stop()
+    records = native.take()
+    assert native.overflowed == 301 - 100  # zeros and 300 adds
+    assert sum(1 for r in records if type(r) is OpCall) == 100
+
+
+def _watched(timer: str) -> Any:
+    torch.manual_seed(0)
+    _model, step = MODELS["gpt"]()
+    with fxtui.watch(warmup=1, every=2, timer=timer) as w:
+        for _ in range(9):
+            step(_Unmarked())
+    return w.report()
+
+
+class _Unmarked:
+    """The agent marks phases itself."""
+
+    def mark(self, *args: Any) -> None:
+        pass
+
+
+def test_a_watched_program_timed_natively_names_its_nodes_as_the_dispatch_mode_does(lib: Any) -> None:
+    by_mode, by_native = _watched("mode"), _watched("native")
+    assert "a C++ RecordFunction callback" in by_native.header()
+    assert "a C++ RecordFunction callback" not in by_mode.header()
+    assert json.loads(by_native.to_json())["metadata"]["program"]["timer"] == "native"
+    names = [{r.name for r in report.rows if "detach" not in r.name} for report in (by_mode, by_native)]
+    assert names[0] == names[1], (names[0] - names[1], names[1] - names[0])
+
+
+def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> None:
+    """The option end to end: the program's own output as under python, its nodes timed by the C++ callback."""
+    root = Path(__file__).resolve().parents[1]
+    command = (str(root / "tests" / "programs" / "reused_module.py"), "--epochs", "1", "--batches", "8")
+    plain = run_python((*command, "--test-batches", "2"), root)
+    run = run_fxtui(
+        (*command, "--test-batches", "2"), root, ("--warmup-steps", "1", "--sample-every", "2", "--timer", "native")
+    )
+    assert run.status == 0, run.stderr[-2000:]
+    assert run.program_lines() == plain.program_lines()
+    assert run.meta["program"]["timer"] == "native"
+    assert "a C++ RecordFunction callback: --timer native" in run.stdout
+    assert run.rows
