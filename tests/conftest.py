@@ -31,3 +31,6 @@ def whole_lines() -> None:
 
 # Each test module declares its tier (unit or e2e); a unit test starts no process (tests/tiers.py).
 from tiers import pytest_collection_modifyitems, pytest_ignore_collect, unit_tests_start_no_process  # noqa: E402, F401
+
+# The suite's two pytest-xdist workers (tests/workers.py).
+from workers import pytest_xdist_auto_num_workers  # noqa: E402, F401
