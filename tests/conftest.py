@@ -30,4 +30,14 @@ def whole_lines() -> None:
 
 
 # Each test module declares its tier (unit or e2e); a unit test starts no process (tests/tiers.py).
-from tiers import pytest_collection_modifyitems, pytest_ignore_collect, unit_tests_start_no_process  # noqa: E402, F401
+from tiers import pytest_collection_modifyitems as every_module_has_a_tier  # noqa: E402
+from tiers import pytest_ignore_collect, unit_tests_start_no_process  # noqa: E402, F401
+
+# The suite's two pytest-xdist workers, the longest files first (tests/workers.py).
+from workers import longest_files_first, pytest_xdist_auto_num_workers  # noqa: E402, F401
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    every_module_has_a_tier(config, items)
+    longest_files_first(items)

@@ -59,8 +59,10 @@ def test_keeping_freed_memory_removes_the_page_faults_of_each_run() -> None:
     assert faults > 10_000  # 16,384 pages of 4 KiB mapped afresh every run
     # Twice, in fresh-clone CI runs with other work on the machine, one "keep" interpreter paid every
     # page of the buffer each run (16,384, as if the policy were glibc's); never reproduced alone.
-    # A second fresh interpreter is asked before failing: kept memory must stop the faults in one.
-    attempts = [_faults("keep") for _ in range(2)]
+    # A second fresh interpreter is asked before failing (only then): kept memory must stop the faults in one.
+    attempts = [_faults("keep")]
+    if attempts[0][0] >= 100:
+        attempts.append(_faults("keep"))
     assert all(malloc == "keep" for _, malloc in attempts)
     assert min(faults for faults, _ in attempts) < 100, attempts
 

@@ -140,11 +140,14 @@ def test_a_killed_viewer_costs_the_job_nothing_and_two_viewers_both_work(shared:
     figures(shared, at_least=3)
     viewer = subprocess.Popen(
         [sys.executable, "-c", f"import time; from fxtui.jobs.attach_source import AttachSource; "
-         f"from fxtui.jobs.directory import find_job; s = AttachSource(find_job({shared.id!r})); time.sleep(60)"],
+         f"from fxtui.jobs.directory import find_job; s = AttachSource(find_job({shared.id!r})); "
+         f"print('connected', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(3)
+    assert viewer.stdout is not None and viewer.stdout.readline() == "connected\n"  # killed once it is connected
     viewer.kill()
     viewer.wait()
+    viewer.stdout.close()
     one, two = AttachSource(shared), AttachSource(shared)
     got: list[list[object]] = [[], []]
     for source, sink in zip((one, two), got, strict=True):

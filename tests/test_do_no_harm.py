@@ -157,17 +157,27 @@ if __name__ == "__main__":
     mp.set_start_method("spawn", force=True)
     model.share_memory()
     tensors = [p.data for p in model.parameters()]
-    worker = mp.Process(target=MODE, args=(ARG, 6, 3))
+    worker = mp.Process(target=train_shared, args=(tensors, 6, 3))  # its own model on the shared tensors
     worker.start(); worker.join()
     print("spawned child exited", worker.exitcode, "shared model", digest(model), flush=True)
+    worker = mp.Process(target=train, args=(model, 6, 5))  # the shared model itself, as mnist_hogwild passes it
+    worker.start(); worker.join()
+    print("spawned hogwild child exited", worker.exitcode, "shared model", digest(model), flush=True)
     train(model, 12, 4)
     print("parent done", digest(model))
 """
 
 
-def test_forked_and_spawned_children_live_as_under_python(tmp_path: Path) -> None:
-    write(tmp_path, "children.py", CHILDREN.replace("MODE", "train_shared").replace("ARG", "tensors"))
-    plain, fxtui = _compare(tmp_path, "children.py")
+@pytest.fixture(scope="module")
+def children(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The program with children of every kind, under python and under fxtui run (once for both tests)."""
+    directory = tmp_path_factory.mktemp("children")
+    write(directory, "children.py", CHILDREN)
+    return _compare(directory, "children.py")
+
+
+def test_forked_and_spawned_children_live_as_under_python(children) -> None:  # type: ignore[no-untyped-def]
+    plain, fxtui = children
     assert plain.returncode == 0, plain.stderr
     assert "forked child exited 7" in plain.stdout and "spawned child exited 0" in plain.stdout
     assert fxtui.returncode == plain.returncode, fxtui.stderr
@@ -177,10 +187,10 @@ def test_forked_and_spawned_children_live_as_under_python(tmp_path: Path) -> Non
     assert "training steps" in fxtui.stdout
 
 
-def test_a_model_shared_with_a_spawned_child_as_mnist_hogwild_does(tmp_path: Path) -> None:
-    write(tmp_path, "hogwild.py", CHILDREN.replace("MODE", "train").replace("ARG", "model"))
-    plain, fxtui = _compare(tmp_path, "hogwild.py")
+def test_a_model_shared_with_a_spawned_child_as_mnist_hogwild_does(children) -> None:  # type: ignore[no-untyped-def]
+    plain, fxtui = children
     assert plain.returncode == 0, plain.stderr
+    assert "spawned hogwild child exited 0" in plain.stdout  # its training in the shared model: the digests below
     assert fxtui.returncode == plain.returncode and fxtui.stdout.startswith(plain.stdout), fxtui.stderr
     assert fxtui.stderr == plain.stderr
 

@@ -3,6 +3,8 @@ user's modules, the program's compiled graphs left as they were."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,14 +66,32 @@ def _clean(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines() if "No CUDA runtime is found" not in line)
 
 
+Run = tuple[subprocess.CompletedProcess[str], dict]
+
+
+@pytest.fixture(scope="module")
+def compiled_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], tuple[Path, Run]]:
+    """``compiled_run(kind, how)``: the script's directory and its run under ``fxtui run``, made once per file (a
+    compile is most of a run's time; the test of a second run reads the first one's directory)."""
+    made: dict[tuple[str, str], tuple[Path, Run]] = {}
+
+    def get(kind: str, how: str) -> tuple[Path, Run]:
+        if (kind, how) not in made:
+            directory = tmp_path_factory.mktemp(f"compiled-{kind}-{how}")
+            script(directory, COMPILED, "compiled.py")
+            made[kind, how] = directory, fxtui_run(directory, "compiled.py", "14", kind, how, json_out=True)
+        return made[kind, how]
+
+    return get
+
+
 @pytest.mark.parametrize(
     ("kind", "how"), [("train", "wrapped"), ("infer", "wrapped"), ("train", "in-place"), ("infer", "forward")]
 )
 def test_a_compiled_model_is_timed_kernel_by_kernel_and_charged_to_its_modules(
-    tmp_path: Path, kind: str, how: str
+    compiled_run: Callable[[str, str], tuple[Path, Run]], kind: str, how: str
 ) -> None:
-    script(tmp_path, COMPILED, "compiled.py")
-    done, saved = fxtui_run(tmp_path, "compiled.py", "14", kind, how, json_out=True)
+    _, (done, saved) = compiled_run(kind, how)
     assert done.returncode == 0, done.stderr
     assert _clean(done.stderr) == ""  # no warning about fxtui's hooks, nothing of TorchDynamo's about them
     assert "graphs 1 recompiles 0" in done.stdout  # the program's compiled graph is the one it would have alone
@@ -100,14 +120,13 @@ def test_a_compiled_model_is_timed_kernel_by_kernel_and_charged_to_its_modules(
         assert any(r["phase"] == "optimizer" for r in saved["rows"])  # the eager optimizer, op by op as before
 
 
-def test_the_kernels_are_learnt_in_every_run(tmp_path: Path) -> None:
-    """A second run finds Inductor's caches warm: its graphs still come with their kernels' origins."""
-    script(tmp_path, COMPILED, "compiled.py")
-    for _ in range(2):
-        done, saved = fxtui_run(tmp_path, "compiled.py", "10", "infer", "wrapped", json_out=True)
+def test_the_kernels_are_learnt_in_every_run(compiled_run: Callable[[str, str], tuple[Path, Run]]) -> None:
+    """A second run finds Inductor's caches warm: its graphs still come with their kernels' origins. (The first run
+    is the inference test's, in the same directory.)"""
+    directory, first = compiled_run("infer", "wrapped")
+    for done, saved in (first, fxtui_run(directory, "compiled.py", "14", "infer", "wrapped", json_out=True)):
         assert done.returncode == 0, done.stderr
         assert any(r["module_path"] == "block1.conv" and r["kernel"] for r in saved["rows"])
-        (tmp_path / "run.json").unlink()
 
 
 GENERATE = """
