@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec
 
@@ -134,10 +133,6 @@ class ProgramSettings:
     step; its peak stays resident)."""
     keep_disturbed: bool = False
     """Keep the sampled steps that waited for a CPU beyond the threshold in the node figures."""
-
-    def agent_options(self) -> AgentOptions:
-        """What the program's agent is told: its warm-up, its pace and its budget."""
-        return AgentOptions(self.warmup, self.every, self.budget)
 
     def program_env(self) -> dict[str, str]:
         """What the program's environment gets besides the caller's (glibc reads these as it starts)."""

@@ -15,13 +15,13 @@ import threading
 import time
 from pathlib import Path
 
-from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.launch import log_tail
 from fxtui.jobs.machine_load import MachineLoad
 from fxtui.jobs.rank_snapshots import keeps_ops
 from fxtui.jobs.ranks import JobCollector
+from fxtui.wire.agent_messages import Hello, Step
 
 #: Seconds between two looks at the machine's load (each one reads the program's threads' counters in /proc).
 LOAD_EVERY_S = 1.0

@@ -27,13 +27,13 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from fxtui.core.agent_messages import Step
 from fxtui.core.nodes import Spread
 from fxtui.core.op_nodes import EagerNode
 from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
 from fxtui.core.sample_window import MIN_QUIET
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.jobs.machine_load import DISTURBED_SHARE
+from fxtui.wire.agent_messages import Step
 
 #: Steps of each sort (unsampled, sampled) the shares come from.
 WINDOW = 256

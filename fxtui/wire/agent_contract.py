@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # imported where used: every Python process a program starts 
     import socket
     from multiprocessing.connection import Connection
 
+    from fxtui.core.settings import ProgramSettings
+
 #: Where the collector listens for agents (a unix socket path, or ``HOST:PORT``).
 AGENT_ADDRESS = "FXTUI_AGENT"
 #: The key an agent proves itself with (hex).
@@ -44,6 +46,11 @@ class AgentOptions:
     every: int = 0
     """Sample one step in ``every`` (0: adapt to the budget)."""
     budget: float = BUDGET
+
+    @classmethod
+    def of(cls, settings: ProgramSettings) -> AgentOptions:
+        """What the program's agent is told of ``settings``: its warm-up, its pace and its budget."""
+        return cls(settings.warmup, settings.every, settings.budget)
 
     def encode(self) -> str:
         return f"{self.warmup},{self.every},{self.budget}"
