@@ -78,11 +78,21 @@ _MESSAGES = {
 }
 
 
+#: Where the messages of an fxtui from before ``wire/`` said their classes were: a rank on another server may run it.
+_MOVED = {
+    "fxtui.core.agent_contract": "fxtui.wire.agent_contract",
+    "fxtui.core.agent_messages": "fxtui.wire.agent_messages",
+    "fxtui.core.job_link": "fxtui.wire.job_link",
+    "fxtui.core.commands": "fxtui.wire.viewer_commands",
+}
+
+
 class Unpickler(pickle.Unpickler):
     """Loads only fxtui's torch-free data, its messages and the plain types of :data:`_ALLOWED`; :class:`Refused`
     otherwise."""
 
     def find_class(self, module: str, name: str) -> object:
+        module = _MOVED.get(module, module)
         if module.startswith("fxtui.core.") or module in _MESSAGES or name in _ALLOWED.get(module, ()):
             return super().find_class(module, name)
         if (module, name) in _STANDINS:
