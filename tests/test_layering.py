@@ -399,3 +399,17 @@ def test_no_module_touches_textual_private_names() -> None:
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in private:
                 touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
     assert not touched, "Textual private names: " + ", ".join(touched)
+
+
+def test_no_test_module_imports_another() -> None:
+    # Shared helpers live in tests/helpers.py, tests/ui/fakes.py and tests/program_runs.py: a test module reaching
+    # into another's privates breaks when that one is split, merged or moved to another tier.
+    tests = Path(__file__).resolve().parent
+    names = {p.stem for p in tests.rglob("test_*.py")}
+    reaching = {
+        f"{path.relative_to(tests)} imports {name}"
+        for path in tests.rglob("test_*.py")
+        for name in source_imports(path.read_text(encoding="utf-8"), path.stem)
+        if name.split(".")[0] in names
+    }
+    assert not reaching, sorted(reaching)
