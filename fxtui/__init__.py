@@ -177,8 +177,8 @@ class Watch:
         import threading
 
         from fxtui.agent.agent import Agent
-        from fxtui.core.agent_contract import AgentOptions
         from fxtui.jobs.collector import Collector
+        from fxtui.wire.agent_contract import AgentOptions
 
         self.collector: Collector = Collector((name or _caller(),), warmup=warmup)
         self._lock = threading.Lock()
@@ -195,7 +195,7 @@ class Watch:
 
         import torch
 
-        from fxtui.core.agent_messages import Hello
+        from fxtui.wire.agent_messages import Hello
 
         self._receive(Hello(os.getpid(), tuple(sys.argv), torch.__version__, torch.get_num_threads()))
         self.agent.install()

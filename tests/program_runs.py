@@ -110,7 +110,7 @@ def run_fxtui(
 
 
 @dataclass
-class KindFigures:
+class KindTally:
     """The figures of one kind of step (training, evaluation, generation, a model call)."""
 
     kind: str
@@ -147,7 +147,7 @@ KIND_NAMES = {
 }
 
 
-def step_kinds(meta: Mapping[str, Any]) -> dict[str, KindFigures]:
+def step_kinds(meta: Mapping[str, Any]) -> dict[str, KindTally]:
     """The steps by kind, keyed ``train``, ``eval``, ``generate`` or ``call``.
 
     The JSON gives each kind its own count, warm-up, sampling and figures in ``metadata.steps.kinds`` (a list of
@@ -166,10 +166,10 @@ def step_kinds(meta: Mapping[str, Any]) -> dict[str, KindFigures]:
             steps.get("kind", "call"): {**steps, "fidelity": meta.get("fidelity"), "overhead": meta.get("overhead")}
         }
     known = {"kind", "steps", "warmup", "sampled", "fidelity", "overhead", "phase_median_s"}
-    kinds: dict[str, KindFigures] = {}
+    kinds: dict[str, KindTally] = {}
     for name, figures in per_kind.items():
         key = KIND_NAMES.get(str(name).lower(), str(name).lower())
-        kinds[key] = KindFigures(
+        kinds[key] = KindTally(
             key,
             int(figures.get("steps") or 0),
             int(figures.get("warmup") or 0),

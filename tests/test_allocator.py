@@ -38,7 +38,7 @@ _FAULTS_PER_RUN = textwrap.dedent(
     session = Session(torch.fx.symbolic_trace(FreshBuffer()), (torch.zeros(2),))
     session.warm_up(2)
     for _ in range(5):
-        session.step()
+        session.run_pair()
     print(session.faults_per_run, session.snapshot().malloc)
     """
 )

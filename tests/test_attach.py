@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.core.commands import Stop, StopProgram
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
-from fxtui.jobs.attach_source import AttachSource
-from fxtui.jobs.directory import KEY, VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
+from fxtui.jobs.job_start import start_detached
+from fxtui.wire.attach_source import AttachSource
+from fxtui.wire.job_directory import KEY, VIEWER, JobInfo, find_job, job_dir, read_key
+from fxtui.wire.viewer_commands import Stop, StopProgram
 from tests.loop_until_stopped import LOOP
 
 pytestmark = pytest.mark.e2e
@@ -139,8 +140,8 @@ def test_a_killed_collector_leaves_the_viewer_its_last_figures(job: JobInfo) -> 
 def test_a_killed_viewer_costs_the_job_nothing_and_two_viewers_both_work(shared: JobInfo) -> None:
     figures(shared, at_least=3)
     viewer = subprocess.Popen(
-        [sys.executable, "-c", f"import time; from fxtui.jobs.attach_source import AttachSource; "
-         f"from fxtui.jobs.directory import find_job; s = AttachSource(find_job({shared.id!r})); "
+        [sys.executable, "-c", f"import time; from fxtui.wire.attach_source import AttachSource; "
+         f"from fxtui.wire.job_directory import find_job; s = AttachSource(find_job({shared.id!r})); "
          f"print('connected', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -201,8 +202,8 @@ def _free_port() -> int:
 def test_a_rank_on_another_server_reports_over_tcp_and_a_viewer_watches_over_tcp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fxtui.jobs.attach_source import remote_job
     from fxtui.jobs.launch import SITE_DIR
+    from fxtui.wire.attach_source import remote_job
 
     script = tmp_path / "loop.py"
     script.write_text(textwrap.dedent(LOOP))

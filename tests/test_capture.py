@@ -169,7 +169,7 @@ def test_a_graph_run_twice_per_run_adds_its_calls() -> None:
     session = Session(captured, Inputs((torch.randn(2, 8),)))
     assert session.timer.calls == [2]
     assert {n.calls for n in session.graph.nodes} == {2}
-    session.step()
+    session.run_pair()
     one = session.timer.interps[0].last_ns[1]
     assert session.timer.last_ns[1] >= one  # both calls, not the last one alone
 

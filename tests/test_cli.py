@@ -306,7 +306,7 @@ def test_attach_without_a_running_job_is_one_sentence_on_stderr_and_exit_2(
 ) -> None:
     import time
 
-    from fxtui.jobs.directory import JobInfo, job_dir, write_info
+    from fxtui.wire.job_directory import JobInfo, job_dir, write_info
 
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700)
@@ -354,18 +354,18 @@ def test_each_table_ends_with_the_next_command_to_try(
 def test_after_the_hints_the_next_command_measures_one_or_opens_the_app() -> None:
     from types import SimpleNamespace
 
-    from fxtui.commands.next_step import model_next_step
+    from fxtui.commands.next_command import model_next_command
     from fxtui.core.settings import ModelSettings, OutputSettings, Target
 
     settings = ModelSettings(Target("resnet18"), hints=True)
     hint = SimpleNamespace(what_if="channels-last")
     report = SimpleNamespace(hints=(hint,), what_ifs=(), modules=())
     argv = ["resnet18", "--once", "--hints", "--top", "5"]
-    step = model_next_step(argv, settings, OutputSettings(), report)  # type: ignore[arg-type]
+    step = model_next_command(argv, settings, OutputSettings(), report)  # type: ignore[arg-type]
     assert step is not None
     assert step.command == "fxtui resnet18 --once --hints --top 5 --what-if channels-last"
     measured = SimpleNamespace(hints=(hint,), what_ifs=(SimpleNamespace(name="channels-last"),), modules=())
-    step = model_next_step(argv, settings, OutputSettings(), measured)  # type: ignore[arg-type]
+    step = model_next_command(argv, settings, OutputSettings(), measured)  # type: ignore[arg-type]
     assert step is not None and step.command == "fxtui resnet18" and "live app" in step.why
 
 

@@ -1,5 +1,5 @@
 """The collector's logic in this process, fed the agent's messages directly: one kind's figures
-(``jobs.kind_figures``), a job's ranks (``jobs.ranks``), the state its threads share (``jobs.job_state``) and the
+(``jobs.kind_tally``), a job's ranks (``jobs.ranks``), the state its threads share (``jobs.job_state``) and the
 detached collector's set-up and loop (``jobs.job_setup``, ``jobs.daemon``). The same code runs end to end under
 ``fxtui run`` in tests/test_run.py, tests/test_ranks.py and tests/test_attach.py."""
 
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.core.agent_messages import Hello, Step
-from fxtui.core.op_nodes import EagerNode, RootModule
+from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
 from fxtui.jobs import daemon
-from fxtui.jobs.directory import JobInfo
 from fxtui.jobs.job_setup import read_settings
 from fxtui.jobs.job_state import JobState
-from fxtui.jobs.kind_figures import HISTORY, KindFigures
+from fxtui.jobs.kind_tally import HISTORY, KindTally
 from fxtui.jobs.ranks import JobCollector
+from fxtui.wire.agent_messages import Hello, Step
+from fxtui.wire.job_directory import JobInfo
 
 pytestmark = pytest.mark.unit
 
@@ -38,7 +38,7 @@ def step(
     *,
     sampled: bool = False,
     describing: bool = False,
-    ops: list[tuple[int, int, str, int]] | None = None,
+    ops: list[OpTime] | None = None,
     warm: bool = True,
     restart: bool = False,
     kind: str = "train",
@@ -55,7 +55,7 @@ def step(
 
 
 def test_warm_up_steps_are_counted_apart_and_never_in_the_figures() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(3):
         figures.add(step(i, 10_000_000, warm=False))
     for i in range(3, 8):
@@ -66,7 +66,7 @@ def test_warm_up_steps_are_counted_apart_and_never_in_the_figures() -> None:
 
 
 def test_a_node_called_twice_in_a_step_counts_the_sum_of_its_calls_and_two_calls_per_step() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     ops = [(1, 300, "2×4", 0), (2, 50, "2×4", 10), (1, 500, "2×4", 20)]
     for i in range(4):
         figures.add(step(i, 2000, sampled=True, ops=ops))
@@ -80,7 +80,7 @@ def test_a_node_called_twice_in_a_step_counts_the_sum_of_its_calls_and_two_calls
 
 
 def test_a_node_at_two_shapes_shows_its_most_frequent_one_and_lists_both() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(3):
         figures.add(step(i, sampled=True, ops=[(1, 100, "32×8", 0)]))
     figures.add(step(3, sampled=True, ops=[(1, 40, "7×8", 0)]))  # the last, smaller batch
@@ -91,7 +91,7 @@ def test_a_node_at_two_shapes_shows_its_most_frequent_one_and_lists_both() -> No
 
 
 def test_a_describing_steps_ops_count_but_its_wall_time_does_not() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     figures.add(step(0, 9_000_000, sampled=True, describing=True, ops=[(1, 500_000, "", 0)]))
     for i in range(1, 5):
         figures.add(step(i, 1_000_000))
@@ -105,7 +105,7 @@ def test_a_describing_steps_ops_count_but_its_wall_time_does_not() -> None:
 
 
 def test_a_restart_forgets_the_figures_but_keeps_the_nodes() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(4):
         figures.add(step(i, sampled=True, ops=[(1, 100, "", 0)]))
     figures.add(step(0, restart=True))
@@ -114,7 +114,7 @@ def test_a_restart_forgets_the_figures_but_keeps_the_nodes() -> None:
 
 
 def test_the_whole_runs_history_stays_bounded_and_keeps_its_level() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(HISTORY * 5):
         figures.add(step(i, 2_000_000 if i < HISTORY * 5 // 2 else 4_000_000))
     summary = figures.step_summary()

@@ -9,7 +9,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.core.settings import ProgramSettings
@@ -18,6 +17,7 @@ from fxtui.jobs.collector import Collector
 from fxtui.jobs.intake_lag import BEHIND_SNAPSHOT_S, CAUGHT_UP_S, SHED_S, IntakeLag
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.op_layout import PhaseIndex, split
+from fxtui.wire.agent_messages import Hello, Step
 
 pytestmark = pytest.mark.unit
 

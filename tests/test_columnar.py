@@ -10,8 +10,8 @@ import pytest
 from fxtui.core.column_table import ColumnTable, column_map, column_total
 from fxtui.core.nodes import ModuleStats, NodeStats
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.ui.demo.demo_source import make_snapshot, synthetic_graph
+from fxtui.wire.snapshot_packing import Packer, Unpacker
 
 pytestmark = pytest.mark.unit
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.program_runs import (
-    KindFigures,
+    KindTally,
     ProgramRun,
     load_text,
     machine_busy,
@@ -115,10 +115,10 @@ class Runs:
     again: Callable[[], ProgramRun]
 
     @property
-    def kinds(self) -> dict[str, KindFigures]:
+    def kinds(self) -> dict[str, KindTally]:
         return step_kinds(self.fxtui.meta)
 
-    def kind(self, name: str) -> KindFigures:
+    def kind(self, name: str) -> KindTally:
         """The figures of one kind of step; fails the test (as a user would see: no such line) when there are none."""
         kinds = self.kinds
         assert name in kinds, f"no {name} steps in fxtui's profile; it has {sorted(kinds) or 'none'}"

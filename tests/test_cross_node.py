@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 from helpers import write_secret
 
-from fxtui.core.agent_contract import connect
-from fxtui.core.agent_messages import Hello, Step
-from fxtui.core.job_link import JoinLead, LeadAsk, lead_value, parse_lead
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
@@ -21,6 +18,9 @@ from fxtui.jobs.cross_node import CrossNode, Packers, _dumps, _local_ranks
 from fxtui.jobs.job_secret import fingerprint, job_key, read_secret
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.rank_snapshots import keeps_ops, stride
+from fxtui.wire.agent_contract import connect
+from fxtui.wire.agent_messages import Hello, Step
+from fxtui.wire.job_link import JoinLead, LeadAsk, lead_value, parse_lead
 
 pytestmark = pytest.mark.unit
 
@@ -76,7 +76,7 @@ def test_the_lead_takes_a_member_with_the_job_s_key_and_refuses_another(tmp_path
 
 
 def _report(state: JobState):  # type: ignore[no-untyped-def]
-    from fxtui.core.job_link import NodeReport
+    from fxtui.wire.job_link import NodeReport
 
     with state.lock:
         return NodeReport(1, "h1", tuple(_local_ranks(state, Packers(), False)))

@@ -47,7 +47,7 @@ def disturbance(steps: list[tuple[float, float]]) -> Disturbance:
     session = Session(torch.fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8))), (torch.randn(2, 8),))
     session.probe = DisplayProbe([s for step in steps for s in (step, (0.0, 0.0))])  # type: ignore[assignment]
     for _ in steps:
-        session.step()
+        session.run_pair()
     return session.disturbance()
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from fxtui.core.settings import ProgramSettings
-from fxtui.jobs.attach_source import AttachSource
-from fxtui.jobs.directory import LOG, PROFILE, JobInfo, find_job, job_dir, read_info, start_detached
-from fxtui.jobs.pid_watch import running
+from fxtui.jobs.job_start import start_detached
+from fxtui.wire.attach_source import AttachSource
+from fxtui.wire.job_directory import LOG, PROFILE, JobInfo, find_job, job_dir, read_info, running
 from tests.loop_until_stopped import LOOP
 
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.core.snapshot import RunFigures
+from fxtui.core.snapshot import RunSummary
 from fxtui.measure.session import Session
 from fxtui.report.data import SCHEMA, SCHEMA_VERSION, ReportData
 from fxtui.report.diff import diff_reports
@@ -17,12 +17,12 @@ pytestmark = pytest.mark.unit
 
 
 def test_run_figures_are_the_ratios_the_readme_defines() -> None:
-    f = RunFigures.of(attributed_s=6.0, run_median_s=12.0, eager_median_s=8.0)
+    f = RunSummary.of(attributed_s=6.0, run_median_s=12.0, eager_median_s=8.0)
     assert (f.fidelity, f.overhead, f.unattributed_s) == (0.75, 1.5, 2.0)
-    assert RunFigures.of(None, 12.0, 8.0) == RunFigures(None, 1.5, None)
-    assert RunFigures.of(6.0, None, 8.0) == RunFigures(0.75, None, 2.0)
-    assert RunFigures.of(6.0, 12.0, None) == RunFigures(None, None, None)
-    assert RunFigures.of(6.0, 12.0, 0.0) == RunFigures(None, None, None)  # no baseline, no ratio
+    assert RunSummary.of(None, 12.0, 8.0) == RunSummary(None, 1.5, None)
+    assert RunSummary.of(6.0, None, 8.0) == RunSummary(0.75, None, 2.0)
+    assert RunSummary.of(6.0, 12.0, None) == RunSummary(None, None, None)
+    assert RunSummary.of(6.0, 12.0, 0.0) == RunSummary(None, None, None)  # no baseline, no ratio
 
 
 class TickingClock:
@@ -66,7 +66,7 @@ def test_fidelity_overhead_and_unattributed_are_exact_when_profiling_costs_time(
     gm = torch.fx.GraphModule(root, Leafy().trace(root))
     session = Session(gm, (torch.zeros(2),), clock=clock, clock_overhead_ns=7, module_paths={"a": "a", "b": "b"})
     for _ in range(5):
-        session.step()
+        session.run_pair()
     snap = session.snapshot()
     # Each node is charged its own work exactly: the clock's 7 ns per read are subtracted.
     assert {n: s.median_s for n, s in snap.nodes.items()} == pytest.approx(

@@ -220,7 +220,7 @@ def test_what_ifs_on_generate_report_tokens_per_second_and_token_agreement() -> 
     )
     session.warm_up(1)
     for _ in range(2):
-        session.step()
+        session.run_pair()
     threads, int8, fold = run_what_ifs(session, ["threads=1", "int8-dynamic", "fold-bn"], pairs=3)
     for result in (threads, int8):
         assert result.measured, result.error

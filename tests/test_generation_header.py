@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from fxtui.core.agent_messages import GenerationCall, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.snapshot import State
 from fxtui.jobs.ranks import JobCollector
 from fxtui.report.data import ReportData
 from fxtui.report.program_text import program_lines
+from fxtui.wire.agent_messages import GenerationCall, Step
 
 pytestmark = pytest.mark.unit
 

@@ -51,7 +51,7 @@ def session_with(shares_per_step: list[float], keep: bool) -> Session:
     # each step has two runs: the step's share goes to its profiled run, its uninstrumented one is quiet
     session.probe = FakeProbe([s for share in shares_per_step for s in (share, 0.0)])  # type: ignore[assignment]
     for _ in shares_per_step:
-        session.step()
+        session.run_pair()
     return session
 
 

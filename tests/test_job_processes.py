@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.core.snapshot import State
 from fxtui.jobs.ranks import JobCollector
 from fxtui.report.process_text import process_lines
+from fxtui.wire.agent_messages import Hello, Step
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fxtui.jobs.directory import INFO, KEEP_ENDED_S, prune_ended
-from fxtui.jobs.launch import private_dir
+from fxtui.jobs.job_start import KEEP_ENDED_S, prune_ended
+from fxtui.wire.job_directory import INFO
+from fxtui.wire.private_dir import private_dir
 
 pytestmark = pytest.mark.e2e
 

@@ -86,27 +86,28 @@ def files(layer: str) -> list[Path]:
 #: The folder is the rule: a file's place says which process runs it and so what it may load.
 ALLOWED: dict[str, set[str]] = {
     "core": {"core"},  # torch-free data every process shares
+    "wire": {"core", "wire"},  # what crosses a process boundary: messages, commands, packing, sockets, job dirs
     "report": {"core", "report"},  # text, JSON, CSV, traces, loading: any process, never torch
     "ops": {"core", "ops"},  # the per-op timer, inside whichever process times ops
-    "agent": {"core", "ops", "agent"},  # inside the user's program: nothing heavy, nothing of the collector's
-    "jobs": {"core", "report", "jobs"},  # fxtui run's collector, daemon and viewers: torch-free processes
-    "measure": {"core", "ops", "report", "measure"},  # the engine child of `fxtui MODEL`
-    "ui": {"core", "report", "ui"},  # Textual only: never torch, never the engine
+    "agent": {"core", "wire", "ops", "agent"},  # inside the user's program: nothing heavy, nothing of the collector's
+    "jobs": {"core", "wire", "report", "jobs"},  # fxtui run's collector and daemon: torch-free processes
+    "measure": {"core", "wire", "ops", "report", "measure"},  # the engine child of `fxtui MODEL`
+    "ui": {"core", "wire", "report", "ui"},  # Textual only: never torch, never the engine
     # the CLI: the top (and the package's API, for its version)
-    "commands": {"core", "report", "ops", "agent", "jobs", "measure", "ui", "commands", "__init__"},
+    "commands": {"core", "wire", "report", "ops", "agent", "jobs", "measure", "ui", "commands", "__init__"},
 }
 #: The package's own two files and the folders each may import: the Python API (``fxtui.profile`` runs the
 #: engine, ``fxtui.watch`` the agent and a collector, ``fxtui.load`` the report; never the CLI or the app) and
 #: ``python -m fxtui`` (the CLI). Importing the API is cheap besides: see
 #: :func:`test_importing_fxtui_imports_nothing_of_its_own`.
 TOP_FILES: dict[str, set[str]] = {
-    "__init__.py": {"core", "report", "agent", "jobs", "measure", "__init__"},
+    "__init__.py": {"core", "wire", "report", "agent", "jobs", "measure", "__init__"},
     "__main__.py": {"commands"},
 }
 #: Folders whose processes never load torch (nor what pulls it in).
-TORCH_FREE = {"core", "report", "jobs", "ui"}
+TORCH_FREE = {"core", "wire", "report", "jobs", "ui"}
 #: Folders that never import the UI toolkit.
-NO_TEXTUAL = {"core", "report", "ops", "agent", "jobs", "measure"}
+NO_TEXTUAL = {"core", "wire", "report", "ops", "agent", "jobs", "measure"}
 
 
 def _fxtui_folder(module: str) -> str | None:
@@ -250,7 +251,7 @@ def test_every_module_named_in_a_string_resolves() -> None:
     import importlib.util
 
     from fxtui.commands.parser import COMMANDS
-    from fxtui.jobs.directory import ADOPTER, DAEMON
+    from fxtui.jobs.job_start import ADOPTER, DAEMON
     from fxtui.jobs.launch import AGENT_BOOT, SITE_DIR
     from fxtui.measure.capture import CAPTURERS
 
@@ -398,3 +399,17 @@ def test_no_module_touches_textual_private_names() -> None:
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in private:
                 touched.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
     assert not touched, "Textual private names: " + ", ".join(touched)
+
+
+def test_no_test_module_imports_another() -> None:
+    # Shared helpers live in tests/helpers.py, tests/ui/fakes.py and tests/program_runs.py: a test module reaching
+    # into another's privates breaks when that one is split, merged or moved to another tier.
+    tests = Path(__file__).resolve().parent
+    names = {p.stem for p in tests.rglob("test_*.py")}
+    reaching = {
+        f"{path.relative_to(tests)} imports {name}"
+        for path in tests.rglob("test_*.py")
+        for name in source_imports(path.read_text(encoding="utf-8"), path.stem)
+        if name.split(".")[0] in names
+    }
+    assert not reaching, sorted(reaching)

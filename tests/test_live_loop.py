@@ -12,10 +12,10 @@ import torch
 import torch.fx
 from torch import nn
 
-from fxtui.core.commands import Resume, Stop
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.live import MAX_FAILURES_IN_A_ROW, LiveSource
 from fxtui.measure.session import Session
+from fxtui.wire.viewer_commands import Resume, Stop
 
 pytestmark = pytest.mark.unit
 

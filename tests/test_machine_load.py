@@ -283,9 +283,9 @@ def test_the_collector_counts_the_wait_of_a_process_s_pool_threads_in_its_steps(
 ) -> None:
     """torch's intra-op pool: its thread waited for a CPU beside the stepping thread's own wait; the header's waiting
     share counts the time some thread of the step waited (fxtui/jobs/thread_waits.py)."""
-    from fxtui.core.agent_messages import Hello, Step
     from fxtui.core.settings import ProgramSettings
     from fxtui.jobs import job_state
+    from fxtui.wire.agent_messages import Hello, Step
 
     clock = Clock()
     monkeypatch.setattr(job_state, "LOAD_EVERY_S", 0.0)

@@ -15,16 +15,16 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from fxtui.agent.steps import ClosedStep, Recording, StepModel
-from fxtui.core.agent_contract import AgentOptions
-from fxtui.core.agent_messages import Step
 from fxtui.core.program_run import KindSummary
 from fxtui.core.step_aside import CONTEXT, MODE, PROFILER
-from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.kind_tally import KindTally
 from fxtui.ops import mode_context
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
 from fxtui.report.aside_lines import aside_lines
 from fxtui.report.json_schema import _kind_decode, _kind_encode
+from fxtui.wire.agent_contract import AgentOptions
+from fxtui.wire.agent_messages import Step
 
 pytestmark = pytest.mark.unit
 
@@ -239,7 +239,7 @@ def sent(index: int, wall_ms: int, sampled: bool = False, aside: str = "") -> St
 
 
 def test_the_collector_counts_aside_steps_and_leaves_their_times_out_of_every_median() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(5):
         figures.add(sent(i, 10))
     for i in range(5, 9):
@@ -273,8 +273,8 @@ def test_the_json_keeps_the_asides_per_kind() -> None:
 
 
 def test_counter_of_reasons_is_a_plain_counter() -> None:
-    """KindFigures.aside is a Counter (reset with the kind's figures)."""
-    figures = KindFigures("eval")
+    """KindTally.aside is a Counter (reset with the kind's figures)."""
+    figures = KindTally("eval")
     figures.add(Step(0, "eval", 1, (0, 1, 0, 0, 0), False, False, warm=True, aside=PROFILER))
     figures.reset()
     assert figures.aside == Counter()

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fxtui.core.op_nodes import EagerNode
+from fxtui.core.op_nodes import EagerNode, OpTime
 from fxtui.ops.namer import LOSS, SCRIPT, OpNamer
 from fxtui.ops.recorder import OpRecorder
 
@@ -34,7 +34,7 @@ class Unrolled(nn.Module):
         return torch.cat(outputs, 1)
 
 
-def step(namer: OpNamer, fn) -> tuple[list[tuple[int, int, str, int]], list[EagerNode]]:  # type: ignore[no-untyped-def]
+def step(namer: OpNamer, fn) -> tuple[list[OpTime], list[EagerNode]]:  # type: ignore[no-untyped-def]
     recorder = OpRecorder()
     recorder.start()
     try:

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 import fxtui
-from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.step_aside import OPS, aside_text
 from fxtui.ops import native_build
 from fxtui.ops.native_recorder import NativeRecorder
 from fxtui.ops.recorder import OpRecorder
+from fxtui.wire.agent_contract import AgentOptions
 
 pytestmark = pytest.mark.unit
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fxtui.commands.model_engine import ProcessSource
-from fxtui.core.commands import Pause, Reset, Resume, Stop
 from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import ChildOptions
+from fxtui.wire.viewer_commands import Pause, Reset, Resume, Stop
 
 pytestmark = pytest.mark.e2e
 

@@ -60,7 +60,7 @@ def report() -> Report:
     )
     session.warm_up(1)
     for _ in range(5):
-        session.step()
+        session.run_pair()
     return make_report(session)
 
 

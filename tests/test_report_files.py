@@ -16,7 +16,7 @@ import pytest
 import fxtui
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import Disturbance, Hint
-from fxtui.core.program_run import ProgramState, RankFigures, RankSummary, StepSummary
+from fxtui.core.program_run import ProgramState, RankStats, RankSummary, StepSummary
 from fxtui.core.snapshot import Snapshot
 from fxtui.report.api import Report
 from fxtui.report.json_schema import fields_from_metadata, metadata_json
@@ -46,7 +46,7 @@ def two_ranks() -> Report:
                                   slowest_rank=1)
         for name, s in fast.nodes.items()
     }  # fmt: skip
-    summary = RankSummary(0, (RankFigures(0, steps=10, compute_s=0.01), RankFigures(1, steps=10, compute_s=0.015)))
+    summary = RankSummary(0, (RankStats(0, steps=10, compute_s=0.01), RankStats(1, steps=10, compute_s=0.015)))
     shown = dataclasses.replace(
         fast, nodes=spread, rank_summary=summary, program=ProgramState(("ddp.py",), running=False, exit_code=0),
         other_ranks={1: slow},
@@ -150,7 +150,7 @@ def test_shapes_are_lists_of_sizes_and_shares_are_fractions() -> None:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class KindFigures:
+class KindTally:
     kind: str
     steps: int
     median_s: float | None = None
@@ -160,13 +160,13 @@ class KindFigures:
 class LaterSnapshot(Snapshot):
     """A snapshot as a later fxtui may have it: one more field, and no other line written for it."""
 
-    kinds: tuple[KindFigures, ...] = ()
+    kinds: tuple[KindTally, ...] = ()
 
 
 def test_a_field_added_to_the_snapshot_is_saved_and_read_back_with_no_line_for_it() -> None:
     base = make_snapshot(resnet18_graph(), resnet18_medians())
     later = LaterSnapshot(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
-                          kinds=(KindFigures("train", 40, 0.012), KindFigures("eval", 3)))  # fmt: skip
+                          kinds=(KindTally("train", 40, 0.012), KindTally("eval", 3)))  # fmt: skip
     meta = json.loads(json.dumps(metadata_json(later)))
     assert meta["kinds"] == [{"kind": "train", "steps": 40, "median_s": 0.012}, {"kind": "eval", "steps": 3,
                              "median_s": None}]  # fmt: skip

@@ -216,10 +216,10 @@ def test_the_agent_leaves_the_programs_warning_filters_and_module_hooks_alone() 
 
 def test_a_compiled_graph_fxtui_cannot_time_is_said_once_as_the_programs_warning() -> None:
     """A torch whose generated wrapper fxtui cannot read: its kernels stay in <compiled>, and the header says why."""
-    from fxtui.core.agent_messages import Bye, Hello, Step
     from fxtui.core.snapshot import State
     from fxtui.jobs.collector import Collector
     from fxtui.ops.kernels import CompiledKernels
+    from fxtui.wire.agent_messages import Bye, Hello, Step
 
     kernels = CompiledKernels()
     assert kernels.unsaid() == ""

@@ -13,10 +13,9 @@ import pytest
 
 from fxtui.agent import sender as sender_module
 from fxtui.agent.sender import QUEUE, Sender
-from fxtui.core.agent_messages import Bye, Hello, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
-from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, receive
-from fxtui.jobs.viewers import shutdown
+from fxtui.wire.agent_messages import Bye, Hello, Step
+from fxtui.wire.sockets import AGENT_LIMIT, GuardedListener, receive, shutdown
 
 pytestmark = pytest.mark.e2e
 

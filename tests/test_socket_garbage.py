@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from fxtui.core.settings import ProgramSettings
-from fxtui.jobs.attach_source import AttachSource, remote_job
-from fxtui.jobs.directory import VIEWER, JobInfo, find_job, job_dir, read_key, start_detached
-from fxtui.jobs.pid_watch import running
+from fxtui.jobs.job_start import start_detached
+from fxtui.wire.attach_source import AttachSource, remote_job
+from fxtui.wire.job_directory import VIEWER, JobInfo, find_job, job_dir, read_key, running
 
 pytestmark = pytest.mark.e2e
 

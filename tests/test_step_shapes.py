@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from fxtui.core.agent_messages import Step
-from fxtui.core.op_nodes import EagerNode, RootModule
+from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.jobs.collector import Collector
-from fxtui.jobs.kind_figures import KindFigures, step_shapes
+from fxtui.jobs.kind_tally import KindTally, step_shapes
 from fxtui.report.step_shapes_text import step_shapes_lines
+from fxtui.wire.agent_messages import Step
 
 pytestmark = pytest.mark.unit
 
@@ -17,7 +17,7 @@ WIDE, NARROW, LAST = "4×64×32×32", "4×32×32×32", "2×64×32×32"
 PHASES = tuple(100 for _ in STEP_PHASES)
 
 
-def reused_step(index: int, ops: list[tuple[int, int, str, int]], first: bool = False) -> Step:
+def reused_step(index: int, ops: list[OpTime], first: bool = False) -> Step:
     """A sampled training step of a model whose ``act`` (node 1) runs after layers of different widths."""
     nodes = [
         EagerNode(0, 0, "conv", "forward", "convolution", 1, "aten.convolution", WIDE),
@@ -28,12 +28,12 @@ def reused_step(index: int, ops: list[tuple[int, int, str, int]], first: bool = 
                 roots=roots if first else [])  # fmt: skip
 
 
-def every_call(conv: int = 1000) -> list[tuple[int, int, str, int]]:
+def every_call(conv: int = 1000) -> list[OpTime]:
     return [(0, conv, WIDE, 0), (1, 300, WIDE, 1), (0, conv, WIDE, 2), (1, 200, WIDE, 3), (1, 100, NARROW, 4)]
 
 
 def test_a_nodes_step_is_one_sample_holding_every_shape_it_ran_at() -> None:
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(5):
         figures.add(reused_step(i, every_call()))
     pick, others = figures.node_columns([0, 1])
@@ -46,7 +46,7 @@ def test_a_nodes_step_is_one_sample_holding_every_shape_it_ran_at() -> None:
 
 def test_a_step_at_other_shapes_is_still_kept_apart() -> None:
     """A last smaller batch: its steps are a column of their own, never mixed into the node's median."""
-    figures = KindFigures("train")
+    figures = KindTally("train")
     for i in range(4):
         figures.add(reused_step(i, every_call()))
     figures.add(reused_step(4, [(0, 400, LAST, 0), (1, 100, LAST, 1)]))

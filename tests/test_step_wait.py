@@ -10,11 +10,11 @@ import pytest
 
 from fxtui.agent.cpu_wait import ThreadWait
 from fxtui.agent.steps import ClosedStep, StepModel
-from fxtui.core.agent_messages import Step
 from fxtui.core.nodes import Spread
 from fxtui.core.step_waiting import StepWaiting
-from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.kind_tally import KindTally
 from fxtui.jobs.step_wait import StepWaits
+from fxtui.wire.agent_messages import Step
 
 pytestmark = pytest.mark.unit
 
@@ -91,19 +91,19 @@ def test_the_thread_wait_grows_only_while_the_thread_is_kept_off_a_cpu() -> None
     wait.close()
 
 
-def _sampled(kf: KindFigures, index: int, wall_ms: float, wait_ms: float, op_ms: float) -> None:
+def _sampled(kf: KindTally, index: int, wall_ms: float, wait_ms: float, op_ms: float) -> None:
     ops = [(1, int(op_ms * MS / 2), "8", 0), (2, int(op_ms * MS / 2), "8", 0)]
     kf.add(Step(index, "train", int(wall_ms * MS), (0, 0, 0, 0, int(wall_ms * MS)), True, False, ops,
                 wait_ns=int(wait_ms * MS)))  # fmt: skip
 
 
-def _plain(kf: KindFigures, index: int, wall_ms: float, wait_ms: float) -> None:
+def _plain(kf: KindTally, index: int, wall_ms: float, wait_ms: float) -> None:
     kf.add(Step(index, "train", int(wall_ms * MS), (0, 0, 0, 0, int(wall_ms * MS)), False, False,
                 wait_ns=int(wait_ms * MS)))  # fmt: skip
 
 
 def test_sampled_steps_that_waited_are_left_out_of_the_node_figures_while_five_quiet_ones_remain() -> None:
-    kf = KindFigures("train")
+    kf = KindTally("train")
     for i in range(20):
         _plain(kf, 2 * i, 10, 1)
         waited = i % 3 == 0
@@ -124,7 +124,7 @@ def test_sampled_steps_that_waited_are_left_out_of_the_node_figures_while_five_q
 
 def test_keep_disturbed_keeps_them_and_a_machine_busy_all_the_time_keeps_them_with_a_sentence() -> None:
     for keep, every in ((True, 3), (False, 1)):
-        kf = KindFigures("train", keep_disturbed=keep)
+        kf = KindTally("train", keep_disturbed=keep)
         for i in range(12):
             _plain(kf, 2 * i, 40, 30)
             waited = i % every == 0

@@ -6,8 +6,8 @@ import pytest
 
 from fxtui.agent.pace import MIN_EVERY
 from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
-from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.program_run import STEP_PHASES
+from fxtui.wire.agent_contract import AgentOptions
 
 pytestmark = pytest.mark.unit
 

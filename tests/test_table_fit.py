@@ -121,7 +121,7 @@ def report() -> Report:
     )
     session.warm_up(1)
     for _ in range(4):
-        session.step()
+        session.run_pair()
     return make_report(
         session,
         warnings=("a warning long enough to wrap: " + "word " * 30).strip(),

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
 from fxtui.jobs.job_state import JobState
-from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.kind_tally import KindTally
 from fxtui.jobs.thread_waits import ThreadWaits, beside_wait
+from fxtui.wire.agent_messages import Hello, Step
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +49,7 @@ def test_waits_that_happen_at_once_count_once_and_a_step_never_waits_more_than_i
 
 
 def test_a_steps_waiting_share_counts_its_pool_and_never_exceeds_one() -> None:
-    kf = KindFigures("train")
+    kf = KindTally("train")
     kf.beside.add(0, 10 * S, 0, running=0.5)  # the pool waited half of every second
     for i in range(20):
         wall = 100 * MS
@@ -66,7 +66,7 @@ def test_a_steps_waiting_share_counts_its_pool_and_never_exceeds_one() -> None:
 
 
 def test_a_sampled_step_whose_pool_waited_is_left_out_of_the_node_figures() -> None:
-    kf = KindFigures("train")
+    kf = KindTally("train")
     kf.beside.add(0, S, 0, running=0.7)
     ops = [(1, 5 * MS, "8", 0)]
     # Its own thread waited 2% (under the 10% threshold); its pool's 30% makes it a disturbed step.

@@ -93,7 +93,7 @@ def test_statistics_are_exact_under_a_fake_clock() -> None:
     costs = []
     for k in range(9):
         extra[0] = k * 10 if k % 2 else k * 30  # an uneven spread: 0, 10, 60, 30, 120, 50, 180, 70, 240
-        session.step()
+        session.run_pair()
         costs.append(250 + extra[0])
     snap = session.snapshot()
     b = snap.nodes["b"]
@@ -162,7 +162,7 @@ def test_inputs_are_fresh_for_every_run() -> None:
     x = torch.zeros(3)
     session = Session(gm, (x,))
     for _ in range(3):
-        session.step()
+        session.run_pair()
     assert torch.equal(x, torch.zeros(3))  # the caller's tensor is never touched
 
 
@@ -184,7 +184,7 @@ def test_a_model_that_fails_on_some_runs_keeps_the_session_going() -> None:
     gm = torch.fx.GraphModule(root, Leafy().trace(root))
     session = Session(gm, (torch.ones(2),))
     for _ in range(6):
-        session.step()
+        session.run_pair()
     snap = session.snapshot()
     assert session.failures >= 2
     assert snap.error is not None and "flaky failure" in snap.error.message
@@ -223,7 +223,7 @@ def test_page_faults_per_run_are_counted_and_explained() -> None:
 
     session = Session(torch.fx.symbolic_trace(nn.Linear(4, 4)), (torch.zeros(2, 4),))
     for _ in range(3):
-        session.step()
+        session.run_pair()
     assert len(session.faults) == 3
     assert all(f >= 0 for f in session.faults)
     session.faults.extend([16_384] * 5)

@@ -45,14 +45,15 @@ from fxtui.agent.owners import owner_of
 from fxtui.agent.sender import Sender
 from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
-from fxtui.core.agent_contract import AgentOptions
-from fxtui.core.agent_messages import Bye, Hello, Step
+from fxtui.core.op_nodes import OpTime
 from fxtui.core.step_aside import CONTEXT, MODE, OP_LIMIT, OPS, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
 from fxtui.ops.kernels import CompiledKernels
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.recorder import OpRecorder
+from fxtui.wire.agent_contract import AgentOptions
+from fxtui.wire.agent_messages import Bye, Hello, Step
 
 _clock = time.perf_counter_ns
 _profiler_enabled = torch._C._autograd._profiler_enabled
@@ -390,7 +391,7 @@ class Agent:
         if self.model.enabled and not self.alive():
             self.model.enabled = False  # the collector is gone: nothing is sampled any more
         calls = self.generate.take() if step.kind == "generate" else []
-        ops: list[tuple[int, int, str, int]] = []
+        ops: list[OpTime] = []
         faults = -1
         if step.sampled:
             ops = resolve_step(self.namer, step.records, calls)
@@ -475,7 +476,7 @@ _agent: Agent | None = None
 def start_from_environment() -> None:
     """Connect to the collector named in the environment and install the agent (called by the boot)."""
     global _agent
-    from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
+    from fxtui.wire.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS
 
     if _agent is not None:  # one agent a process, whoever asks again
         return

@@ -22,12 +22,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fxtui.core.agent_messages import GenerationCall
+from fxtui.core.op_nodes import OpTime
 from fxtui.ops.after_import import AfterImport, after_import, forget
 from fxtui.ops.dynamo_skip import run_eagerly, run_eagerly_here
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import PhaseEnter, Record, make
+from fxtui.wire.agent_messages import GenerationCall
 
 _clock = time.perf_counter_ns
 _MODULE = "transformers.generation.utils"
@@ -162,7 +163,7 @@ class _Call:
         )
 
 
-def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) -> list[tuple[int, int, str, int]]:
+def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) -> list[OpTime]:
     """A sampled step's ops, its ``generate()`` calls' split into the prefill and decode steps, decode ops per token.
 
     Records outside the calls resolve as any step's; each forward's records inside a call are
@@ -172,7 +173,7 @@ def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) 
     spans = [c for c in calls if c.start >= 0 and c.end >= c.start]
     if not spans:
         return namer.resolve(records)
-    out: list[tuple[int, int, str, int]] = []
+    out: list[OpTime] = []
     at = 0
     for call in spans:
         out += namer.resolve(records[at : call.start])

@@ -1,16 +1,16 @@
 """A rank's agent finds the other nodes' collectors through the job's own torch.distributed store.
 
 Only when the job spans collectors: ranks on other nodes (``WORLD_SIZE`` above ``LOCAL_WORLD_SIZE``), or a
-collector inside each rank (``torchrun … fxtui run``, :data:`~fxtui.core.job_link.JOB_SCOPE`). One agent per
+collector inside each rank (``torchrun … fxtui run``, :data:`~fxtui.wire.job_link.JOB_SCOPE`). One agent per
 collector does it (local rank 0, or every rank when each has its own collector), in a thread of its own, so the
 program never waits on it: it opens a client of the job's store at ``MASTER_ADDR:MASTER_PORT`` — the store torchrun's
 rendezvous (or rank 0's ``init_process_group``) serves — and reads and writes only keys under
 ``fxtui/<run id>/``. It never touches the job's process groups: fxtui's bytes never share a socket with its
 collectives (as ``torch.distributed.debug`` publishes its per-rank servers in the store, pytorch#167395).
 
-Rank 0's agent asks its collector to lead (:class:`~fxtui.core.job_link.LeadAsk`) and publishes the answer: the
+Rank 0's agent asks its collector to lead (:class:`~fxtui.wire.job_link.LeadAsk`) and publishes the answer: the
 collector's address, the job's nonce, its key's fingerprint. Every other such agent waits for that key and hands it
-to its own collector (:class:`~fxtui.core.job_link.JoinLead`), which derives the key from the user's secret and
+to its own collector (:class:`~fxtui.wire.job_link.JoinLead`), which derives the key from the user's secret and
 the nonce, and forwards its ranks' figures. Nothing here raises into the program; a store that cannot be reached is
 said once on stderr and the node profiles its own ranks.
 """
@@ -25,8 +25,8 @@ import threading
 import time
 from collections.abc import Mapping
 
-from fxtui.core.agent_contract import connect
-from fxtui.core.job_link import (
+from fxtui.wire.agent_contract import connect
+from fxtui.wire.job_link import (
     JOB_SCOPE,
     LEAD_KEY,
     LEAD_WAIT_S,

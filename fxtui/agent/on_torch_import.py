@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fxtui.core.agent_contract import AGENT_ADDRESS
+from fxtui.wire.agent_contract import AGENT_ADDRESS
 
 
 class _AfterTorchImport:

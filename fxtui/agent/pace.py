@@ -22,7 +22,7 @@ import math
 import statistics
 from collections import deque
 
-from fxtui.core.agent_contract import AgentOptions
+from fxtui.wire.agent_contract import AgentOptions
 
 #: Sample at most one step in this many.
 MIN_EVERY = 5

@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 
-from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, PROGRAM_PID, ProgramExit, connect
+from fxtui.wire.agent_contract import AGENT_ADDRESS, AGENT_KEY, PROGRAM_PID, ProgramExit, connect
 
 #: Seconds the program waits for the collector to take its exit status (it answers at once, but yields the cores to
 #: the program: on a busy machine it may take a moment).

@@ -1,6 +1,6 @@
 """The thread that carries the agent's messages to the collector without ever blocking the program.
 
-The program's threads only put a message (:mod:`fxtui.core.agent_messages`) on a bounded queue
+The program's threads only put a message (:mod:`fxtui.wire.agent_messages`) on a bounded queue
 (:class:`Sender`); a thread of the agent's own connects to the collector and sends it, pickled over
 a local socket (``multiprocessing.connection``'s framing, authenticated with a key the collector
 made: only the program it started can speak to it), the messages of :data:`GATHER_S` in one list.
@@ -37,9 +37,9 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fxtui.core.agent_contract import connect, connection_timeouts
-from fxtui.core.agent_messages import Hello, Message, Step
 from fxtui.core.op_nodes import EagerNode, RootModule
+from fxtui.wire.agent_contract import connect, connection_timeouts
+from fxtui.wire.agent_messages import Hello, Message, Step
 
 #: Messages the sender may hold while the collector catches up (a step's message is a few hundred
 #: bytes; a sampled one a few tens of kilobytes).

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxtui.agent.pace import Pace
-from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.program_run import STEP_KINDS, STEP_PHASES
+from fxtui.wire.agent_contract import AgentOptions
 
 DATA, FORWARD, BACKWARD, OPTIMIZER, OTHER = (STEP_PHASES.index(p) for p in STEP_PHASES)
 KINDS = STEP_KINDS

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from fxtui.commands.next_step import NextStep, program_next_step
+from fxtui.commands.next_command import NextCommand, program_next_command
 from fxtui.commands.options import (
     add_export_options,
     add_kind_option,
@@ -26,7 +26,7 @@ from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings
 
 if TYPE_CHECKING:
-    from fxtui.jobs.directory import JobInfo
+    from fxtui.wire.job_directory import JobInfo
 
 # The app, the report and the jobs' directory are imported where they are used: the parser imports this module
 # to build fxtui attach's options, whatever the command (a fixed cost of every fxtui command).
@@ -55,15 +55,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``fxtui attach``; its exit status."""
-    from fxtui.jobs.directory import PROFILE, find_job, job_dir, list_jobs
+    from fxtui.wire.job_directory import PROFILE, find_job, job_dir, list_jobs
 
     with pointing_at("attach"):
         output = program_output(args)
         check_output(output)
     once = args.once or not sys.stdout.isatty()
-    next_step = program_next_step(getattr(args, "argv", ()), (), output, "attach") if once else None
+    next_command = program_next_command(getattr(args, "argv", ()), (), output, "attach") if once else None
     if args.job is not None and _is_address(args.job):  # a job served over TCP, from another server
-        return _remote(args.job, args.token, output, once, next_step)
+        return _remote(args.job, args.token, output, once, next_command)
     if args.job is None:
         running = list_jobs(running_only=True)
         if not running:
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         job = find_job(args.job)
     if job.running and not job.alive:  # its collector died: say so, show what it kept, and watch it anew
         from fxtui.jobs.adopt import lost_text, start_adopting
-        from fxtui.jobs.pid_watch import running as still_runs
+        from fxtui.wire.job_directory import running as still_runs
 
         say(lost_text(job))
         profile = job_dir(job.id) / PROFILE
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print_report(Report.load(str(profile)), output)
         return 0
     if once:
-        return once_profile(job, output, next_step)
+        return once_profile(job, output, next_command)
     from fxtui.commands.job_app import watch
 
     return watch(job, output, stop_on_quit=False)
@@ -139,8 +139,10 @@ def _is_address(text: str) -> bool:
     return bool(host) and port.isdigit()
 
 
-def _remote(address: str, token: str | None, output: OutputSettings, once: bool, next_step: NextStep | None) -> int:
-    from fxtui.jobs.attach_source import AttachSource, remote_job
+def _remote(
+    address: str, token: str | None, output: OutputSettings, once: bool, next_command: NextCommand | None
+) -> int:
+    from fxtui.wire.attach_source import AttachSource, remote_job
 
     if not token:
         raise FxtuiError(f"attaching to {address} needs the job's token (--token, printed when the job started)")
@@ -155,16 +157,16 @@ def _remote(address: str, token: str | None, output: OutputSettings, once: bool,
             raise FxtuiError(f"the job at {address} has no figures yet (it is still warming up)")
         from fxtui.commands.program_report import print_snapshot
 
-        print_snapshot(snapshot, output, next_step)
+        print_snapshot(snapshot, output, next_command)
         return 0
     from fxtui.commands.job_app import watch
 
     return watch(job, output, stop_on_quit=False, token=key)
 
 
-def once_profile(job: JobInfo, output: OutputSettings, next_step: NextStep | None = None) -> int:
+def once_profile(job: JobInfo, output: OutputSettings, next_command: NextCommand | None = None) -> int:
     """The job's current profile, printed (and exported) as ``fxtui run --once`` prints one; the job goes on."""
-    from fxtui.jobs.attach_source import AttachSource
+    from fxtui.wire.attach_source import AttachSource
 
     snapshot = AttachSource(job).take(kind=output.kind or None)
     if snapshot is None or snapshot.graph is None:
@@ -172,5 +174,5 @@ def once_profile(job: JobInfo, output: OutputSettings, next_step: NextStep | Non
     say(f"job {job.id}: {' '.join(job.command)} (pid {job.program_pid}), its profile so far:")
     from fxtui.commands.program_report import print_snapshot
 
-    print_snapshot(snapshot, output, next_step)
+    print_snapshot(snapshot, output, next_command)
     return 0

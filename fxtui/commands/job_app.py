@@ -11,16 +11,16 @@ from fxtui.commands.output import say
 from fxtui.commands.program_report import print_snapshot
 from fxtui.core.errors import FxtuiError
 from fxtui.core.settings import OutputSettings
-from fxtui.jobs.directory import JobInfo
+from fxtui.wire.job_directory import JobInfo
 
 
 def watch(job: JobInfo, output: OutputSettings, *, stop_on_quit: bool, token: bytes | None = None) -> int:
     """The app attached to ``job``; the program's exit status once it has ended (0 when it goes on)."""
-    from fxtui.core.commands import StopProgram
-    from fxtui.jobs.attach_source import AttachSource
-    from fxtui.jobs.directory import LOG, job_dir
     from fxtui.jobs.launch import exit_status
     from fxtui.ui.app import FxtuiApp
+    from fxtui.wire.attach_source import AttachSource
+    from fxtui.wire.job_directory import LOG, job_dir
+    from fxtui.wire.viewer_commands import StopProgram
 
     source = AttachSource(job, token)
     app = FxtuiApp(source, title=f"fxtui {'run' if stop_on_quit else 'attach'} {' '.join(job.command)}")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def run_app(settings: ModelSettings) -> int:
     """Open the app on a child process profiling ``settings``; returns the exit status."""
-    from fxtui.core.commands import Stop
+    from fxtui.wire.viewer_commands import Stop
 
     app = make_app(settings)
     try:
@@ -43,9 +43,9 @@ def make_app(settings: ModelSettings) -> FxtuiApp:
     """The app on a started child process that profiles ``settings``, the what-ifs asked for queued."""
     # torch is imported by the engine's child process only; the app stays light.
     from fxtui.commands.model_engine import ProcessSource
-    from fxtui.core.commands import MeasureWhatIfs
     from fxtui.measure.child import ChildOptions
     from fxtui.ui.app import FxtuiApp
+    from fxtui.wire.viewer_commands import MeasureWhatIfs
 
     source = ProcessSource(ChildOptions(settings))
     source.start()

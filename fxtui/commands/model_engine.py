@@ -18,14 +18,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fxtui.core.commands import Command, Stop
-from fxtui.core.snapshot import GraphInfo, Snapshot, State
-from fxtui.core.snapshot_packing import Unpacker
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import child_main
+from fxtui.wire.snapshot_packing import SnapshotReader
+from fxtui.wire.viewer_commands import Stop, ViewerCommand
 
 
 class ProcessSource:
-    """A :class:`~fxtui.core.snapshot.SnapshotSource` backed by a child process."""
+    """A :class:`~fxtui.wire.snapshot_source.SnapshotSource` backed by a child process."""
 
     def __init__(self, options: Any, child: Callable[..., None] | None = None, name: str = "fxtui-engine") -> None:
         """``child(options, send, commands)`` runs in the child process (a model's session by default)."""
@@ -38,7 +38,7 @@ class ProcessSource:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def send(self, command: Command) -> None:
+    def send(self, command: ViewerCommand) -> None:
         """Pass ``command`` to the child (it acts between runs); a ``Stop`` also ends :meth:`run`."""
         with self._lock:
             if isinstance(command, Stop):
@@ -68,7 +68,7 @@ class ProcessSource:
             self._process.start()
         send.close()
 
-    def received(self, kind: str, payload: Any) -> None:
+    def received(self, message: object) -> None:
         """A message from the child that is neither a graph nor a snapshot (a subclass's own)."""
 
     def run(self, publish: Callable[[Snapshot], None]) -> None:
@@ -77,24 +77,18 @@ class ProcessSource:
         if self._process is None:
             return
         receive = self._receive
-        graph: GraphInfo | None = None
+        reader = SnapshotReader()
         last: Snapshot | None = None
-        unpacker = Unpacker()
         try:
             while True:
                 try:
-                    kind, payload = receive.recv()
+                    message = receive.recv()
                 except EOFError:
                     break
-                if kind == "graph":
-                    graph = payload
+                snapshot = reader.read(message)
+                if snapshot is None:
+                    self.received(message)
                     continue
-                if kind != "snapshot":
-                    self.received(kind, payload)
-                    continue
-                snapshot = unpacker.unpack(payload)
-                if graph is not None and snapshot.graph is None:
-                    snapshot = dataclasses.replace(snapshot, graph=graph)
                 last = snapshot
                 publish(snapshot)
         finally:
@@ -107,7 +101,7 @@ class ProcessSource:
             why = " (killed: perhaps out of memory)" if code == -signal.SIGKILL else ""
             message = f"the profiling process ended unexpectedly with exit code {code}{why}"
             if last is None or not last.nodes:
-                publish(Snapshot(graph, State.ERROR, seq=(last.seq + 1) if last else 1, message=message))
+                publish(Snapshot(reader.graph, State.ERROR, seq=(last.seq + 1) if last else 1, message=message))
                 return
             # What it measured stays: the last snapshot's figures, said to be final (the app can save them).
             publish(

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fxtui.commands.next_step import model_next_step
+from fxtui.commands.next_command import model_next_command
 from fxtui.commands.output import say, table_width, write_exports
 from fxtui.commands.progress import ProgressLine, eta_text
 from fxtui.commands.signals import StopOnSignal
@@ -191,6 +191,6 @@ def _print(
     if report.what_ifs:
         say("\n" + what_ifs_text(report.what_ifs, top=min(output.top, 10) if output.top else None, width=width))
     write_exports(report, output.export_paths)
-    suggestion = model_next_step(argv, settings, output, report)
+    suggestion = model_next_command(argv, settings, output, report)
     if suggestion is not None:
         say("\n" + suggestion.text(width))

@@ -26,9 +26,10 @@ from fxtui.commands.options import (
 from fxtui.commands.output import say
 from fxtui.commands.usage import UsageError, help_hint, pointing_at
 from fxtui.core.settings import OutputSettings, ProgramSettings
+from fxtui.wire.agent_contract import AgentOptions
 
 if TYPE_CHECKING:
-    from fxtui.commands.next_step import NextStep
+    from fxtui.commands.next_command import NextCommand
     from fxtui.core.snapshot import Snapshot
 
 # What prints and shows a profile (the report, the app's job) is imported where it is used: before the program
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from fxtui.jobs.launch import check_command
 
     check_command(command)
-    from fxtui.jobs.directory import prune_ended
+    from fxtui.jobs.job_start import prune_ended
 
     prune_ended()  # ended jobs' directories older than a week
     settings = ProgramSettings(
@@ -139,16 +140,17 @@ def run(args: argparse.Namespace) -> int:
     if args.detach:
         return detach(settings, args.listen)
     if args.once or not sys.stdout.isatty():
-        from fxtui.commands.next_step import program_next_step
+        from fxtui.commands.next_command import program_next_command
 
-        return headless(settings, output, program_next_step(getattr(args, "argv", ()), command, output, "run"))
+        return headless(settings, output, program_next_command(getattr(args, "argv", ()), command, output, "run"))
     return live(settings, output, args.listen)
 
 
 def detach(settings: ProgramSettings, listen: str = "") -> int:
     """Start the job in the background and say how to watch it."""
-    from fxtui.jobs.directory import LOG, read_key, start_detached
+    from fxtui.jobs.job_start import start_detached
     from fxtui.jobs.launch import SITE_DIR
+    from fxtui.wire.job_directory import LOG, read_key
 
     job, directory = start_detached(settings, listen)
     say(f"started job {job.id}: {' '.join(settings.command)} (pid {job.program_pid})")
@@ -162,8 +164,8 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
     return 0
 
 
-def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
-    """Become the program, its collector beside it printing the profile (and ``next_step``) as it ends
+def headless(settings: ProgramSettings, output: OutputSettings, next_command: NextCommand | None = None) -> int:
+    """Become the program, its collector beside it printing the profile (and ``next_command``) as it ends
     (:mod:`fxtui.jobs.beside`): its pid, signals and exit status are its own. Where processes cannot fork, run it
     as a child instead."""
     if hasattr(os, "fork"):
@@ -172,13 +174,13 @@ def headless(settings: ProgramSettings, output: OutputSettings, next_step: NextS
         def report(snapshot: Snapshot) -> None:  # in the collector, after the fork
             from fxtui.commands.program_report import print_snapshot
 
-            print_snapshot(snapshot, output, next_step)
+            print_snapshot(snapshot, output, next_command)
 
         become_the_program(settings, report, kind=output.kind or None)
-    return _headless_child(settings, output, next_step)
+    return _headless_child(settings, output, next_command)
 
 
-def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step: NextStep | None = None) -> int:
+def _headless_child(settings: ProgramSettings, output: OutputSettings, next_command: NextCommand | None = None) -> int:
     """Run the program with the terminal its own, then print the profile; the program's exit status."""
     from fxtui.core.snapshot import State
     from fxtui.jobs.launch import ProgramJob, exit_status
@@ -191,7 +193,7 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step
         with lock:
             collector.receive(message, agent)
 
-    options = settings.agent_options()
+    options = AgentOptions.of(settings)
     job = ProgramJob(settings.command, receive, options=options, env=settings.program_env())
     # Ctrl+C reaches the program (the terminal signals the whole process group): it stops as it would
     # without fxtui, and the profile so far is printed here once it has.
@@ -212,7 +214,7 @@ def _headless_child(settings: ProgramSettings, output: OutputSettings, next_step
         snapshot = collector.snapshot(State.DONE, kind=output.kind or None)
     from fxtui.commands.program_report import print_snapshot
 
-    print_snapshot(snapshot, output, next_step)
+    print_snapshot(snapshot, output, next_command)
     return exit_status(code)
 
 
@@ -220,7 +222,7 @@ def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") ->
     """The app on the program, run as a job (so it can be detached: D); when the app closes, the program stops
     as Ctrl+C would, its profile prints, and fxtui exits with its status."""
     from fxtui.commands.job_app import watch
-    from fxtui.jobs.directory import start_detached
+    from fxtui.jobs.job_start import start_detached
 
     job, _ = start_detached(settings, listen)
     return watch(job, output, stop_on_quit=True)

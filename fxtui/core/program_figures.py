@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from fxtui.core.snapshot import RunFigures, Snapshot
+from fxtui.core.snapshot import RunSummary, Snapshot
 from fxtui.core.step_waiting import StepWaiting
 
 
-def program_figures(snapshot: Snapshot, figures: RunFigures) -> RunFigures:
+def program_figures(snapshot: Snapshot, figures: RunSummary) -> RunSummary:
     """``figures`` with a program's fidelity as the median of its per-step ratios, and the unattributed time what it
     leaves of the unsampled median; a model's figures as they are."""
     spread = snapshot.spreads.fidelity if snapshot.spreads is not None else None

@@ -258,7 +258,7 @@ def phase_medians(steps: Sequence[StepTimes]) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class RankFigures:
+class RankStats:
     """One rank of a distributed job: its pace, its phases, and what it computes against what it waits."""
 
     rank: int
@@ -297,7 +297,7 @@ class RankSummary:
     """Every rank of a distributed job side by side, the rank the figures show, and who holds the others up."""
 
     shown: int
-    ranks: tuple[RankFigures, ...]
+    ranks: tuple[RankStats, ...]
     collectives: bool = True
     """The processes share collectives (a distributed job's ranks); False for processes that train on their own
     (hogwild workers): none waits for another, there is no straggler."""
@@ -323,7 +323,7 @@ class RankSummary:
         return said
 
 
-def gone_ranks(ranks: Sequence[RankFigures]) -> str:
+def gone_ranks(ranks: Sequence[RankStats]) -> str:
     """One sentence for the ranks whose node is gone: which, on which node, since when (their figures are their
     last); "" when none is."""
     gone = [r for r in ranks if r.gone_since]
@@ -331,7 +331,7 @@ def gone_ranks(ranks: Sequence[RankFigures]) -> str:
         return ""
     import time
 
-    by_node: dict[str, list[RankFigures]] = {}
+    by_node: dict[str, list[RankStats]] = {}
     for r in gone:
         by_node.setdefault(r.where or "another node", []).append(r)
     parts = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fxtui.core.agent_contract import AgentOptions
 from fxtui.core.errors import FxtuiError
 from fxtui.core.filters import FilterSpec
 
@@ -135,11 +134,7 @@ class ProgramSettings:
     keep_disturbed: bool = False
     """Keep the sampled steps that waited for a CPU beyond the threshold in the node figures."""
     timer: str = "mode"
-    """The per-op timer of sampled steps: ``mode`` or ``native`` (:class:`~fxtui.core.agent_contract.AgentOptions`)."""
-
-    def agent_options(self) -> AgentOptions:
-        """What the program's agent is told: its warm-up, its pace, its budget and its timer."""
-        return AgentOptions(self.warmup, self.every, self.budget, self.timer)
+    """The per-op timer of sampled steps: ``mode`` or ``native`` (:class:`~fxtui.wire.agent_contract.AgentOptions`)."""
 
     def program_env(self) -> dict[str, str]:
         """What the program's environment gets besides the caller's (glibc reads these as it starts)."""

@@ -15,13 +15,11 @@ Two kinds of object travel:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
 
 from fxtui.core.column_table import column_total
-from fxtui.core.commands import Command
 from fxtui.core.compilation import CompiledSummary
 from fxtui.core.findings import AtenOp, Disturbance, Hint, MachinePeaks, MemorySummary, WhatIf, WhatIfOption
 from fxtui.core.generation import GENERATE_PHASES, GenerationSummary
@@ -135,7 +133,7 @@ class RunError:
 
 
 @dataclass(frozen=True, slots=True)
-class RunFigures:
+class RunSummary:
     """How far per-node figures can be trusted, from the two run medians and the node sum."""
 
     fidelity: float | None
@@ -146,7 +144,7 @@ class RunFigures:
     """Uninstrumented run time no node accounts for: the Python glue between ops."""
 
     @classmethod
-    def of(cls, attributed_s: float | None, run_median_s: float | None, eager_median_s: float | None) -> RunFigures:
+    def of(cls, attributed_s: float | None, run_median_s: float | None, eager_median_s: float | None) -> RunSummary:
         """Figures from the sum of node medians and the profiled and uninstrumented run medians."""
         known = attributed_s is not None and bool(eager_median_s)
         return cls(
@@ -191,13 +189,13 @@ class RunSpreads:
                 ("fidelity", "", self.fidelity)]  # fmt: skip
 
 
-class RunFiguresMixin:
+class RunSummaryMixin:
     """``fidelity``, ``overhead`` and ``unattributed_s`` for anything that has ``figures``."""
 
     __slots__ = ()
 
     @property
-    def figures(self) -> RunFigures:
+    def figures(self) -> RunSummary:
         raise NotImplementedError
 
     @property
@@ -217,7 +215,7 @@ class RunFiguresMixin:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot(RunFiguresMixin):
+class Snapshot(RunSummaryMixin):
     """The state of a profiling session at one moment."""
 
     graph: GraphInfo | None
@@ -316,9 +314,9 @@ class Snapshot(RunFiguresMixin):
         return phase_totals(self.graph.nodes, self.nodes) if self.graph is not None else {}
 
     @property
-    def figures(self) -> RunFigures:
+    def figures(self) -> RunSummary:
         """Fidelity, overhead and the unattributed remainder of these statistics."""
-        return RunFigures.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
+        return RunSummary.of(self.attributed_s if self.nodes else None, self.run_median_s, self.eager_median_s)
 
 
 #: Minor page faults per run above which node times are dominated by first-touch memory:
@@ -345,16 +343,3 @@ def page_fault_warning(faults_per_run: float | None, malloc: str = "", nodes: It
         "fxtui's --malloc keep (the default on the command line; fxtui.keep_freed_memory() from Python) "
         "or a caching allocator (jemalloc or tcmalloc via LD_PRELOAD) removes this"
     )
-
-
-class SnapshotSource(Protocol):
-    """Anything that produces snapshots: a live session, a child process, a demo, a test fake.
-
-    ``run`` blocks in a worker thread and calls ``publish`` with each new snapshot until a
-    :class:`~fxtui.core.commands.Stop` arrives; ``send`` is called from the UI thread and
-    returns at once (the source acts on the command between runs).
-    """
-
-    def run(self, publish: Callable[[Snapshot], None]) -> None: ...
-
-    def send(self, command: Command) -> None: ...

@@ -30,14 +30,15 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.agent_contract import ProgramExit
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
 from fxtui.jobs.daemon import finish, leave_on_sigterm, watch
-from fxtui.jobs.directory import ADOPTER, LOG, PROFILE, JobInfo, job_dir, read_info, start_collector, write_info
 from fxtui.jobs.job_setup import detached_job
-from fxtui.jobs.pid_watch import running, watch_pid
+from fxtui.jobs.job_start import ADOPTER, start_collector
+from fxtui.jobs.pid_watch import watch_pid
 from fxtui.jobs.profile_keeper import ProfileKeeper
+from fxtui.wire.agent_contract import ProgramExit
+from fxtui.wire.job_directory import LOG, PROFILE, JobInfo, job_dir, read_info, running, write_info
 
 #: Seconds after each signal (Ctrl+C's, then SIGTERM, then SIGKILL) a viewer's stop waits for the program.
 STOP_GRACE_S = 5.0

@@ -32,12 +32,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from fxtui.core.agent_contract import PROGRAM_PID, ProgramExit
 from fxtui.core.settings import ProgramSettings
 from fxtui.jobs.cross_node import CrossNode
 from fxtui.jobs.job_setup import program_job
-from fxtui.jobs.launch import AGENTS_END_S, private_dir, program_argv
+from fxtui.jobs.launch import AGENTS_END_S, program_argv
 from fxtui.jobs.pid_watch import watch_pid
+from fxtui.wire.agent_contract import PROGRAM_PID, ProgramExit
+from fxtui.wire.private_dir import private_dir
 
 if TYPE_CHECKING:
     from fxtui.core.snapshot import Snapshot

@@ -2,7 +2,7 @@
 
 It runs outside the profiled program (the headless ``fxtui run``, or a job's daemon) or, for
 ``fxtui.watch()``, in the caller's process. The nodes and the roots the agent names are the
-program's; the figures are kept per kind of step (:class:`~fxtui.jobs.kind_figures.KindFigures`:
+program's; the figures are kept per kind of step (:class:`~fxtui.jobs.kind_tally.KindTally`:
 training steps, evaluation calls, ``generate()`` calls), and a snapshot shows one kind — training
 when there is any, as the header leads with it — with every kind summed up beside it.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from fxtui.core.agent_messages import Bye, Hello, Step
 from fxtui.core.column_table import ColumnTable, equal_tuples, float_column
 from fxtui.core.generation import GENERATE_PHASES, GenerationSummary, phase_share
 from fxtui.core.nodes import NodeStats
@@ -21,10 +20,11 @@ from fxtui.core.program_run import STEP_KINDS, STEP_PHASES, KindSummary, Program
 from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.generation_figures import generation_kind, generation_medians, generation_spreads
-from fxtui.jobs.kind_figures import KindFigures
+from fxtui.jobs.kind_tally import KindTally
 from fxtui.jobs.op_layout import PhaseIndex, split
 from fxtui.jobs.step_shapes import shapes_in_a_step
 from fxtui.jobs.thread_waits import ThreadWaits
+from fxtui.wire.agent_messages import Bye, Hello, Step
 
 
 class Collector:
@@ -37,9 +37,7 @@ class Collector:
         self.roots: dict[int, RootModule] = {}
         self.beside = ThreadWaits()
         """Its other threads' wait that held its steps up, second by second (:mod:`fxtui.jobs.thread_waits`)."""
-        self.kinds: dict[str, KindFigures] = {
-            kind: KindFigures(kind, keep_disturbed, self.beside) for kind in STEP_KINDS
-        }
+        self.kinds: dict[str, KindTally] = {kind: KindTally(kind, keep_disturbed, self.beside) for kind in STEP_KINDS}
         self._graphs: dict[str, tuple[tuple[int, int, int, int], GraphInfo]] = {}
         self._described = 0
         self.failed = ""
@@ -203,7 +201,7 @@ class Collector:
         return summary
 
     def _node_stats(
-        self, figures: KindFigures, graph: GraphInfo, run_s: float | None, generation: GenerationSummary | None
+        self, figures: KindTally, graph: GraphInfo, run_s: float | None, generation: GenerationSummary | None
     ) -> tuple[ColumnTable[NodeStats], dict[str, tuple[tuple[str, int, float], ...]]]:
         """Each node's statistics at its most frequent shape; the other shapes' counts and medians."""
         stats = figures.stats()

@@ -1,18 +1,18 @@
 """A collector's part in a job across nodes: the lead's listener, or a member's reports to the lead.
 
 The ranks' agents find the lead in the job's store (:mod:`fxtui.agent.job_store`) and tell their collector
-(:class:`~fxtui.core.job_link.LeadAsk`, :class:`~fxtui.core.job_link.JoinLead`), which is all a torch-free
+(:class:`~fxtui.wire.job_link.LeadAsk`, :class:`~fxtui.wire.job_link.JoinLead`), which is all a torch-free
 collector needs: it never reads the store itself.
 
 *Lead* (the collector holding rank 0): derives the job's key from the user's secret and a nonce it draws
 (:mod:`fxtui.jobs.job_secret`), listens on TCP at the address its node reaches the store from, and answers only
-collectors that prove that key (:class:`~fxtui.jobs.sockets.GuardedListener`). Each member's reports go into
+collectors that prove that key (:class:`~fxtui.wire.sockets.GuardedListener`). Each member's reports go into
 :class:`~fxtui.jobs.remote_ranks.RemoteRanks`; a member whose connection ends without its last report is gone, its
 figures kept. When the lead's own program ends it waits a little for the members' last reports, then prints.
 
 *Member*: derives the key from its own copy of the secret and the store's nonce; a fingerprint that differs from
 the store's is a secret that differs, said in one sentence (and the lead would refuse it anyway). Every
-:data:`~fxtui.core.job_link.REPORT_S` seconds it sends each of its ranks' figures — per kind of step its packed
+:data:`~fxtui.wire.job_link.REPORT_S` seconds it sends each of its ranks' figures — per kind of step its packed
 snapshot (node figures, step figures; the graph only when new), never the ops one by one — so the bytes a second
 grow with the ranks and the model's nodes, not with the ops a step holds. Its program's end sends a last report
 with each rank's latest sampled step (a bounded sample of ops, for the lead's trace). A lead it loses is looked for
@@ -35,10 +35,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fxtui.core.agent_contract import connect
 from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.errors import FxtuiError
-from fxtui.core.job_link import (
+from fxtui.core.program_run import STEP_KINDS
+from fxtui.core.snapshot import GraphInfo, Snapshot, State
+from fxtui.jobs.job_secret import fingerprint, job_key, new_nonce, read_secret, secret_path
+from fxtui.jobs.kept_link import KeptLead, keep_lead, keep_member, kept
+from fxtui.wire.agent_contract import connect
+from fxtui.wire.job_link import (
     FIGURES_EVERY_S,
     JOB_VIEW,
     REPORT_S,
@@ -48,12 +52,8 @@ from fxtui.core.job_link import (
     NodeReport,
     RankReport,
 )
-from fxtui.core.program_run import STEP_KINDS
-from fxtui.core.snapshot import GraphInfo, Snapshot, State
-from fxtui.core.snapshot_packing import Packer
-from fxtui.jobs.job_secret import fingerprint, job_key, new_nonce, read_secret, secret_path
-from fxtui.jobs.kept_link import KeptLead, keep_lead, keep_member, kept
-from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, Unpickler
+from fxtui.wire.snapshot_packing import Packer
+from fxtui.wire.sockets import AGENT_LIMIT, GuardedListener, Unpickler
 
 if TYPE_CHECKING:
     from fxtui.jobs.job_state import JobState
@@ -295,7 +295,7 @@ class CrossNode:
                     continue
 
     def _send_reports(self, connection: Connection) -> str:
-        """This node's reports every :data:`~fxtui.core.job_link.REPORT_S` on ``connection`` until the program's
+        """This node's reports every :data:`~fxtui.wire.job_link.REPORT_S` on ``connection`` until the program's
         end (""), or why the connection was lost."""
         packers = Packers()  # a new connection: every graph again
         host = socket.gethostname()

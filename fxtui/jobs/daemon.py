@@ -1,6 +1,6 @@
 """A job's collector, detached from any terminal: it runs the program, aggregates, and serves whoever attaches.
 
-``python -m fxtui.jobs.daemon JOBDIR`` (started by :func:`fxtui.jobs.directory.start_detached`
+``python -m fxtui.jobs.daemon JOBDIR`` (started by :func:`fxtui.jobs.job_start.start_detached`
 in a session of its own, so a closed SSH connection ends neither it nor the program). It
 starts the program with its output on the job's log (the program's own descriptors), then
 aggregates its agents' messages for as long as it runs, viewers or not: memory stays bounded
@@ -33,11 +33,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.snapshot import State
-from fxtui.jobs.directory import PROFILE, JobInfo, write_info
 from fxtui.jobs.job_setup import detached_job
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.profile_keeper import ProfileKeeper
 from fxtui.jobs.viewers import ViewerServer
+from fxtui.wire.job_directory import PROFILE, JobInfo, write_info
 
 #: Seconds between snapshots for attached viewers.
 INTERVAL = 0.25

@@ -15,8 +15,8 @@ from collections import deque
 
 import numpy as np
 
-from fxtui.core.agent_messages import GenerationCall
 from fxtui.core.generation import MAX_BINS, GenerationSummary
+from fxtui.wire.agent_messages import GenerationCall
 
 #: Calls the figures come from (the time per token and the positions: the most recent of them).
 KEPT = 256

@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from fxtui.core.agent_messages import Step
+from fxtui.wire.agent_messages import Step
 
 #: Seconds behind the program beyond which the collector leaves sampled steps' ops out.
 SHED_S = 2.0

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.agent_contract import ProgramExit
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.cross_node import CrossNode
-from fxtui.jobs.directory import KEY, LOG, VIEWER
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.launch import ProgramJob
 from fxtui.jobs.viewers import ViewerServer
+from fxtui.wire.agent_contract import AgentOptions, ProgramExit
+from fxtui.wire.job_directory import KEY, LOG, VIEWER
 
 
 def program_job(
@@ -42,7 +42,7 @@ def program_job(
     return ProgramJob(
         settings.command,
         on_message,
-        options=settings.agent_options(),
+        options=AgentOptions.of(settings),
         log=log,
         directory=directory,
         key=key,

@@ -15,7 +15,6 @@ import threading
 import time
 from pathlib import Path
 
-from fxtui.core.agent_messages import Hello, Step
 from fxtui.core.op_nodes import EagerNode
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import Snapshot, State
@@ -25,6 +24,7 @@ from fxtui.jobs.machine_load import Interval, MachineLoad
 from fxtui.jobs.rank_snapshots import keeps_ops
 from fxtui.jobs.ranks import JobCollector
 from fxtui.jobs.thread_waits import beside_wait
+from fxtui.wire.agent_messages import Hello, Step
 
 #: Seconds between two looks at the machine's load (each one reads the program's threads' counters in /proc).
 LOAD_EVERY_S = 1.0

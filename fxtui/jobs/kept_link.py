@@ -16,7 +16,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from fxtui.core.job_link import JoinLead, LeadAddress
+from fxtui.wire.job_link import JoinLead, LeadAddress
 
 #: The file, in a detached job's directory.
 LINK = "link.json"

@@ -17,7 +17,6 @@ import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -27,10 +26,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions, ProgramExit
 from fxtui.core.errors import FxtuiError
-from fxtui.core.job_link import JOB_SCOPE, JoinLead, LeadAsk
-from fxtui.jobs.sockets import AGENT_LIMIT, GuardedListener, receive
+from fxtui.wire.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions, ProgramExit
+from fxtui.wire.job_link import JOB_SCOPE, JoinLead, LeadAsk
+from fxtui.wire.private_dir import private_dir
+from fxtui.wire.sockets import AGENT_LIMIT, GuardedListener, receive
 
 #: The module that starts a program with the agent in it (``python -m``): it runs in the program's process.
 AGENT_BOOT = "fxtui.agent.boot"
@@ -39,28 +39,6 @@ AGENT_BOOT = "fxtui.agent.boot"
 SITE_DIR = str(Path(__file__).resolve().parent.parent / "agent" / "site")
 #: Seconds the collector waits, once the program ended, for its agents' last messages.
 AGENTS_END_S = 5.0
-
-
-def private_dir() -> Path:
-    """This user's directory for fxtui's sockets and logs: ``$XDG_RUNTIME_DIR/fxtui`` or ``/tmp/fxtui-UID``, 0700.
-
-    Refused, in one sentence, when it exists but another user owns it or others may read it.
-    """
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
-        path = Path(runtime) / "fxtui"
-    else:
-        path = Path(tempfile.gettempdir()) / f"fxtui-{os.getuid()}"
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        info = path.lstat()
-    except OSError as e:
-        raise FxtuiError(f"cannot make fxtui's directory {path}: {e.strerror or e}") from None
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise FxtuiError(f"{path} is not a directory of this user's: fxtui keeps its sockets elsewhere only if asked")
-    if info.st_mode & 0o077:
-        raise FxtuiError(f"{path} can be read by other users (mode {oct(info.st_mode & 0o777)}); chmod 700 it")
-    return path
 
 
 def is_executable(command: Sequence[str]) -> bool:
@@ -116,7 +94,7 @@ class ProgramJob:
 
     ``on_message(message, agent)`` hears each message, in a reader thread per agent: ``agent`` counts
     the processes whose agent connected (a program that starts others, ``torchrun``'s ranks, has several).
-    ``on_exit(message)`` hears the :class:`~fxtui.core.agent_contract.ProgramExit` the program's boot
+    ``on_exit(message)`` hears the :class:`~fxtui.wire.agent_contract.ProgramExit` the program's boot
     says last (the connection it came on is still open: the one who waits for an answer reads it there).
     """
 
@@ -137,7 +115,7 @@ class ProgramJob:
     ) -> None:
         self.command = tuple(command)
         self.on_link = on_link
-        """Hears an agent's :class:`~fxtui.core.job_link.LeadAsk` or ``JoinLead`` (a job across nodes), on the
+        """Hears an agent's :class:`~fxtui.wire.job_link.LeadAsk` or ``JoinLead`` (a job across nodes), on the
         connection it came on (the agent reads the answer there)."""
         self.env = dict(env or {})
         """Set in the program's environment besides the caller's (``--keep-freed-memory``)."""

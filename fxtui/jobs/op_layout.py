@@ -21,7 +21,7 @@ from fxtui.core.op_nodes import EagerNode
 from fxtui.core.program_run import STEP_PHASES
 
 Op = tuple[int, int, str, int]
-"""(node id, ns, output shape, clock at its start), as :class:`~fxtui.core.agent_messages.Step` holds them."""
+"""(node id, ns, output shape, clock at its start), as :class:`~fxtui.wire.agent_messages.Step` holds them."""
 OpColumns = tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]
 """A step's ops as three columns: node ids, durations (ns), output shapes (:func:`split`)."""
 

@@ -7,6 +7,8 @@ import select
 import time
 from collections.abc import Callable
 
+from fxtui.wire.job_directory import running
+
 
 def watch_pid(pid: int) -> Callable[[float], bool]:
     """``ended(timeout)``: True once process ``pid`` has ended (waiting at most ``timeout`` seconds to know).
@@ -27,18 +29,3 @@ def watch_pid(pid: int) -> Callable[[float], bool]:
         return not running(pid)
 
     return ended
-
-
-def running(pid: int) -> bool:
-    """True while process ``pid`` runs (a zombie, ended but not yet waited for, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True

@@ -17,16 +17,16 @@ import time
 
 import numpy as np
 
-from fxtui.core.agent_messages import Hello
 from fxtui.core.column_table import ColumnTable
 from fxtui.core.nodes import NodeStats
-from fxtui.core.program_run import ProgramState, RankFigures, RankSummary, gone_ranks
+from fxtui.core.program_run import ProgramState, RankStats, RankSummary, gone_ranks
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.job_processes import has_collectives, lead_process, own_kind, processes, same_kind, with_every_kind
 from fxtui.jobs.rank_snapshots import Derived, RankSnapshots, fit_window
 from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 from fxtui.jobs.step_wait import with_load
+from fxtui.wire.agent_messages import Hello
 
 
 class JobCollector:
@@ -176,14 +176,14 @@ def _figures(
     now: float = 0.0,
     derived: Derived | None = None,
     role: str = "",
-) -> RankFigures:
+) -> RankStats:
     """One rank's pace and phases, its arithmetic (Σ forward and backward op medians), what it waits (``role``: a
     process's name in a job without collectives)."""
     steps = snapshot.steps
     compute, backward, comm_ops = (derived or Derived()).sums(rank, snapshot)
     backward_phase = steps.median("backward") if steps is not None else None
     hello: Hello | None = collector.hello
-    return RankFigures(
+    return RankStats(
         rank=rank,
         host=hello.host if hello is not None else "",
         steps=steps.steps if steps is not None else 0,

@@ -1,6 +1,6 @@
 """The ranks of a job that other collectors hold (other nodes'), as the lead collector last heard of them.
 
-A member collector sends the lead each of its ranks' figures every second (:class:`~fxtui.core.job_link.NodeReport`):
+A member collector sends the lead each of its ranks' figures every second (:class:`~fxtui.wire.job_link.NodeReport`):
 per kind of step a packed snapshot, its graph only when new. The lead keeps the latest of each rank; its
 :class:`~fxtui.jobs.ranks.JobCollector` shows them beside its own ranks. A node that goes silent (killed, its
 network gone) keeps its last figures whole; its ranks are marked gone since the last word heard from it.
@@ -12,11 +12,11 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from fxtui.core.agent_messages import Hello
-from fxtui.core.job_link import JOB_VIEW, SILENT_S, NodeReport
 from fxtui.core.program_run import STEP_KINDS
 from fxtui.core.snapshot import GraphInfo, Snapshot, State
-from fxtui.core.snapshot_packing import Unpacker
+from fxtui.wire.agent_messages import Hello
+from fxtui.wire.job_link import JOB_VIEW, SILENT_S, NodeReport
+from fxtui.wire.snapshot_packing import Unpacker
 
 
 @dataclass

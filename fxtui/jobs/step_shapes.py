@@ -1,7 +1,7 @@
 """Nodes whose calls in one step ran at several output shapes, named for the report.
 
 A module called at two shapes in every step (one ``nn.ReLU`` after convolutions of 64 and 32
-channels) is one node: its row's figures hold every call (:mod:`fxtui.jobs.kind_figures` sums them
+channels) is one node: its row's figures hold every call (:mod:`fxtui.jobs.kind_tally` sums them
 per step), and its row shows the first call's shape. This names the shapes it ran at, so the header
 can say the row holds them all.
 """
@@ -9,14 +9,14 @@ can say the row holds them all.
 from __future__ import annotations
 
 from fxtui.core.snapshot import GraphInfo
-from fxtui.jobs.kind_figures import SHAPE_JOIN, KindFigures
+from fxtui.jobs.kind_tally import SHAPE_JOIN, KindTally
 
 #: The phases of a module's own calls, where several shapes in a step are a module reused. (Its gradients then run
 #: at those shapes too, as do gradients whose positions fold, ``#7``: their rows hold every call all the same.)
 _MODEL_PHASES = frozenset({"forward", "prefill", "decode"})
 
 
-def shapes_in_a_step(figures: KindFigures, graph: GraphInfo) -> dict[str, tuple[str, ...]]:
+def shapes_in_a_step(figures: KindTally, graph: GraphInfo) -> dict[str, tuple[str, ...]]:
     """Node name → the output shapes its calls ran at in one step (its most frequent steps'), for nodes with
     several; the graph's nodes are ``sorted(figures.nodes)``, in order."""
     ids = sorted(figures.nodes)

@@ -15,7 +15,7 @@ is refused in one sentence even if the files' modes were loosened. TCP is off un
 job's token, printed when the job starts: a connection without it is refused and logged.
 A message that does not unpickle, or is not a command, is dropped with a one-line warning; one
 longer than any command ends its connection. No client can hold the others out: each proves the
-key in a thread of its own, within seconds (:mod:`fxtui.jobs.sockets`).
+key in a thread of its own, within seconds (:mod:`fxtui.wire.sockets`).
 """
 
 from __future__ import annotations
@@ -30,27 +30,14 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from fxtui.core.commands import Reset, ShowKind, ShowRank, Stop, StopProgram
 from fxtui.core.snapshot import Snapshot
-from fxtui.core.snapshot_packing import Publisher
-from fxtui.jobs.sockets import VIEWER_LIMIT, GuardedListener, Refused, receive
+from fxtui.wire.snapshot_packing import Publisher
+from fxtui.wire.sockets import VIEWER_LIMIT, GuardedListener, Refused, receive, shutdown
+from fxtui.wire.viewer_commands import Reset, ShowKind, ShowRank, Stop, StopProgram
+from fxtui.wire.viewer_messages import ProgramEnded, ViewerRefused
 
 #: What makes a snapshot for a viewer: ``make(rank, kind)``, each None for the job's own choice.
 Make = Callable[[int | None, str | None], Snapshot]
-
-
-def shutdown(connection: Connection) -> None:
-    """End ``connection`` for the threads reading and writing it: they see its end, and the one that owns it closes it.
-
-    Closing it from another thread would free its descriptor while a read or a write was under way, and the
-    next connection accepted would get that descriptor: the old thread's bytes would land in it.
-    """
-    with contextlib.suppress(OSError, ValueError):
-        sock = socket.socket(fileno=connection.fileno())
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        finally:
-            sock.detach()
 
 
 def _peer_uid(connection: Connection) -> int | None:
@@ -137,7 +124,7 @@ class _Viewer:
                 if snapshot is not None:
                     self.publish(snapshot)
                 if code is not None and snapshot is None:
-                    self.connection.send(("exit", code))
+                    self.connection.send(ProgramEnded(code))
                     with self._ready:
                         self._exit = None
             except (OSError, ValueError, EOFError):
@@ -242,7 +229,7 @@ class ViewerServer:
         if uid is not None and uid != _own_uid():
             self.warn(f"refused a viewer of user {uid}: the job is its owner's alone")
             with contextlib.suppress(OSError):
-                connection.send(("refused", "this job belongs to another user: only its owner may watch it"))
+                connection.send(ViewerRefused("this job belongs to another user: only its owner may watch it"))
                 connection.close()
             return
         self._add(connection)

@@ -14,10 +14,10 @@ import signal
 import threading
 from multiprocessing.connection import Connection
 
-from fxtui.core.commands import Stop
 from fxtui.core.settings import ModelSettings
 from fxtui.core.snapshot import Snapshot, State
-from fxtui.core.snapshot_packing import Publisher
+from fxtui.wire.snapshot_packing import Publisher
+from fxtui.wire.viewer_commands import Stop
 
 
 @dataclasses.dataclass(frozen=True)

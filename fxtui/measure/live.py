@@ -2,7 +2,7 @@
 
 A :class:`LiveSource` runs in one worker thread (in the app, inside the engine's child
 process). Consumers talk to it only through :meth:`LiveSource.send` with the typed
-commands of :mod:`fxtui.core.commands`; the loop drains them between runs, so nothing
+commands of :mod:`fxtui.wire.viewer_commands`; the loop drains them between runs, so nothing
 a command does (an aten pass, a what-if) lands inside a timed run. The analyses return
 their findings and the loop keeps them on the session, which every snapshot reports.
 """
@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from fxtui.core.commands import Command, Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure import explain
 from fxtui.measure.session import Session
+from fxtui.wire.viewer_commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop, ViewerCommand
 
 #: Runs in a row that may fail before the loop stops rerunning (a model that started to raise would otherwise
 #: be rerun as fast as it fails: 267,882 failed runs and both cores busy, in one report).
@@ -57,7 +57,7 @@ class LiveSource:
         self.interval = interval
         self.max_runs = max_runs
         self.analyse = analyse
-        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._commands: queue.SimpleQueue[ViewerCommand] = queue.SimpleQueue()
         self._stop_asked = threading.Event()
         """Set by :meth:`send` as soon as a Stop arrives, so a what-if being measured ends between two pairs."""
         self._paused = False
@@ -66,7 +66,7 @@ class LiveSource:
         """Runs in a row that failed; at :data:`MAX_FAILURES_IN_A_ROW` the loop stops until a Resume."""
         self.session: Session | None = None
 
-    def send(self, command: Command) -> None:
+    def send(self, command: ViewerCommand) -> None:
         """Queue ``command``; the loop acts on it between runs (at once when paused)."""
         if isinstance(command, Stop):
             self._stop_asked.set()
@@ -179,7 +179,7 @@ class LiveSource:
                 waiting = True  # nothing to run: sleep until a command arrives
                 continue
             waiting = False
-            self._failing = 0 if session.step() else self._failing + 1
+            self._failing = 0 if session.run_pair() else self._failing + 1
             if session.last_error is not None and session.samples.count == 0:
                 time.sleep(0.1)  # every run fails: do not spin
             now = time.monotonic()

@@ -189,7 +189,7 @@ def run_profile(
     while not should_stop() and failed < max(runs, 3):
         if done >= runs and (done >= runs + more or session.quiet_steps >= runs):
             break
-        if session.step():
+        if session.run_pair():
             done += 1
             on_run(done, session.quiet_steps, session.disturbed_steps)
         else:

@@ -1,6 +1,6 @@
 """A profiling session: warm-up, thread settings, the rerun loop, and snapshots of it.
 
-Each :meth:`Session.step` runs the captured model twice on fresh copies of the
+Each :meth:`Session.run_pair` runs the captured model twice on fresh copies of the
 inputs: once with every graph under a :class:`~fxtui.measure.timing.TimingInterpreter`
 and once uninstrumented (each graph's own forward, the same capture otherwise). The
 order alternates from step to step, so neither kind of run systematically inherits warm
@@ -147,12 +147,12 @@ class Session:
 
     # -- running -----------------------------------------------------------------
 
-    def step(self, record: bool = True) -> bool:
+    def run_pair(self, record: bool = True) -> bool:
         """One profiled run and one uninstrumented run, in alternating order.
 
-        A step in which either run raises counts as one failure and is kept as
+        A pair in which either run raises counts as one failure and is kept as
         :attr:`last_error`; its samples are dropped, and the session stays usable.
-        Returns True when the step's samples were recorded.
+        Returns True when the pair's samples were recorded.
         """
         self._eager_first = not self._eager_first
         with self.captured.running():
@@ -233,7 +233,7 @@ class Session:
         """
         earlier = min(1, self.captured.warm_runs)
         for _ in range(max(0, runs - earlier)):
-            self.step(record=False)
+            self.run_pair(record=False)
         if self.captured.notes is not None:  # what the warm-up runs noted is no figure either
             self.captured.notes.reset()
 

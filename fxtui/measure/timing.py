@@ -9,7 +9,7 @@ and value garbage collection. Measured on this project's reference machine, stoc
 the GraphModule's own forward on mobilenet_v3_small at batch 1.
 
 :class:`TimingInterpreter` therefore compiles the graph once into a flat plan: each
-step holds the node's callable, resolved in advance, and a small generated function
+entry holds the node's callable, resolved in advance, and a small generated function
 that builds its arguments from a list of slots. The timed region of a node is just
 
     t0 = clock(); out = fn(*args, **kwargs); t1 = clock()
@@ -51,7 +51,7 @@ def calibrate_clock(clock: Clock, pairs: int = 2000) -> int:
 
 
 @dataclass(frozen=True)
-class _Step:
+class _PlanEntry:
     """One node of the compiled plan."""
 
     index: int
@@ -85,7 +85,7 @@ class TimingInterpreter(torch.fx.Interpreter):
         """The nodes' display names (the FX names unless the capture gave others)."""
         self._slot = {n: i for i, n in enumerate(self.nodes)}
         self._placeholders = [i for i, n in enumerate(self.nodes) if n.op == "placeholder"]
-        self._steps = [self._compile(n) for n in self.nodes]
+        self._plan = [self._compile(n) for n in self.nodes]
         self.last_ns: list[int] = [0] * len(self.nodes)
         self.last_start_ns: list[int] = [0] * len(self.nodes)
         """Clock reading at the start of each node's timed region (for a trace)."""
@@ -96,13 +96,13 @@ class TimingInterpreter(torch.fx.Interpreter):
 
     # -- compilation -------------------------------------------------------------
 
-    def _compile(self, node: Node) -> _Step:
+    def _compile(self, node: Node) -> _PlanEntry:
         index = self._slot[node]
         fn = self._resolve(node)
         fetch = self._compile_fetch(node)
         last_users = self.user_to_last_uses.get(node, [])
         frees = tuple(self._slot[n] for n in last_users)
-        return _Step(index, fn, fetch, frees)
+        return _PlanEntry(index, fn, fetch, frees)
 
     def _resolve(self, node: Node) -> Callable[..., Any]:
         """The callable whose invocation is the node's own operation."""
@@ -123,7 +123,7 @@ class TimingInterpreter(torch.fx.Interpreter):
     def _compile_fetch(self, node: Node) -> Callable[[list[Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
         """Generate ``lambda v: ((args...), {kwargs...})`` reading node values from slots."""
         if node.op == "placeholder":
-            # Filled in by run(): the slot holds the input value before the step runs.
+            # Filled in by run(): the slot holds the input value before the entry runs.
             slot = self._slot[node]
             return lambda v: ((v[slot],), {})
         consts: list[Any] = []
@@ -159,7 +159,7 @@ class TimingInterpreter(torch.fx.Interpreter):
                 self.names[self._placeholders[0]] if self._placeholders else "",
                 f"the model takes {len(self._placeholders)} input(s) but {len(args)} were given",
             )
-        v: list[Any] = [None] * len(self._steps)
+        v: list[Any] = [None] * len(self._plan)
         for slot, value in zip(self._placeholders, args, strict=True):
             v[slot] = value
         ns = self.last_ns
@@ -171,18 +171,18 @@ class TimingInterpreter(torch.fx.Interpreter):
         i = -1
         start = clock()
         try:
-            for step in self._steps:
-                i = step.index
-                a, k = step.fetch(v)
+            for entry in self._plan:
+                i = entry.index
+                a, k = entry.fetch(v)
                 t0 = clock()
-                out = step.fn(*a, **k)
+                out = entry.fn(*a, **k)
                 t1 = clock()
                 ns[i] = t1 - t0 - overhead
                 starts[i] = t0
                 v[i] = out
                 if meta is not None:
                     meta.append(describe_value(out, check_finite=True))
-                for f in step.frees:
+                for f in entry.frees:
                     v[f] = None
         except Exception as e:
             raise self._node_error(i, e) from e
@@ -197,7 +197,7 @@ class TimingInterpreter(torch.fx.Interpreter):
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         if n.op == "placeholder":
             return super().run_node(n)
-        fn = self._steps[self._slot[n]].fn
+        fn = self._plan[self._slot[n]].fn
         if n.op == "output":
             args = (args[0],)
         t0 = self.clock()

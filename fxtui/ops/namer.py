@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from fxtui.core.compilation import common_ancestor
-from fxtui.core.op_nodes import EagerNode, RootModule
+from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
 from fxtui.ops.recorder import GRADIENT
 from fxtui.ops.records import (
     UNKNOWN_SHAPE,
@@ -261,7 +261,7 @@ class OpNamer:
 
     # -- a step ----------------------------------------------------------------------------------
 
-    def resolve(self, records: Iterable[Record]) -> list[tuple[int, int, str, int]]:
+    def resolve(self, records: Iterable[Record]) -> list[OpTime]:
         """One step's records as ``(node id, ns, output shape, clock at its start)``, in the order the ops ran."""
         return _Resolution(self).run(records)
 
@@ -337,14 +337,14 @@ class _Resolution:
         self.derived: dict[int, int] = {}  # tensor id → the root whose output it is, or was computed from
         self.stretch_counts: dict[tuple[int, int, str], int] = {}
         self.grad_nodes: dict[int, dict[int, int]] = {}  # per stretch: each autograd node's order in it
-        self.out: list[tuple[int, int, str, int]] = []
+        self.out: list[OpTime] = []
         self.kernel_ns = 0  # Σ of the step's compiled kernels so far
         self.call_from = 0  # … when the compiled call in progress began
         self.skipping = 0  # compiled modules on the stack
         self.loss_phase = "other"  # the phase of ops outside every module now: "forward" before a backward …
         self.after_forward = False  # … when only the script's code has run since a root's forward ended
 
-    def run(self, records: Iterable[Record]) -> list[tuple[int, int, str, int]]:
+    def run(self, records: Iterable[Record]) -> list[OpTime]:
         records = list(records)
         # A loss that a backward follows is part of the step's forward (a training step's); one computed after the
         # last backward, or in a step with none (an evaluation), is the script's phase, ``other``.

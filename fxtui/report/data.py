@@ -41,7 +41,7 @@ from fxtui.core.nodes import ModuleStats, build_module_tree, module_memory, phas
 from fxtui.core.program_figures import lead_waiting, program_figures
 from fxtui.core.rollup import ModulePlan
 from fxtui.core.rows import ModuleRow, NodeRow, Rates
-from fxtui.core.snapshot import GraphInfo, RunFigures, RunFiguresMixin, Snapshot, State
+from fxtui.core.snapshot import GraphInfo, RunSummary, RunSummaryMixin, Snapshot, State
 from fxtui.report.json_rows import module_row_from_json, module_row_json, node_row_from_json, node_row_json
 from fxtui.report.json_schema import SCHEMA, SCHEMA_VERSION, checked, fields_from_metadata, load_json, metadata_json
 from fxtui.report.json_values import encode
@@ -82,7 +82,7 @@ def loss_name(ops: set[str]) -> str:
 
 
 @dataclass(frozen=True)
-class ReportData(RunFiguresMixin):
+class ReportData(RunSummaryMixin):
     """The result of a profile: the snapshot it was made from, per-node rows (graph order) and per-module rows.
 
     Every field of the snapshot and of its graph reads as the report's own: ``report.runs``,
@@ -182,10 +182,10 @@ class ReportData(RunFiguresMixin):
         return phase_totals([r.info for r in self.rows], {r.name: r.stats for r in self.rows})
 
     @property
-    def figures(self) -> RunFigures:
+    def figures(self) -> RunSummary:
         """Fidelity, overhead and the unattributed remainder. A program's fidelity is the median of its sampled
         steps' own ratios (each one's ops ÷ the unsampled median), so it lies inside the range printed with it."""
-        figures = RunFigures.of(self.attributed_s, self.snapshot.run_median_s, self.snapshot.eager_median_s)
+        figures = RunSummary.of(self.attributed_s, self.snapshot.run_median_s, self.snapshot.eager_median_s)
         return program_figures(self.snapshot, figures)
 
     @property

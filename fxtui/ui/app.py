@@ -1,4 +1,4 @@
-"""The fxtui app: a live view of a :class:`~fxtui.core.snapshot.SnapshotSource`.
+"""The fxtui app: a live view of a :class:`~fxtui.wire.snapshot_source.SnapshotSource`.
 
 The source runs in a worker thread and publishes snapshots; the worker never
 touches a widget. Each snapshot travels as a :class:`SnapshotReady` message to the
@@ -20,14 +20,15 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.worker import Worker
 
-from fxtui.core.commands import ShowKind, ShowRank, Stop, StopProgram
 from fxtui.core.errors import FxtuiError
-from fxtui.core.snapshot import Snapshot, SnapshotSource, State
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.actions import APP, PROFILER_GROUPS, actions, bindings, help_rows, palette_actions, palette_help
 from fxtui.ui.messages import SnapshotReady
 from fxtui.ui.screens.confirm import ConfirmScreen
 from fxtui.ui.screens.help import HelpScreen
 from fxtui.ui.screens.main import MainScreen
+from fxtui.wire.snapshot_source import SnapshotSource
+from fxtui.wire.viewer_commands import ShowKind, ShowRank, Stop, StopProgram
 
 #: When each of the app's keys that does not always apply does (the action registry says).
 _APPLIES = {a.name: a.applies for a in actions(APP) if a.applies is not None}

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from fxtui.core.commands import Command, MeasureWhatIfs
 from fxtui.core.findings import WhatIf
 from fxtui.core.snapshot import Snapshot
+from fxtui.wire.viewer_commands import MeasureWhatIfs, ViewerCommand
 
 
 def requests(snapshot: Snapshot | None, names: Iterable[str], waiting: frozenset[str]) -> dict[str, int]:
@@ -32,7 +32,7 @@ def answers(snapshot: Snapshot, waiting: frozenset[str], asked_after: dict[str, 
 class WhatIfRequests:
     """What-ifs asked for and not answered yet; ``changed`` hears every new set of waiting names."""
 
-    def __init__(self, send: Callable[[Command], None], changed: Callable[[frozenset[str]], None]) -> None:
+    def __init__(self, send: Callable[[ViewerCommand], None], changed: Callable[[frozenset[str]], None]) -> None:
         self._send = send
         self._changed = changed
         self.waiting: frozenset[str] = frozenset()

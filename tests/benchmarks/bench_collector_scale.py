@@ -57,8 +57,8 @@ SNAPSHOT_EVERY_S = 0.25
 
 def record(path: Path, every: int, steps: int = 40) -> None:
     """Run :data:`PROGRAM` under the agent and keep every message it sends."""
-    from fxtui.core.agent_contract import AgentOptions
     from fxtui.jobs.launch import ProgramJob
+    from fxtui.wire.agent_contract import AgentOptions
 
     messages: list[object] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,12 +78,12 @@ def _rss_mb() -> float:
 
 def collector(directory: str, key: bytes, pipe: Connection) -> None:
     """The collector under test: the daemon's receiving and snapshot path, and a member's report to its lead."""
-    from fxtui.core.job_link import NodeReport
     from fxtui.core.settings import ProgramSettings
     from fxtui.core.snapshot import State
     from fxtui.jobs.cross_node import Packers, _dumps, _local_ranks
     from fxtui.jobs.job_state import JobState
     from fxtui.jobs.launch import ProgramJob
+    from fxtui.wire.job_link import NodeReport
 
     state = JobState(ProgramSettings(("sim.py",), warmup=2))
     job = ProgramJob(("sim.py",), state.receive, directory=Path(directory), key=key)
@@ -138,7 +138,7 @@ class RawSender:
     (the write waits) instead of dropping."""
 
     def __init__(self, address: str, key: bytes) -> None:
-        from fxtui.core.agent_contract import connect
+        from fxtui.wire.agent_contract import connect
 
         self.connection: Connection | None = connect(address, key, timeout=60)
         self.dropped = 0
@@ -173,7 +173,7 @@ def senders(
     """Ranks ``ranks``, each a Sender (or, ``raw``, a :class:`RawSender`) replaying the recorded steps at
     :data:`STEPS_PER_S`."""
     from fxtui.agent.sender import Sender
-    from fxtui.core.agent_messages import Hello, Step
+    from fxtui.wire.agent_messages import Hello, Step
 
     recorded = pickle.loads(Path(messages_path).read_bytes())
     hello = next(m for m in recorded if isinstance(m, Hello))
@@ -213,7 +213,7 @@ def senders(
 
 def step_bytes(messages_path: Path) -> tuple[float, float, int]:
     """Bytes an agent sends a step (mean over the recorded cycle), a sampled step's, and ops a sampled step."""
-    from fxtui.core.agent_messages import Step
+    from fxtui.wire.agent_messages import Step
 
     steps = [m for m in pickle.loads(messages_path.read_bytes()) if isinstance(m, Step) and m.kind == "train"]
     again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]
@@ -226,7 +226,7 @@ def step_bytes(messages_path: Path) -> tuple[float, float, int]:
 def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bool = False) -> dict[str, object]:
     import secrets
 
-    from fxtui.jobs.launch import private_dir
+    from fxtui.wire.private_dir import private_dir
 
     ctx = multiprocessing.get_context("spawn")
     key = secrets.token_bytes(32)

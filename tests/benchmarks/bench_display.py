@@ -88,7 +88,7 @@ def headless(target: Target, seconds: float) -> tuple[float, float, str]:
         time.sleep(0.1)
     time.sleep(seconds)
     out = result(last)
-    from fxtui.core.commands import Stop
+    from fxtui.wire.viewer_commands import Stop
 
     source.send(Stop())
     thread.join(timeout=30)

@@ -76,7 +76,7 @@ def fidelity(runs: int = 30) -> None:
             tut.node_s.clear()
             tut.run_s.clear()
             for _ in range(runs):
-                s.step()
+                s.run_pair()
                 inputs = s.inputs.fresh().args
                 tut.run(*s.inputs.fresh().args)
                 t0 = time.perf_counter()
@@ -115,7 +115,7 @@ def capture(runs: int = 30) -> None:
         setup = time.perf_counter() - t0
         s.warm_up(3)
         for _ in range(runs):
-            s.step()
+            s.run_pair()
         snap = s.snapshot()
         ref = f"{snap.reference_median_s * 1e3:.1f} ms" if snap.reference_median_s else "–"
         shown = "×".join(map(str, shape)) if shape else "ids 1×128"
@@ -145,7 +145,7 @@ def train(runs: int = 30, soak: int = 1000) -> None:
         setup = time.perf_counter() - t0
         s.warm_up(3)
         for _ in range(runs):
-            s.step()
+            s.run_pair()
         snap = s.snapshot()
         phases = snap.phases
         shown = "×".join(map(str, shape)) if shape else "ids 1×128"
@@ -161,7 +161,7 @@ def train(runs: int = 30, soak: int = 1000) -> None:
     start = _rss_mb()
     marks = []
     for i in range(1, soak + 1):
-        s.step()
+        s.run_pair()
         if i % (soak // 4) == 0:
             s.snapshot()
             marks.append(f"{i}: {_rss_mb() - start:+.1f} MB")
@@ -212,7 +212,7 @@ def _one_session(threads: str, malloc: str, runs: int = 30) -> None:
     s = session("resnet18", (5, 3, 224, 224))
     s.warm_up(3)
     for _ in range(runs):
-        s.step()
+        s.run_pair()
     snap = s.snapshot()
     names = [n.name for n in snap.graph.nodes if n.op not in ("placeholder", "output")]
     print(
@@ -305,11 +305,11 @@ def memory() -> None:
     gm = torch.fx.symbolic_trace(model)
     s = Session(gm, (torch.randn(4, 64),))
     for _ in range(100):
-        s.step()
+        s.run_pair()
         s.snapshot()
     at_100 = _rss_mb()
     for k in range(4900):
-        s.step()
+        s.run_pair()
         if k % 50 == 0:
             s.snapshot()
     at_5000 = _rss_mb()
@@ -335,10 +335,10 @@ def _first_timings(target: str) -> None:
     import json
 
     t0 = globals().get("TORCH_IMPORTED", time.perf_counter())
-    from fxtui.core.commands import Stop
     from fxtui.core.snapshot import State
     from fxtui.measure.live import LiveSource
     from fxtui.measure.pipeline import session_for_target as build
+    from fxtui.wire.viewer_commands import Stop
 
     phases: list[tuple[str, float]] = []
     source: LiveSource

@@ -98,14 +98,14 @@ def bench(name: str, rounds: int, prompt: int, new: int, dynamo: bool) -> None:
     walls, ttfts, steps, means = [], [], [], []
     for k in range(rounds):
         if k % 2:
-            session.step()
+            session.run_pair()
         wall, ttft, st = plain_call(model, inputs, options)
         walls.append(wall)
         ttfts.append(ttft)
         steps += st
         means.append(statistics.fmean(st))
         if not k % 2:
-            session.step()
+            session.run_pair()
         print(f"\r   round {k + 1} of {rounds}", end="", file=sys.stderr, flush=True)
     print("\r\x1b[K", end="", file=sys.stderr)
     snap = session.snapshot()

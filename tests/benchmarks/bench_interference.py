@@ -51,7 +51,7 @@ def record(session: Session, steps: int) -> list[tuple[list[int], int, int, floa
     """``steps`` raw steps: node ns, profiled run ns, uninstrumented run ns, the larger run's lost share."""
     out = []
     for _ in range(steps):
-        session.step(record=False)
+        session.run_pair(record=False)
         loads = [load for load in session._loads if load is not None]
         node_ns, run_ns, eager_ns = session._pending
         out.append((list(node_ns), int(run_ns), int(eager_ns), max(load.lost_share for load in loads)))

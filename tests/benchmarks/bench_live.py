@@ -21,11 +21,12 @@ from collections.abc import Callable
 
 from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.settings import ModelSettings, Target
-from fxtui.core.snapshot import Snapshot, SnapshotSource, State
+from fxtui.core.snapshot import Snapshot, State
 from fxtui.measure.child import ChildOptions
 from fxtui.measure.live import LiveSource
 from fxtui.measure.pipeline import run_profile, session_for_target
 from fxtui.ui.app import FxtuiApp
+from fxtui.wire.snapshot_source import SnapshotSource
 
 
 class Recording:

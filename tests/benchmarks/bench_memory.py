@@ -75,7 +75,7 @@ def timed_figures_unchanged(captured: CapturedModel, inputs: Inputs, steps: int 
                 measure_captured_memory(captured, inputs)
             session.reset()
             for _ in range(steps):
-                session.step()
+                session.run_pair()
             snap = session.snapshot()
             figures[label].append((snap.fidelity or 0.0, snap.overhead or 0.0))
     print(f"== the timed figures, {rounds} rounds of {steps} steps each, alternating")

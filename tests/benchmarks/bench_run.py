@@ -212,7 +212,8 @@ def slowdown(work: Path, pairs: int = 4, seconds: float = 30.0) -> None:
 def _detached_steps(script: Path, seconds: float) -> int:
     """The program's own count of steps, run as a detached job that no viewer watches."""
     from fxtui.core.settings import ProgramSettings
-    from fxtui.jobs.directory import find_job, start_detached
+    from fxtui.jobs.job_start import start_detached
+    from fxtui.wire.job_directory import find_job
 
     os.environ.update(THREADS)
     job, directory = start_detached(ProgramSettings((str(script), str(seconds))))
@@ -311,8 +312,8 @@ def modules(work: Path, steps: int = 60) -> None:
 def latency(work: Path) -> None:
     """From the program's step 20 (it notes the time) to a viewer seeing 20 − warm-up steps."""
     from fxtui.core.settings import ProgramSettings
-    from fxtui.jobs.attach_source import AttachSource
-    from fxtui.jobs.directory import start_detached
+    from fxtui.jobs.job_start import start_detached
+    from fxtui.wire.attach_source import AttachSource
 
     script = work / "lat.py"
     # The job runs in this process's directory: the mark goes to ``work`` by its whole path.
@@ -336,17 +337,18 @@ def latency(work: Path) -> None:
         time.sleep(0.05)
     stepped = float(mark.read_text())
     print(f"step 20 of the program to a viewer seeing it: {seen[0] - stepped:.3f} s")
-    from fxtui.core.commands import StopProgram
+    from fxtui.wire.viewer_commands import StopProgram
 
     source.send(StopProgram())
 
 
 def attach(work: Path) -> None:
     """A job 10,000 steps in: how soon a viewer sees its figures, and its step time before, during and after."""
-    from fxtui.core.commands import Stop, StopProgram
     from fxtui.core.settings import ProgramSettings
-    from fxtui.jobs.attach_source import AttachSource
-    from fxtui.jobs.directory import find_job, start_detached
+    from fxtui.jobs.job_start import start_detached
+    from fxtui.wire.attach_source import AttachSource
+    from fxtui.wire.job_directory import find_job
+    from fxtui.wire.viewer_commands import Stop, StopProgram
 
     script = work / "many.py"
     script.write_text(textwrap.dedent("""

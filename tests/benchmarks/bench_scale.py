@@ -12,7 +12,7 @@ process so that one size's memory does not count against the other's. Printed:
 * session: building the :class:`Session` (compiling the timing plan, calibrating the
   clock, the check run, the graph description);
 * analysis: ``annotate`` (FLOPs and bytes per node, source lines, machine peaks);
-* per run: one ``Session.step`` (a profiled and an uninstrumented run), and the
+* per run: one ``Session.run_pair`` (a profiled and an uninstrumented run), and the
   profiler's overhead per node (profiled minus uninstrumented, over the node count);
 * snapshot: freezing the statistics (``Session.snapshot``), after a few runs and with the
   window full (its quantiles sort every sample kept), and what one costs on the
@@ -46,11 +46,11 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.measure.capture.fx import trace_model
 from fxtui.measure.explain import annotate
 from fxtui.measure.pipeline import make_report
 from fxtui.measure.session import Session
+from fxtui.wire.snapshot_packing import Packer, Unpacker
 
 SIZES = (1_000, 10_000)
 WIDTH = 32
@@ -152,7 +152,7 @@ def bench(nodes: int) -> None:
     json_s, text = timed(report.to_json)
     memory.append(("snapshots and report", rss_mb()))
     while session.samples.count < session.samples.window:  # as in a live session that has run a while
-        session.step()
+        session.run_pair()
     full_s, _ = timed(session.snapshot, 7)
 
     print(

@@ -26,9 +26,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from fxtui.core.commands import Explain, RequestHints, Reset, Stop
 from fxtui.core.settings import ModelSettings, Target
 from fxtui.core.snapshot import Snapshot, State
+from fxtui.wire.viewer_commands import Explain, RequestHints, Reset, Stop
 
 
 def rss_mb(pid: int | None = None) -> float:

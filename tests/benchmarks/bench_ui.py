@@ -42,10 +42,10 @@ from textual import events
 
 from fxtui.core.filters import FilterSpec
 from fxtui.core.snapshot import GraphInfo, Snapshot
-from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_source import build_graph, make_snapshot, synthetic_graph
 from fxtui.ui.widgets.module_tree import Entry
+from fxtui.wire.snapshot_packing import Packer, Unpacker
 
 REFRESHES = 10
 

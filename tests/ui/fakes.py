@@ -10,14 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 from textual.pilot import Pilot
 
-from fxtui.core.commands import Command, Explain, MeasureWhatIfs, RequestHints, Stop
 from fxtui.core.nodes import NodeStats
 from fxtui.core.program_run import ProgramState, StepSummary
 from fxtui.core.snapshot import GraphInfo, RunError, Snapshot, State
-from fxtui.core.snapshot_packing import Packer, Unpacker
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_source import build_graph, make_snapshot, resnet18_graph, resnet18_medians, synthetic_graph
 from fxtui.ui.widgets.module_tree import Entry, ModuleTree
+from fxtui.wire.snapshot_packing import Packer, Unpacker
+from fxtui.wire.viewer_commands import Explain, MeasureWhatIfs, RequestHints, Stop, ViewerCommand
 
 __all__ = [
     "LAYERS",
@@ -96,7 +96,7 @@ class FakeSource:
         assert self._publish is not None, "the app has not started the source"
         self._publish(snapshot)
 
-    def send(self, command: Command) -> None:
+    def send(self, command: ViewerCommand) -> None:
         """Record ``command`` as the tests name it (``pause``, ``explain NODE``, ``hints`` …)."""
         match command:
             case Explain(node):

@@ -7,8 +7,7 @@ import dataclasses
 import threading
 
 import pytest
-from fakes import FakeSource, settle
-from test_run_view import program_snapshot
+from fakes import FakeSource, program_snapshot, settle
 from textual.widgets import Static
 
 from fxtui.core.nodes import Spread

@@ -6,12 +6,12 @@ import pytest
 from fakes import settle
 from textual.pilot import Pilot
 
-from fxtui.core.commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_findings import findings_snapshot
 from fxtui.ui.demo.demo_session import answer, resnet18_findings_source
 from fxtui.ui.screens.what_if import WhatIfScreen
+from fxtui.wire.viewer_commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 
 pytestmark = pytest.mark.unit
 

@@ -91,8 +91,8 @@ def test_the_step_plot_stacks_each_steps_phases_and_scales_to_the_usual_step() -
 
 
 async def test_the_app_on_a_real_running_script_and_stopping_it(tmp_path: Path) -> None:
-    from fxtui.jobs.attach_source import AttachSource
-    from fxtui.jobs.directory import start_detached
+    from fxtui.jobs.job_start import start_detached
+    from fxtui.wire.attach_source import AttachSource
 
     (tmp_path / "loop.py").write_text(
         textwrap.dedent(

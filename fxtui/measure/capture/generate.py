@@ -35,6 +35,7 @@ import torch
 from fxtui.core.errors import FxtuiError, NodeError, exception_text
 from fxtui.core.generation import MAX_BINS, GenerationSummary, phase_share, split_steps
 from fxtui.core.op_graph import eager_graph
+from fxtui.core.op_nodes import OpTime
 from fxtui.core.snapshot import GraphInfo
 from fxtui.measure.capture.captured import CapturedModel
 from fxtui.measure.capture.eager import EagerTimer
@@ -273,7 +274,7 @@ class GenerateTimer(EagerTimer):
         runs.last_forwards = len(starts)
         return out
 
-    def _times(self, segments: list[list[tuple[int, int, str, int]]]) -> np.ndarray | None:
+    def _times(self, segments: list[list[OpTime]]) -> np.ndarray | None:
         """Each node's time (prefill per call, decode per step) into ``last_ns``; the decode nodes' times per bin."""
         known = len(self.names)
         ns = [0] * known

@@ -42,7 +42,7 @@ class Cancelled(Exception):
 class Side(Protocol):
     """One side of the comparison."""
 
-    def step(self) -> bool:
+    def run_once(self) -> bool:
         """Run once (profiled and uninstrumented for a session); False when the run failed."""
         ...
 
@@ -62,9 +62,9 @@ class SessionSide:
         self.session = session
         self.context = context
 
-    def step(self) -> bool:
+    def run_once(self) -> bool:
         with self.context():
-            return self.session.step()
+            return self.session.run_pair()
 
     def warm_up(self) -> None:
         with self.context():
@@ -97,7 +97,7 @@ class CallSide:
         self.times: list[float] = []
         self.error = ""
 
-    def step(self) -> bool:
+    def run_once(self) -> bool:
         given = self.inputs.fresh()
         with self.context(), self.captured.running():
             try:
@@ -110,7 +110,7 @@ class CallSide:
         return True
 
     def warm_up(self) -> None:
-        self.step()
+        self.run_once()
         self.times.clear()
 
     def whole_run(self) -> tuple[float, float, float] | None:
@@ -169,7 +169,7 @@ def measure(
         if cancelled():
             raise Cancelled
         progress(f"what-if {name}: pair {k + 1} of {pairs}")
-        ok = [side.step() for side in ((a, b) if k % 2 == 0 else (b, a))]
+        ok = [side.run_once() for side in ((a, b) if k % 2 == 0 else (b, a))]
         if all(ok):
             done += 1
         elif k + 1 - done >= max(pairs // 2, 2):

@@ -14,11 +14,11 @@ import queue
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from fxtui.core.commands import Command, Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop
 from fxtui.core.findings import AtenOp
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.ui.demo.demo_findings import demo_hints, findings_snapshot
 from fxtui.ui.demo.demo_what_ifs import demo_result
+from fxtui.wire.viewer_commands import Explain, MeasureWhatIfs, Pause, RequestHints, Reset, Resume, Stop, ViewerCommand
 
 #: The aten operators a node of each type runs in the demo, with their share of the node.
 _ATEN: dict[str, tuple[tuple[str, int, float], ...]] = {
@@ -36,7 +36,7 @@ _ATEN: dict[str, tuple[tuple[str, int, float], ...]] = {
 _STEPS = ("applying the change", "checking the changed model", "warming up", "pair 10 of 20", "pair 20 of 20")
 
 
-def answer(snapshot: Snapshot, command: Command) -> Iterator[Snapshot]:
+def answer(snapshot: Snapshot, command: ViewerCommand) -> Iterator[Snapshot]:
     """The snapshots a session would publish after ``command``, starting from ``snapshot`` (each the latest)."""
     state = snapshot.state
     match command:
@@ -85,7 +85,7 @@ def _measure(snapshot: Snapshot, names: tuple[str, ...], state: State) -> Iterat
 
 @dataclass
 class DemoSource:
-    """A :class:`~fxtui.core.snapshot.SnapshotSource` that publishes fixed snapshots and answers every command.
+    """A :class:`~fxtui.wire.snapshot_source.SnapshotSource` that publishes fixed snapshots and answers every command.
 
     ``run`` publishes ``snapshots`` in order, then answers each command the app sends from the
     latest one (:func:`answer`: a pause, an aten breakdown, the hints, a
@@ -96,7 +96,7 @@ class DemoSource:
     snapshots: Sequence[Snapshot]
 
     def __post_init__(self) -> None:
-        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._commands: queue.SimpleQueue[ViewerCommand] = queue.SimpleQueue()
 
     def run(self, publish: Callable[[Snapshot], None]) -> None:
         """Publish every snapshot, then answer commands until stopped."""
@@ -111,7 +111,7 @@ class DemoSource:
                 latest = dataclasses.replace(snapshot, seq=latest.seq + 1)
                 publish(latest)
 
-    def send(self, command: Command) -> None:
+    def send(self, command: ViewerCommand) -> None:
         """Queue ``command``; :meth:`run` answers it."""
         self._commands.put(command)
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from fxtui.core.snapshot import SnapshotSource
 from fxtui.report.diff import RunDiff
 from fxtui.ui.app import FxtuiApp
 from fxtui.ui.demo.demo_findings import resnet18_diff
 from fxtui.ui.demo.demo_session import resnet18_findings_source
 from fxtui.ui.diff_app import DiffApp
+from fxtui.wire.snapshot_source import SnapshotSource
 
 SourceFactory = Callable[[], SnapshotSource]
 

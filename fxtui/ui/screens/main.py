@@ -19,10 +19,9 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 
-from fxtui.core.commands import Explain, RequestHints, Reset
 from fxtui.core.filters import FilterSpec
 from fxtui.core.nodes import NodeInfo, NodeStats, module_ancestors
-from fxtui.core.snapshot import GraphInfo, Snapshot, SnapshotSource, State
+from fxtui.core.snapshot import GraphInfo, Snapshot, State
 from fxtui.ui import gc_pauses, generate_view, view_filter
 from fxtui.ui.actions import MAIN, actions, bindings
 from fxtui.ui.messages import SnapshotReady
@@ -43,6 +42,8 @@ from fxtui.ui.widgets.module_tree import Entry, ModuleTree
 from fxtui.ui.widgets.node_table import NodeTable
 from fxtui.ui.widgets.status_bar import StatusBar, ViewState, toggled_pause
 from fxtui.ui.widgets.step_plot import StepPlot
+from fxtui.wire.snapshot_source import SnapshotSource
+from fxtui.wire.viewer_commands import Explain, RequestHints, Reset
 
 #: Actions that mean nothing until a graph has been traced.
 _NEED_GRAPH = frozenset(a.name for a in actions(MAIN) if a.needs_graph)

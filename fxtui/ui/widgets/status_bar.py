@@ -10,11 +10,11 @@ from textual.widgets import Static
 
 from fxtui.core.captures import capture_mode
 from fxtui.core.column_table import column_total
-from fxtui.core.commands import Pause, Resume
 from fxtui.core.program_figures import lead_waiting, program_figures
 from fxtui.core.program_run import overcount_doubt
-from fxtui.core.snapshot import RunFigures, Snapshot, State
+from fxtui.core.snapshot import RunSummary, Snapshot, State
 from fxtui.core.units import format_ratio, format_seconds
+from fxtui.wire.viewer_commands import Pause, Resume
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ def toggled_pause(paused: bool, snapshot: Snapshot | None) -> tuple[bool, Pause 
 def fidelity(snapshot: Snapshot) -> float | None:
     """The snapshot's fidelity, summing the node medians from their column (no per-node record is made)."""
     attributed = column_total(snapshot.nodes, "median_s") if snapshot.nodes else None
-    figures = RunFigures.of(attributed, snapshot.run_median_s, snapshot.eager_median_s)
+    figures = RunSummary.of(attributed, snapshot.run_median_s, snapshot.eager_median_s)
     return program_figures(snapshot, figures).fidelity
 
 

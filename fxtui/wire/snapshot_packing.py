@@ -18,6 +18,7 @@ from typing import Any
 from fxtui.core.column_table import ColumnTable, Stored
 from fxtui.core.nodes import ModuleStats, NodeStats
 from fxtui.core.snapshot import GraphInfo, Snapshot
+from fxtui.wire.viewer_messages import NewGraph, PackedSnapshot
 
 #: The statistics that travel as columns: the snapshot's field and the record type.
 _TABLES: tuple[tuple[str, type], ...] = (("nodes", NodeStats), ("modules", ModuleStats))
@@ -86,7 +87,28 @@ class Publisher:
         if snapshot.graph is not None:
             # Sent again only when it changes (once more, when the analysis has filled it in).
             if snapshot.graph is not self._graph:
-                self._send.send(("graph", snapshot.graph))
+                self._send.send(NewGraph(snapshot.graph))
                 self._graph = snapshot.graph
             snapshot = dataclasses.replace(snapshot, graph=None)
-        self._send.send(("snapshot", self._packer.pack(snapshot)))
+        self._send.send(PackedSnapshot(self._packer.pack(snapshot)))
+
+
+class SnapshotReader:
+    """The viewer's side of what :class:`Publisher` sends: each snapshot unpacked, with the newest graph."""
+
+    def __init__(self) -> None:
+        self.graph: GraphInfo | None = None
+        self._unpacker = Unpacker()
+
+    def read(self, message: object) -> Snapshot | None:
+        """The snapshot ``message`` carries; None for a graph (kept for the snapshots that follow) and for any
+        other message, which the caller reads itself."""
+        if isinstance(message, NewGraph):
+            self.graph = message.graph
+            return None
+        if not isinstance(message, PackedSnapshot):
+            return None
+        snapshot = self._unpacker.unpack(message.packed)
+        if self.graph is not None and snapshot.graph is None:
+            snapshot = dataclasses.replace(snapshot, graph=self.graph)
+        return snapshot

@@ -1,4 +1,4 @@
-"""What a snapshot consumer can ask of a running profile: small typed commands.
+"""What a viewer can ask of a running profile: small typed commands (the CLI's commands are :mod:`fxtui.commands`).
 
 The UI sends one with ``source.send(Pause())``; a live session drains them between runs
 (:mod:`fxtui.measure.live`), a child process receives them pickled over its pipe
@@ -71,4 +71,7 @@ class MeasureWhatIfs:
     names: tuple[str, ...]
 
 
-Command = Pause | Resume | Reset | Stop | StopProgram | ShowRank | ShowKind | Explain | RequestHints | MeasureWhatIfs
+#: Every command a viewer sends.
+ViewerCommand = (
+    Pause | Resume | Reset | Stop | StopProgram | ShowRank | ShowKind | Explain | RequestHints | MeasureWhatIfs
+)

@@ -4,7 +4,7 @@
 accepting thread, a client that connects and says nothing holds every other one out (its
 backlog is one connection), and ``Connection.recv()`` believes any length prefix. Here one
 thread only accepts (a real backlog); each connection proves the key in a thread of its own,
-within :data:`~fxtui.core.agent_contract.HANDSHAKE_S` seconds, at most :data:`PENDING` of them
+within :data:`~fxtui.wire.agent_contract.HANDSHAKE_S` seconds, at most :data:`PENDING` of them
 at once; a message longer than its socket's limit ends that connection; and a message unpickles
 only into the types the collector expects (fxtui's own data, plain Python values): a message
 naming any other class is dropped, so nothing a client sends makes the collector import torch.
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 
-from fxtui.core.agent_contract import HANDSHAKE_S, connection_timeouts, set_timeouts
+from fxtui.wire.agent_contract import HANDSHAKE_S, connection_timeouts, set_timeouts
 
 #: Connections proving the key at once; more are closed as they come (a flood costs the flood, not the job).
 PENDING = 128
@@ -67,11 +67,33 @@ class Refused(Exception):
     """A message that names a type the collector does not take."""
 
 
+#: The modules of messages that cross a socket (besides the torch-free data of ``fxtui.core``). Not the rest of
+#: ``fxtui.wire``: its sockets and directories are not data a peer may make.
+_MESSAGES = {
+    "fxtui.wire.agent_contract",
+    "fxtui.wire.agent_messages",
+    "fxtui.wire.job_link",
+    "fxtui.wire.viewer_commands",
+    "fxtui.wire.viewer_messages",
+}
+
+
+#: Where the messages of an fxtui from before ``wire/`` said their classes were: a rank on another server may run it.
+_MOVED = {
+    "fxtui.core.agent_contract": "fxtui.wire.agent_contract",
+    "fxtui.core.agent_messages": "fxtui.wire.agent_messages",
+    "fxtui.core.job_link": "fxtui.wire.job_link",
+    "fxtui.core.commands": "fxtui.wire.viewer_commands",
+}
+
+
 class Unpickler(pickle.Unpickler):
-    """Loads only fxtui's torch-free data and the plain types of :data:`_ALLOWED`; :class:`Refused` otherwise."""
+    """Loads only fxtui's torch-free data, its messages and the plain types of :data:`_ALLOWED`; :class:`Refused`
+    otherwise."""
 
     def find_class(self, module: str, name: str) -> object:
-        if module.startswith("fxtui.core.") or name in _ALLOWED.get(module, ()):
+        module = _MOVED.get(module, module)
+        if module.startswith("fxtui.core.") or module in _MESSAGES or name in _ALLOWED.get(module, ()):
             return super().find_class(module, name)
         if (module, name) in _STANDINS:
             return _STANDINS[module, name]
@@ -86,6 +108,20 @@ def receive(connection: Connection, limit: int) -> object:
     """
     data = connection.recv_bytes(limit)
     return Unpickler(io.BytesIO(data)).load()
+
+
+def shutdown(connection: Connection) -> None:
+    """End ``connection`` for the threads reading and writing it: they see its end, and the one that owns it closes it.
+
+    Closing it from another thread would free its descriptor while a read or a write was under way, and the
+    next connection accepted would get that descriptor: the old thread's bytes would land in it.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        sock = socket.socket(fileno=connection.fileno())
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.detach()
 
 
 class GuardedListener:

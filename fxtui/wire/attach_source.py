@@ -1,6 +1,6 @@
 """A viewer of a running job: the snapshots its collector serves, as a snapshot source for the app or a report.
 
-Leaving (the app closing, a viewer killed) never stops the job; :class:`~fxtui.core.commands.StopProgram`
+Leaving (the app closing, a viewer killed) never stops the job; :class:`~fxtui.wire.viewer_commands.StopProgram`
 does, and only when a viewer sends it. When the collector goes away without saying the program
 ended, the last figures stay and the view says so in one line.
 """
@@ -13,13 +13,14 @@ import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from fxtui.core import agent_contract
-from fxtui.core.commands import Command, ShowKind, Stop
 from fxtui.core.errors import FxtuiError
-from fxtui.core.snapshot import GraphInfo, Snapshot, State
-from fxtui.core.snapshot_packing import Unpacker
-from fxtui.jobs.directory import VIEWER, JobInfo, job_dir, read_key
-from fxtui.jobs.viewers import shutdown
+from fxtui.core.snapshot import Snapshot, State
+from fxtui.wire import agent_contract
+from fxtui.wire.job_directory import VIEWER, JobInfo, job_dir, read_key
+from fxtui.wire.snapshot_packing import SnapshotReader
+from fxtui.wire.sockets import shutdown
+from fxtui.wire.viewer_commands import ShowKind, Stop, ViewerCommand
+from fxtui.wire.viewer_messages import ProgramEnded, ViewerRefused
 
 
 def remote_job(address: str) -> JobInfo:
@@ -44,7 +45,7 @@ def connect(job: JobInfo, token: bytes | None = None) -> Connection:
 
 
 class AttachSource:
-    """Snapshots from a job's collector (:class:`~fxtui.core.snapshot.SnapshotSource`)."""
+    """Snapshots from a job's collector (:class:`~fxtui.wire.snapshot_source.SnapshotSource`)."""
 
     def __init__(self, job: JobInfo, token: bytes | None = None) -> None:
         self.job = job
@@ -56,7 +57,7 @@ class AttachSource:
         self.ended = threading.Event()
         """Set when the collector's connection closed (the job ended, or the viewer left)."""
 
-    def send(self, command: Command) -> None:
+    def send(self, command: ViewerCommand) -> None:
         """Pass ``command`` to the collector; :class:`Stop` leaves the job (it goes on)."""
         with self._lock, contextlib.suppress(OSError, ValueError):
             if isinstance(command, Stop):
@@ -67,27 +68,21 @@ class AttachSource:
 
     def run(self, publish: Callable[[Snapshot], None]) -> None:
         """Publish what the collector sends until the connection closes."""
-        graph: GraphInfo | None = None
-        unpacker = Unpacker()
+        reader = SnapshotReader()
         refused = ""
         try:
             while True:
                 try:
-                    kind, payload = self._connection.recv()
+                    message = self._connection.recv()
                 except (EOFError, OSError, ValueError):
                     break
                 except Exception:  # a message that does not read: dropped
                     continue
-                if kind == "graph":
-                    graph = payload
-                elif kind == "exit":
-                    self.exit_code = payload
-                elif kind == "refused":
-                    refused = str(payload)
-                elif kind == "snapshot":
-                    snapshot = unpacker.unpack(payload)
-                    if graph is not None and snapshot.graph is None:
-                        snapshot = dataclasses.replace(snapshot, graph=graph)
+                if isinstance(message, ProgramEnded):
+                    self.exit_code = message.code
+                elif isinstance(message, ViewerRefused):
+                    refused = message.reason
+                elif (snapshot := reader.read(message)) is not None:
                     self.last = snapshot
                     publish(snapshot)
         finally:

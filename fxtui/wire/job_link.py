@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxtui.core.agent_messages import Hello
+from fxtui.wire.agent_messages import Hello
 
 #: The key prefix fxtui writes under in the job's store (then the job's run id, torchrun's ``--rdzv-id``).
 STORE_PREFIX = "fxtui/"
@@ -65,7 +65,7 @@ class JoinLead:
 @dataclass(frozen=True)
 class RankReport:
     """One rank's figures as its node's collector holds them: per kind of step, the packed snapshot
-    (:mod:`fxtui.core.snapshot_packing`, its graph only when new) — node figures, step figures — and, in a node's
+    (:mod:`fxtui.wire.snapshot_packing`, its graph only when new) — node figures, step figures — and, in a node's
     last report, its latest sampled step's ops (a bounded sample: one step's)."""
 
     rank: int

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fxtui.core.op_nodes import EagerNode, RootModule
+from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Step:
     describing: bool
     """Sampled, and noting new nodes' inputs and source lines: its ops' times count (each is read around the op's
     own call), its wall time does not (it is slower)."""
-    ops: list[tuple[int, int, str, int]] = field(default_factory=list)
+    ops: list[OpTime] = field(default_factory=list)
     """(node id, ns, output shape, clock at its start) per op, in the order they ran."""
     nodes: list[EagerNode] = field(default_factory=list)
     roots: list[RootModule] = field(default_factory=list)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class NextStep:
+class NextCommand:
     """A command to suggest, and why."""
 
     args: tuple[str, ...]
@@ -40,9 +40,9 @@ class NextStep:
         return f"next ({self.why}):\n  {self.command}"
 
 
-def model_next_step(
+def model_next_command(
     argv: Sequence[str], settings: ModelSettings, output: OutputSettings, report: ReportData
-) -> NextStep | None:
+) -> NextCommand | None:
     """``fxtui MODEL --once``'s suggestion; None when the command line is not known."""
     if not argv:
         return None
@@ -64,9 +64,9 @@ def model_next_step(
                  "the live app: every node as it runs; keys sort, filter and explain")  # fmt: skip
 
 
-def program_next_step(
+def program_next_command(
     argv: Sequence[str], program: Sequence[str], output: OutputSettings, command: str
-) -> NextStep | None:
+) -> NextCommand | None:
     """``fxtui run --once``'s (or ``fxtui attach --once``'s) suggestion; ``program`` is ``fxtui run``'s script
     and its arguments, the end of ``argv``."""
     if not argv:
@@ -81,8 +81,8 @@ def program_next_step(
     return _line([*_rewrite(own, drop=("--once", "--modules", "--top")), *program], f"the live app: {live}")
 
 
-def _line(args: Sequence[str], why: str) -> NextStep:
-    return NextStep(tuple(args), why)
+def _line(args: Sequence[str], why: str) -> NextCommand:
+    return NextCommand(tuple(args), why)
 
 
 def _rewrite(argv: Sequence[str], *, drop: Sequence[str] = (), add: Sequence[str] = (), after: str = "") -> list[str]:

@@ -27,14 +27,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from fxtui.core.agent_messages import Step
 from fxtui.core.nodes import Spread
+from fxtui.core.op_nodes import OpTime
 from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTimes, phase_medians
 from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
 from fxtui.jobs.op_layout import OpColumns, OpLayout, layout_of, split
 from fxtui.jobs.step_wait import StepWaits
 from fxtui.jobs.thread_waits import ThreadWaits
+from fxtui.wire.agent_messages import Step
 
 #: Steps the timeline keeps for the app's plot and the export.
 TIMELINE = 10_000
@@ -50,7 +51,7 @@ MAX_STEP_SHAPES = 3
 SHAPE_JOIN = " + "
 
 
-class KindFigures:
+class KindTally:
     """One kind's steps so far: counts, timeline, reference and sampled walls, and every node's window."""
 
     def __init__(self, kind: str, keep_disturbed: bool = False, beside: ThreadWaits | None = None) -> None:
@@ -91,7 +92,7 @@ class KindFigures:
         self.holds: tuple[tuple[str, int], ...] = ()
         self._held: Counter[tuple[tuple[str, int], ...]] = Counter()
         """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
-        self.trace: tuple[int, list[tuple[int, int, str, int]]] = (0, [])
+        self.trace: tuple[int, list[OpTime]] = (0, [])
         """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
         self.waits = StepWaits(self.keep_disturbed, self.beside)
         """Its steps as ops, Python and waiting for a CPU (:mod:`fxtui.jobs.step_wait`)."""
@@ -146,7 +147,7 @@ class KindFigures:
         self._add_ops(step.ops, columns, waited)
         self.trace = (step.start_ns, step.ops)
 
-    def _add_ops(self, ops: list[tuple[int, int, str, int]], columns: OpColumns, disturbed: bool = False) -> None:
+    def _add_ops(self, ops: list[OpTime], columns: OpColumns, disturbed: bool = False) -> None:
         """A sampled step's ops: per node, the sum of all its calls' times (one sample) and their count, in the
         column of the shapes it ran at in this step (:func:`step_shapes`); a step of the same ops as the one before
         as arrays (:mod:`fxtui.jobs.op_layout`)."""
@@ -353,4 +354,4 @@ def _spread(values: Iterable[float]) -> Spread | None:
 
 
 # Every phase a step's wall time splits into, for this module's readers.
-__all__ = ["STEP_PHASES", "KindFigures"]
+__all__ = ["STEP_PHASES", "KindTally"]

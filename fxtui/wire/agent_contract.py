@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # imported where used: every Python process a program starts 
     import socket
     from multiprocessing.connection import Connection
 
+    from fxtui.core.settings import ProgramSettings
+
 #: Where the collector listens for agents (a unix socket path, or ``HOST:PORT``).
 AGENT_ADDRESS = "FXTUI_AGENT"
 #: The key an agent proves itself with (hex).
@@ -50,6 +52,11 @@ class AgentOptions:
     """The per-op timer of sampled steps: ``mode`` (a Python dispatch mode) or ``native`` (a C++ RecordFunction
     callback, :mod:`fxtui.ops.native_recorder`; the dispatch mode until its library is built, and where it cannot
     be)."""
+
+    @classmethod
+    def of(cls, settings: ProgramSettings) -> AgentOptions:
+        """What the program's agent is told of ``settings``: its warm-up, its pace, its budget and its timer."""
+        return cls(settings.warmup, settings.every, settings.budget, settings.timer)
 
     def encode(self) -> str:
         return f"{self.warmup},{self.every},{self.budget},{self.timer}"
