@@ -428,7 +428,7 @@ class Agent:
     def _timer_note(self) -> str:
         """Once, when the native timer was asked for and cannot be used: why (the dispatch mode times ops)."""
         timer = getattr(self.recorder, "timer", None)
-        if timer is None or self.recorder.lib is not None:
+        if timer is None or getattr(self.recorder, "lib", None) is not None:
             return ""
         from fxtui.ops.native_build import why_not
 

@@ -117,7 +117,7 @@ class NativeRecorder(OpRecorder):
     def __init__(self, lib: Any = None, kernels: Any = None, hooks: bool = True, build: bool = False) -> None:
         super().__init__(kernels=kernels, hooks=hooks)
         self.limit = OP_LIMIT  # the rows' buffer is allocated at it
-        self.lib = lib if lib is not None else load()
+        self.lib: Any = lib if lib is not None else load()  # a ctypes library: its functions are looked up by name
         if self.lib is None and build:
             start_build()  # in the background: the dispatch mode times ops until the library is there
         self.allowed = True
@@ -255,11 +255,11 @@ class NativeRecorder(OpRecorder):
                     recorder._flow_now()
 
         self._engine = engine
-        torch.autograd._engine_run_backward = _engine_run_backward  # type: ignore[attr-defined]
+        torch.autograd._engine_run_backward = _engine_run_backward
 
     def _unwrap_engine(self) -> None:
         if self._engine is not None:
-            torch.autograd._engine_run_backward = self._engine  # type: ignore[attr-defined]
+            torch.autograd._engine_run_backward = self._engine
             self._engine = None
 
     def _flow_now(self) -> None:
