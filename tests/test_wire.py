@@ -80,3 +80,34 @@ def test_the_sockets_unpickler_refuses_what_is_not_a_message() -> None:
         _load(pickle.dumps(GuardedListener))  # a class of wire/ that acts: not data
     with pytest.raises(Refused):
         _load(pickle.dumps(io.BytesIO))
+
+
+def test_a_dead_collectors_socket_file_is_taken_over_even_when_it_goes_first(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import socket
+
+    from fxtui.wire import sockets
+
+    path = str(tmp_path / "viewer.sock")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(path)
+    stale.close()  # its file stays, and nobody listens on it
+    taken = sockets._bound(path)
+    taken.close()
+    assert os.path.exists(path)
+
+    real_unlink = os.unlink
+
+    def gone_first(where: str) -> None:  # the dead collector's own end removes it between the probe and the unlink
+        real_unlink(where)
+        raise FileNotFoundError(where)
+
+    monkeypatch.setattr(sockets.os, "unlink", gone_first)
+    again = sockets._bound(path)
+    try:
+        again.listen(1)
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.connect(path)  # the new socket answers there
+        probe.close()
+    finally:
+        again.close()

@@ -227,8 +227,9 @@ def _bound(address: str | tuple[str, int]) -> socket.socket:
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(address)
-        except OSError:  # nobody listens there: a dead collector's
-            os.unlink(address)
+        except OSError:  # nobody listens there: a dead collector's (gone already, when its own end removed it)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(address)
             sock.bind(address)
         else:
             sock.close()
