@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,9 +28,16 @@ class Job:
         self.port = free_port()
         (tmp / "ddp.py").write_text(DDP_PROGRAM)
         self.procs: dict[int, subprocess.Popen[str]] = {}
+        # Each node's private fxtui directory, as on its own server: short, as a user's runtime directory is (a unix
+        # socket's path holds 107 bytes, and pytest's tmp_path under a worker is longer than that with a job's).
+        self.runs = Path(tempfile.mkdtemp(prefix="fxtui-nodes-", dir="/tmp"))
+
+    def run_dir(self, node: int) -> Path:
+        """Node ``node``'s private fxtui directory (``XDG_RUNTIME_DIR``)."""
+        return self.runs / f"run{node}"
 
     def env(self, node: int, **extra: str) -> dict[str, str]:
-        run = self.tmp / f"run{node}"  # each node's own private fxtui directory, as on its own server
+        run = self.run_dir(node)
         run.mkdir(mode=0o700, exist_ok=True)
         return {**os.environ, "SLOW_RANK": str(self.slow), "FXTUI_SECRET_FILE": str(self.secret),
                 "XDG_RUNTIME_DIR": str(run), **extra}  # fmt: skip
@@ -56,6 +65,7 @@ class Job:
         for proc in self.procs.values():
             if proc.poll() is None:
                 with_suppress_kill(proc.pid)
+        shutil.rmtree(self.runs, ignore_errors=True)
 
 
 def with_suppress_kill(pid: int) -> None:
@@ -221,7 +231,7 @@ def test_a_member_s_collector_killed_and_adopted_reports_to_the_lead_again(tmp_p
         said = member.stdout.read() if member.stdout else ""
         job_id = said.split("started job ", 1)[1].split(":", 1)[0]
         _wait_for(tmp_path / "STEPPED.1")
-        kept = tmp_path / "run1" / "fxtui" / f"job-{job_id}"
+        kept = job.run_dir(1) / "fxtui" / f"job-{job_id}"
         _wait_for(kept / "link.json", 60)
         os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the collector; its rank runs on
         time.sleep(2)
@@ -256,7 +266,7 @@ def test_the_lead_s_collector_killed_and_adopted_takes_the_members_reports_again
         job_id = said.split("started job ", 1)[1].split(":", 1)[0]
         job.start(1, "--once", STOP=str(stop))
         _wait_for(tmp_path / "STEPPED.1")
-        kept = tmp_path / "run0" / "fxtui" / f"job-{job_id}"
+        kept = job.run_dir(0) / "fxtui" / f"job-{job_id}"
         _wait_for(kept / "link.json", 60)
         time.sleep(2)  # node 1 reports to the lead
         os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the lead; its rank runs on

@@ -111,3 +111,12 @@ def test_a_dead_collectors_socket_file_is_taken_over_even_when_it_goes_first(tmp
         probe.close()
     finally:
         again.close()
+
+
+def test_a_socket_path_too_long_for_a_unix_socket_is_one_sentence(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fxtui.core.errors import FxtuiError
+    from fxtui.wire import sockets
+
+    deep = tmp_path / ("d" * 120) / "viewer.sock"
+    with pytest.raises(FxtuiError, match="longer than a unix socket's path may be"):
+        sockets._bound(str(deep))

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 
+from fxtui.core.errors import FxtuiError
 from fxtui.wire.agent_contract import HANDSHAKE_S, connection_timeouts, set_timeouts
 
 #: Connections proving the key at once; more are closed as they come (a flood costs the flood, not the job).
@@ -33,6 +34,9 @@ BACKLOG = 1024
 AGENT_LIMIT = 256 * 1024 * 1024
 #: The longest message a viewer may send (its commands are a few bytes).
 VIEWER_LIMIT = 64 * 1024
+
+#: The longest path a unix socket binds to on Linux (``sun_path`` less its terminating NUL).
+UNIX_PATH_MAX = 107
 
 #: What a message may be made of: fxtui's torch-free data, and these plain types.
 _ALLOWED = {
@@ -220,6 +224,11 @@ def _bound(address: str | tuple[str, int]) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         return sock
+    if len(os.fsencode(address)) > UNIX_PATH_MAX:
+        raise FxtuiError(
+            f"{address} is longer than a unix socket's path may be ({UNIX_PATH_MAX} bytes): "
+            "set XDG_RUNTIME_DIR to a shorter directory"
+        )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(address)
