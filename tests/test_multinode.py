@@ -198,7 +198,10 @@ def test_a_node_with_another_secret_is_refused_and_the_job_runs_on(tmp_path: Pat
         done = job.finish()
     finally:
         job.kill()
-    assert done[0][0] == 0 and done[1][0] == 0  # the training job is the user's: it ran to its end on both
+    assert done[0][0] == 0 and done[1][0] == 0, (
+        done[0][2][-1500:],
+        done[1][2][-1500:],
+    )  # the training job is the user's: it ran to its end on both
     assert "another fxtui secret than this node's" in done[1][2]
     saved = json.loads((tmp_path / "n0.json").read_text())
     assert saved["metadata"]["ranks"] is None and {r["rank"] for r in saved["rows"]} == {None}  # rank 0's alone
