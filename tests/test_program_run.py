@@ -19,12 +19,15 @@ def test_sampling_cost_is_the_sampled_steps_extra_over_all_steps_time() -> None:
     assert StepSummary("call", 0, 5, 0).sampling_share is None
 
 
-def test_a_fidelity_above_its_bound_over_enough_sampled_steps_is_doubted_in_one_sentence() -> None:
+def test_a_fidelity_above_its_bound_is_doubted_in_one_sentence_and_from_too_few_steps_said_so() -> None:
     from fxtui.core.program_run import OVERCOUNT, OVERCOUNT_SAMPLED, overcount_doubt
 
     assert overcount_doubt("train", 1.05, 10) is None
     assert overcount_doubt("train", OVERCOUNT, 10) is None
     assert overcount_doubt("train", None, 10) is None
-    assert overcount_doubt("train", 30.3, OVERCOUNT_SAMPLED - 1) is None  # too few to say
+    few = overcount_doubt("eval", 7.906, 1)  # one sampled call far above its steps: said, as too few to read
+    assert few is not None and few.startswith(
+        "the sampled evaluation calls' ops add up to 7.91× an unsampled one, from 1 sampled: too few to read"
+    )
     doubt = overcount_doubt("eval", 30.3, OVERCOUNT_SAMPLED)
     assert doubt is not None and doubt.startswith("the sampled evaluation calls' ops add up to 30.30×")

@@ -156,9 +156,14 @@ def overcount_doubt(kind: str, fidelity: float | None, sampled: int) -> str | No
     ``fidelity`` is its Σ node medians ÷ unsampled median. Under heavy load a fidelity of 30 has been seen: the
     sampled steps waited for a core inside their ops.
     """
-    if fidelity is None or fidelity <= OVERCOUNT or sampled < OVERCOUNT_SAMPLED:
+    if fidelity is None or fidelity <= OVERCOUNT:
         return None
     name = KIND_NAMES.get(kind, (kind, kind))[1]
+    if sampled < OVERCOUNT_SAMPLED:  # too few to tell a step slowed by others from one that did other work
+        return (
+            f"the sampled {name}' ops add up to {fidelity:.2f}× an unsampled one, from {sampled} sampled: too few to "
+            "read (a longer run, or --sample-every, samples more)"
+        )
     return (
         f"the sampled {name}' ops add up to {fidelity:.2f}× an unsampled one: they did not do the same work (other "
         "processes slowed them, their ops overlap others', or the unsampled steps are shorter ones)"
