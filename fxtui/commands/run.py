@@ -107,7 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("mode", "native"),
         default="mode",
         help="how sampled steps time each op: mode (a Python dispatch mode, the default) or native (a C++ callback "
-        "about ten times lighter, built with the system's compiler on first use; the dispatch mode until then)",
+        "four to six times lighter an op, built with the system's compiler on first use; the dispatch mode until then)",
     )
     add_table_options(p, program=True)
     add_kind_option(p)
