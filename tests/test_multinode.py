@@ -54,6 +54,13 @@ class Job:
         self.procs[node] = proc
         return proc
 
+    def detach(self, node: int, *fxtui: str, **env: str) -> str:
+        """Node ``node`` started with ``--detach``: the id of the job its collector runs (once the command returned)."""
+        proc = self.start(node, "--detach", *fxtui, **env)
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        said = proc.stdout.read() if proc.stdout else ""
+        return said.split("started job ", 1)[1].split(":", 1)[0]
+
     def finish(self, timeout: float = 600) -> dict[int, tuple[int, str, str]]:
         out = {}
         for node, proc in self.procs.items():
@@ -114,10 +121,7 @@ def test_fxtui_attach_on_node_1_shows_the_whole_job(tmp_path: Path) -> None:
     stop = tmp_path / "STOP"
     try:
         job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
-        member = job.start(1, "--detach", STOP=str(stop))
-        assert member.wait(60) == 0, member.stderr.read() if member.stderr else ""
-        said = member.stdout.read() if member.stdout else ""
-        job_id = said.split("started job ", 1)[1].split(":", 1)[0]
+        job_id = job.detach(1, STOP=str(stop))
         _wait_for(tmp_path / "STEPPED.1")
         attach = subprocess.run([sys.executable, "-m", "fxtui", "attach", job_id, "--once", "--json", "a1.json"],
                                 cwd=tmp_path, env=job.env(1), capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -229,10 +233,7 @@ def test_a_member_s_collector_killed_and_adopted_reports_to_the_lead_again(tmp_p
     stop = tmp_path / "STOP"
     try:
         job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
-        member = job.start(1, "--detach", STOP=str(stop))
-        assert member.wait(60) == 0, member.stderr.read() if member.stderr else ""
-        said = member.stdout.read() if member.stdout else ""
-        job_id = said.split("started job ", 1)[1].split(":", 1)[0]
+        job_id = job.detach(1, STOP=str(stop))
         _wait_for(tmp_path / "STEPPED.1")
         kept = job.run_dir(1) / "fxtui" / f"job-{job_id}"
         _wait_for(kept / "link.json", 60)
@@ -263,10 +264,7 @@ def test_the_lead_s_collector_killed_and_adopted_takes_the_members_reports_again
     job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
     stop = tmp_path / "STOP"
     try:
-        lead = job.start(0, "--detach", STOP=str(stop))
-        assert lead.wait(60) == 0, lead.stderr.read() if lead.stderr else ""
-        said = lead.stdout.read() if lead.stdout else ""
-        job_id = said.split("started job ", 1)[1].split(":", 1)[0]
+        job_id = job.detach(0, STOP=str(stop))
         job.start(1, "--once", STOP=str(stop))
         _wait_for(tmp_path / "STEPPED.1")
         kept = job.run_dir(0) / "fxtui" / f"job-{job_id}"
