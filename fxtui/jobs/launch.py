@@ -28,9 +28,10 @@ from pathlib import Path
 
 from fxtui.core.errors import FxtuiError
 from fxtui.wire.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions, ProgramExit
+from fxtui.wire.agent_intake import AgentIntake
 from fxtui.wire.job_link import JOB_SCOPE, JoinLead, LeadAsk
 from fxtui.wire.private_dir import private_dir
-from fxtui.wire.sockets import AGENT_LIMIT, GuardedListener, receive
+from fxtui.wire.sockets import AGENT_LIMIT, GuardedListener
 
 #: The module that starts a program with the agent in it (``python -m``): it runs in the program's process.
 AGENT_BOOT = "fxtui.agent.boot"
@@ -92,7 +93,8 @@ def check_command(command: Sequence[str]) -> None:
 class ProgramJob:
     """One run of the user's program under the agent.
 
-    ``on_message(message, agent)`` hears each message, in a reader thread per agent: ``agent`` counts
+    ``on_message(message, agent)`` hears each message, in the one thread that reads every agent's connection
+    (:class:`~fxtui.wire.agent_intake.AgentIntake`): ``agent`` counts
     the processes whose agent connected (a program that starts others, ``torchrun``'s ranks, has several).
     ``on_exit(message)`` hears the :class:`~fxtui.wire.agent_contract.ProgramExit` the program's boot
     says last (the connection it came on is still open: the one who waits for an answer reads it there).
@@ -144,6 +146,8 @@ class ProgramJob:
         self._open = 0
         """Agent connections not yet at their end."""
         self._drained = threading.Condition(self._agents_lock)
+        self._intake = AgentIntake(AGENT_LIMIT, name="fxtui-agents-intake", warn=warn)
+        """Reads every agent's connection in one thread (a job of 1,024 ranks: one thread, not 1,024)."""
         self.connected = threading.Event()
         self._closing = False
         self.warn = warn
@@ -197,42 +201,46 @@ class ProgramJob:
             listener.release()
 
     def _drain(self, connection: Connection) -> None:
-        """Read one agent's messages until its connection ends (in the thread its handshake ran in)."""
+        """Read one agent's messages until its connection ends: handed to the intake's one thread (this is the thread
+        its handshake ran in, which ends here)."""
         with self._agents_lock:
             agent = self._agents
             self._agents += 1
             self._open += 1
         self.connected.set()
         counted = True
-        try:
-            with connection:
-                while not self._closing:
-                    try:
-                        message = receive(connection, AGENT_LIMIT)
-                    except (EOFError, OSError):
-                        return
-                    except Exception as e:  # a message that does not read: dropped (said once), the rest still read
-                        self._unread(e)
-                        continue
-                    if isinstance(message, LeadAsk | JoinLead):  # an agent's word on the job's other nodes
-                        if self.on_link is not None:
-                            self.on_link(message, connection)
-                        else:  # a collector that takes no part in a job across nodes: the agent hears so
-                            with contextlib.suppress(OSError, ValueError):
-                                connection.send("this collector does not join jobs across nodes")
-                        continue
-                    if isinstance(message, ProgramExit):  # the boot's own connection: no agent's, none to wait for
-                        if counted:
-                            counted = False
-                            self._agent_ended()
-                        if self.on_exit is not None:
-                            self.on_exit(message, connection)
-                        continue
-                    for each in message if isinstance(message, list) else (message,):  # an agent's gathered messages
-                        self.on_message(each, agent)
-        finally:
+
+        def ended() -> None:
+            nonlocal counted
             if counted:
+                counted = False
                 self._agent_ended()
+
+        def take(message: object) -> Callable[[], None] | None:
+            if self._closing:
+                return None
+            if isinstance(message, Exception):  # a message that does not read: dropped (said once), the rest read
+                self._unread(message)
+                return None
+            if isinstance(message, LeadAsk | JoinLead):  # an agent's word on the job's other nodes: it waits
+                return lambda: self._link(message, connection)
+            if isinstance(message, ProgramExit):  # the boot's own connection: no agent's, none to wait for
+                ended()
+                on_exit = self.on_exit
+                return None if on_exit is None else lambda: on_exit(message, connection)
+            for each in message if isinstance(message, list) else (message,):  # an agent's gathered messages
+                self.on_message(each, agent)
+            return None
+
+        self._intake.add(connection, take, ended)
+
+    def _link(self, message: LeadAsk | JoinLead, connection: Connection) -> None:
+        """An agent's :class:`LeadAsk` or :class:`JoinLead`, answered on its connection (in a thread of its own)."""
+        if self.on_link is not None:
+            self.on_link(message, connection)
+        else:  # a collector that takes no part in a job across nodes: the agent hears so
+            with contextlib.suppress(OSError, ValueError):
+                connection.send("this collector does not join jobs across nodes")
 
     def _unread(self, error: Exception) -> None:
         why = f"{type(error).__name__}: {error}"
@@ -277,6 +285,7 @@ class ProgramJob:
             while self._open and (left := deadline - time.monotonic()) > 0:
                 self._drained.wait(left)
         self._closing = True
+        self._intake.close()
 
     @property
     def running(self) -> bool:
@@ -286,6 +295,7 @@ class ProgramJob:
         """Forget the socket; keep the log (its path was given) and remove the rest of the job's directory."""
         for listener in self._listeners:
             listener.close()
+        self._intake.close()
         if self.log_path is None:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
