@@ -14,8 +14,9 @@ the unsampled steps' median (:mod:`fxtui.jobs.step_wait`), overhead the sampled 
 unsampled steps'. Warm-up steps are left out; so is the wall time (not the ops) of the sampled steps
 that also noted new nodes' inputs, and the ops of sampled steps whose thread waited for a CPU beyond
 the threshold (unless ``--keep-disturbed``, or too few quiet ones remain).
-Memory is bounded: statistics, the recent steps and a coarse history of the whole run grow,
-samples do not. Torch-free, numpy only.
+Memory is bounded, and flat once the windows filled (a few minutes): the latest :data:`TIMELINE` steps, the
+latest :data:`FIGURES_WINDOW` of each kind's walls, each node's window of sampled steps, and the whole run's step
+time as a coarse history of at most :data:`HISTORY` points. Torch-free, numpy only.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from fxtui.jobs.step_wait import StepWaits
 from fxtui.jobs.thread_waits import ThreadWaits
 from fxtui.wire.agent_messages import Step
 
-#: Steps the timeline keeps for the app's plot and the export.
-TIMELINE = 10_000
+#: Steps the timeline keeps: the latest, those the app's plot and the export show (a step's wall time and phases,
+#: ~300 bytes; 10,000 once, the first 80 minutes of a collector of 256 ranks grew by ~770 MB with them).
+TIMELINE = 300
 #: Steps of each kind (sampled, unsampled) whose wall times the run figures come from.
 FIGURES_WINDOW = 256
 #: The whole run's step time kept coarse: at most this many points, each the median of a stretch.
@@ -81,6 +83,8 @@ class KindTally:
         self._node_columns: tuple[int, list[int], np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]] | None = None
         """:meth:`node_columns`' latest answer, and the sampled steps and nodes it was for."""
         self.timeline: deque[StepTimes] = deque(maxlen=TIMELINE)
+        self._plain_times: deque[StepTimes] = deque(maxlen=FIGURES_WINDOW)
+        """The latest unsampled steps, whose phases' medians the figures show (however many sampled ones between)."""
         self._plain: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._sampled: deque[int] = deque(maxlen=FIGURES_WINDOW)
         self._sampled_ops: deque[int] = deque(maxlen=FIGURES_WINDOW)
@@ -121,7 +125,10 @@ class KindTally:
         if step.aside:  # under the program's profiler, or partly recorded: neither a sampled nor a plain step's time
             self.aside[step.aside] += 1
             return
-        self.timeline.append(StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled))
+        times = StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled)
+        self.timeline.append(times)
+        if not step.sampled:
+            self._plain_times.append(times)
         self._grow_history(step.wall_ns)
         for call in step.generation:
             if step.sampled and step.describing:  # a describing step's calls are slower: no figure, only facts
@@ -271,7 +278,7 @@ class KindTally:
     def summary(self, node_time_s: float | None = None, phase_nodes_s: tuple[float, ...] = ()) -> KindSummary:
         """This kind at a glance (``node_time_s``: Σ of its node medians, for its fidelity; ``phase_nodes_s`` the
         same per phase)."""
-        plain = [s for s in self.timeline if not s.sampled][-FIGURES_WINDOW:]
+        plain = list(self._plain_times)
         base = statistics.median(self._plain) / 1e9 if self._plain else None
         sampled = statistics.median(self._sampled) / 1e9 if self._sampled else None
         phases = phase_medians(plain) if plain else ()
@@ -296,8 +303,8 @@ class KindTally:
 
     def step_summary(self, kinds: tuple[KindSummary, ...] = ()) -> StepSummary:
         """The steps so far: counts, phase medians (over the unsampled steps), the recent timeline."""
-        recent = list(self.timeline)[-300:]
-        plain = [s for s in self.timeline if not s.sampled][-FIGURES_WINDOW:] or recent
+        recent = list(self.timeline)
+        plain = list(self._plain_times) or recent
         flat = array("d", (ns / 1e9 for s in recent for ns in s.phases_ns))
         return StepSummary(
             kind=self.kind,

@@ -71,6 +71,17 @@ def record(path: Path, every: int, steps: int = 40) -> None:
     path.write_bytes(pickle.dumps(messages))
 
 
+def load_recorded(path: Path) -> list[object]:
+    """The recorded messages, read as a collector reads them (a recording of an fxtui from before ``wire/`` too)."""
+    import io
+
+    from fxtui.wire.sockets import Unpickler
+
+    loaded = Unpickler(io.BytesIO(path.read_bytes())).load()
+    assert isinstance(loaded, list)
+    return loaded
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
@@ -175,7 +186,7 @@ def senders(
     from fxtui.agent.sender import Sender
     from fxtui.wire.agent_messages import Hello, Step
 
-    recorded = pickle.loads(Path(messages_path).read_bytes())
+    recorded = load_recorded(Path(messages_path))
     hello = next(m for m in recorded if isinstance(m, Hello))
     hello = dataclasses.replace(hello, torch=str(hello.torch))
     steps = [m for m in recorded if isinstance(m, Step) and m.kind == "train"]
@@ -215,7 +226,7 @@ def step_bytes(messages_path: Path) -> tuple[float, float, int]:
     """Bytes an agent sends a step (mean over the recorded cycle), a sampled step's, and ops a sampled step."""
     from fxtui.wire.agent_messages import Step
 
-    steps = [m for m in pickle.loads(messages_path.read_bytes()) if isinstance(m, Step) and m.kind == "train"]
+    steps = [m for m in load_recorded(messages_path) if isinstance(m, Step) and m.kind == "train"]
     again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]
     sizes = [len(pickle.dumps(s)) for s in again]
     sampled = [len(pickle.dumps(s)) for s in again if s.sampled]
