@@ -5,19 +5,19 @@
 
 First a real program (an MLP of ~1,000 ATen ops a training step) runs once under fxtui's agent, and its messages
 (its greeting and its steps, sampled ones with every op) are recorded. Then, for each size, one collector process
-— the job daemon's own parts: :class:`~fxtui.jobs.launch.ProgramJob`'s socket and reader threads,
+— the job daemon's own parts: :class:`~fxtui.jobs.launch.ProgramJob`'s socket and its intake thread,
 :class:`~fxtui.jobs.job_state.JobState`, a viewer's snapshot every 0.25 s, and every second the report a member
 node would send its lead (:mod:`fxtui.jobs.cross_node`) — is fed by torch-free sender processes, each rank one
 :class:`~fxtui.agent.sender.Sender` (the agent's own) replaying the recorded steps at 2 steps a second.
 
 Printed per size: the collector's CPU share (of one core; *snap+rep*: the part its main thread spent on snapshots
-and the member's reports, the rest is the intake's: the agents' reader threads) and RSS after the first minute and
-at the end (its growth), the bytes per step an agent sends and the bytes per rank and step a member node sends its
-lead, the time to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a sample), the
-messages the senders dropped and whether every message sent was received, how far behind the program the collector
-took the steps (*behind*: the lag between a step's end, stamped by its sender, and its intake, as the collector
-itself reads it: :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled steps whose
-ops it left out while behind, and the machine's load average beside them.
+and the member's reports, the rest is the intake's: the thread that reads every agent) and RSS after the first
+minute and at the end (its growth), the bytes per step an agent sends and the bytes per rank and step a member node
+sends its lead, the time to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a
+sample), the messages the senders dropped and whether every message sent was received, how far behind the program
+the collector took the steps (*behind*: the lag between a step's end, stamped by its sender, and its intake, as the
+collector itself reads it: :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled
+steps whose ops it left out while behind, and the machine's load average beside them.
 """
 
 from __future__ import annotations
