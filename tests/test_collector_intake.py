@@ -163,3 +163,22 @@ def test_ranks_outside_the_compared_sample_count_their_sampled_steps_without_emp
     assert (inside.sampled, inside.untaken, inside.window.steps) == (2, 0, 2)
     assert (outside.sampled, outside.untaken, outside.window.steps) == (0, 2, 0)
     assert outside.steps == inside.steps == 4
+
+
+def test_a_long_run_keeps_a_bounded_timeline_and_the_phases_of_its_last_unsampled_steps() -> None:
+    from fxtui.jobs.kind_tally import FIGURES_WINDOW, TIMELINE, KindTally
+
+    figures = KindTally("train")
+    early = (100, 400, 300, 150, 50)
+    late = (200, 800, 600, 300, 100)
+    for i in range(5 * TIMELINE):
+        figures.add(Step(i, "train", 1_000, early if i < 4 * TIMELINE else late, False, False))
+    for i in range(5 * TIMELINE, 7 * TIMELINE):  # more sampled steps than the timeline holds, their ops left out
+        figures.add(Step(i, "train", 5_000, (9_000,) * len(STEP_PHASES), True, False), ops_taken=False)
+    assert [s.index for s in figures.timeline] == list(range(6 * TIMELINE, 7 * TIMELINE))  # the latest only
+    assert len(figures._plain_times) == FIGURES_WINDOW
+    # The phases' medians are still those of the last unsampled steps, however many sampled ones came after them.
+    assert figures.summary().phase_median_s == tuple(ns / 1e9 for ns in late)
+    steps = figures.step_summary()
+    assert steps.phase_median_s == tuple(ns / 1e9 for ns in late)
+    assert steps.recent_steps == TIMELINE

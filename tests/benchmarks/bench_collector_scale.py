@@ -13,11 +13,12 @@ node would send its lead (:mod:`fxtui.jobs.cross_node`) — is fed by torch-free
 Printed per size: the collector's CPU share (of one core; *snap+rep*: the part its main thread spent on snapshots
 and the member's reports, the rest is the intake's: the thread that reads every agent) and RSS after the first
 minute and at the end (its growth), the bytes per step an agent sends and the bytes per rank and step a member node
-sends its lead, the time to build a viewer's snapshot (median and worst), how many ranks it compares (all, or a
-sample), the messages the senders dropped and whether every message sent was received, how far behind the program
-the collector took the steps (*behind*: the lag between a step's end, stamped by its sender, and its intake, as the
-collector itself reads it: :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled
-steps whose ops it left out while behind, and the machine's load average beside them.
+sends its lead, the time to build a viewer's snapshot (median and worst), the growth from the third minute (*after
+3m*: once the windows filled), how many ranks it compares (all, or a sample), the messages the senders dropped and
+whether every message sent was received, how far behind the program the collector took the steps (*behind*: the lag
+between a step's end, stamped by its sender, and its intake, as the collector itself reads it:
+:mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled steps whose ops it left out
+while behind, and the machine's load average beside them.
 """
 
 from __future__ import annotations
@@ -275,6 +276,8 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bo
     late = sum(d[2] for d in done)
     last = ticks[-1]
     after_minute = next((t for t in ticks if t[1] >= min(60.0, seconds / 2)), ticks[0])
+    # The windows fill in the first minutes (256 ranks: 64 sampled steps, one in 5 steps at 2 a second: ~3 minutes).
+    after_three = next((t for t in ticks if t[1] >= min(180.0, 0.75 * seconds)), ticks[0])
     builds = [b for t in ticks for b in t[5]]
     steady = [b for t in ticks if t[1] >= 10 for b in t[5]] or builds
     behind = [t[8] for t in ticks if t[1] >= 10] or [t[8] for t in ticks]
@@ -284,6 +287,7 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bo
         "main_cpu": (last[11] - after_minute[11]) / max(1e-9, last[1] - after_minute[1]),
         "rss_minute": after_minute[3],
         "rss_end": last[3],
+        "rss_three": after_three[3],
         "received": last[4],
         "sent": sent,
         "dropped": dropped,
@@ -326,14 +330,15 @@ def main() -> None:
     print(f"recorded: {ops} ops a sampled step; an agent sends {mean / 1e3:.1f} kB a step on average "
           f"({sampled / 1e3:.1f} kB a sampled step), one step in {a.sample_every} sampled")  # fmt: skip
     print(f"{'ranks':>6} {'cpu':>6} {'snap+rep':>8} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} "
-          f"{'snap max':>9} {'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5} "
+          f"{'snap max':>9} {'after 3m':>8} {'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5} "
           f"{'behind med/worst/end':>21} {'ops left out':>12}  load  compared")  # fmt: skip
     for ranks in a.ranks:
         r = run_size(ranks, 60 * a.minutes, messages, a.processes, a.raw)
         per_rank_step = float(r["report_bytes"]) / ranks / STEPS_PER_S  # type: ignore[arg-type]
+        later = float(r["rss_end"]) - float(r["rss_three"])  # type: ignore[arg-type]
         print(f"{ranks:>6} {r['cpu']:>6.2f} {r['main_cpu']:>8.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
               f"{float(r['rss_end']) - float(r['rss_minute']):>+6.0f}M {r['build_median_ms']:>7.0f}ms "
-              f"{r['build_max_ms']:>7.0f}ms {per_rank_step:>16.0f} {r['dropped']:>8} "
+              f"{r['build_max_ms']:>7.0f}ms {later:>+7.0f}M {per_rank_step:>16.0f} {r['dropped']:>8} "
               f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5} "
               f"{r['behind_median_s']:>7.2f}/{r['behind_worst_s']:>6.2f}/{r['behind_end_s']:>5.2f} s "
               f"{r['shed']:>12}  {os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
