@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 from fxtui.wire.sockets import Unpickler
 
 #: Bytes read from one connection at one time (then the next ready one gets its turn).
-READ_BYTES = 1 << 20
+READ_BYTES = 256 * 1024
 
 #: What a connection's messages go to, in the intake's thread: each message, or the ``Exception`` that one message
 #: did not read with (the next one may). It returns None, or a function to run in a thread of the connection's own,
