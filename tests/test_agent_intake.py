@@ -248,3 +248,15 @@ def test_the_jobs_socket_takes_many_agents_in_one_thread_and_drain_waits_for_the
     assert exits == [ProgramExit(123, 0, True)]
     boot.close()
     job.close()
+
+
+def test_a_closed_intake_reads_nothing_and_says_so() -> None:
+    heard = Heard()
+    intake = AgentIntake(limit=1 << 20)
+    ours, agent = pair()
+    intake.add(ours, heard.take(0), heard.end(0))
+    intake.close()
+    heard.wait(lambda: heard.ended == [0])
+    assert intake.reading == 0
+    assert agent.poll(5) and not _readable_or_open(agent)  # the agent sees its connection end
+    intake.close()  # twice: nothing more

@@ -159,7 +159,8 @@ class AgentIntake:
     def reading(self) -> int:
         """Connections the intake's thread reads now (not counting those moved to threads of their own)."""
         selector = self._selector
-        return max(0, len(selector.get_map()) - 1) if selector is not None else 0
+        held = selector.get_map() if selector is not None else None  # None too once the intake closed
+        return max(0, len(held) - 1) if held is not None else 0
 
     def _poke(self) -> None:
         wake = self._wake
