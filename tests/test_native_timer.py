@@ -27,6 +27,7 @@ import fxtui
 from fxtui.ops import native_build
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
+from fxtui.ops.native_steps import node_sums
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
 from tests.program_runs import run_fxtui, run_python
@@ -318,6 +319,114 @@ def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any
     growth(10)  # warm: names interned, buffers made
     small, large = growth(10), growth(1000)
     assert large - small < 50, (small, large)
+
+
+class _Walks:
+    """Counts the namer's walks over per-op records (a step resolved from its rows takes none)."""
+
+    def __init__(self, namer: OpNamer) -> None:
+        self.walk, self.count = namer._walk, 0
+        namer._walk = self  # type: ignore[method-assign]
+
+    def __call__(self, records: Any) -> Any:
+        self.count += 1
+        return self.walk(records)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_step_resolved_from_its_rows_gives_what_the_long_way_gives(lib: Any, name: str) -> None:
+    """Differential: each native step is resolved by two namers, one walking its merged records, one from its rows
+    (:mod:`fxtui.ops.native_steps`): the same node, time, shape and start per op, the same nodes named; the rows'
+    way is taken from the second step of an unchanged shape, and a step of another shape goes the long way."""
+    torch.manual_seed(0)
+    model, step = MODELS[name]()
+    step(OpRecorder())
+    native = NativeRecorder(lib)
+    long, rows = OpNamer(), OpNamer()
+    for namer in (long, rows):
+        namer.add_root(model)
+    walks = _Walks(rows)
+    for k in range(5):
+        native.start()
+        if k == 3:  # another shape: one op more, outside every module
+            torch.ones(1).add_(1)
+        step(native)
+        native.stop()
+        (taken,) = native.take_step()
+        by_records = long.resolve(taken.records())
+        by_rows = rows.resolve([taken])
+        assert by_rows == by_records, (name, k)
+        assert long.take_new()[0] == rows.take_new()[0]
+        assert len(by_rows) == len(taken.rows) - sum(taken.op(i).namespace == "profiler" for i in taken.rows[:, 0])
+    # the long way: the first step, the step of another shape, and the step after it (the known shape changed)
+    assert walks.count == 3, walks.count
+
+
+class _Loop(torch.nn.Module):
+    """One module call of ``n`` ops (the ops grow, the module calls do not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        for _ in range(n):
+            x = torch.mm(x, self.weight)
+        return x
+
+
+def test_a_sampled_steps_resolve_adds_no_object_the_garbage_collector_tracks(lib: Any) -> None:
+    """After the step: its rows kept as arrays and resolved from them, the program's collector keeps tracking as
+    many objects after 1,000 ops as after 10 (the ops as sent are tuples of numbers and a shape's text, which the
+    collector stops tracking at its first pass over the young)."""
+    model = _Loop()
+    x = torch.randn(2, 4)
+    native = NativeRecorder(lib)
+    namer = OpNamer()
+
+    def growth(ops: int) -> int:
+        gc.collect()
+        before = gc.get_objects()  # kept: no new object takes an id of one of them
+        known = {id(o) for o in before}
+        native.start()
+        with torch.no_grad():
+            model(x, ops)
+        native.stop()
+        resolved = namer.resolve(native.take_step())
+        gc.collect(0)
+        assert len(resolved) == ops
+        return sum(id(o) not in known for o in gc.get_objects())
+
+    for ops in (10, 1000):
+        growth(ops)
+        growth(ops)  # warm: the long way once per shape, then from the rows
+    small, large = growth(10), growth(1000)
+    assert large - small < 50, (small, large)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(depth=st.integers(1, 4), width=st.integers(2, 12), repeat=st.integers(1, 3))
+def test_node_sums_from_the_rows_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, repeat: int) -> None:
+    """Per node, np.bincount over a step resolved from its rows gives the Σ of that node's raw op times."""
+    layers: list[torch.nn.Module] = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(width, width), torch.nn.Tanh()]
+    model = torch.nn.Sequential(*layers)
+    x = torch.randn(2, width)
+    native, namer = NativeRecorder(lib), OpNamer()
+    for _ in range(2):  # the second step: from the rows
+        native.start()
+        for _ in range(repeat):
+            model(x).square().mean().backward()
+        native.stop()
+        (taken,) = native.take_step()
+        ops = namer.resolve([taken])
+    expected: Counter[int] = Counter()
+    for node, ns, _shape, _start in ops:
+        expected[node] += ns
+    nodes, sums = node_sums(ops)
+    assert dict(zip(nodes.tolist(), sums.tolist(), strict=True)) == dict(expected)
+    assert int(sums.sum()) == int((taken.rows[:, 2] - taken.rows[:, 1]).sum())
 
 
 def test_a_step_past_the_op_limit_stops_and_says_so(lib: Any) -> None:

@@ -32,14 +32,11 @@ from torch.utils._pytree import tree_leaves
 
 from fxtui.core.step_aside import OP_LIMIT
 from fxtui.ops.native_build import load, start_build, why_not
+from fxtui.ops.native_steps import NativeStep, merge
 from fxtui.ops.recorder import OpRecorder, _clock, _sequence_nr, is_compiled
 from fxtui.ops.records import (
-    UNKNOWN_SHAPE,
-    CompiledCall,
-    KernelCall,
     ModuleEnter,
     ModuleExit,
-    OpCall,
     PhaseEnter,
     PhaseExit,
     Record,
@@ -309,70 +306,22 @@ class NativeRecorder(OpRecorder):
         return self._ops[name_id]
 
     def _merge(self, count: int) -> list[Record]:
-        """The Python records with the step's rows merged in by time (an op before the first record after its
-        start), as the dispatch mode would have appended them."""
+        """The Python records with the step's rows merged in by time (one record per op)."""
         assert self._rows is not None and self._flow is not None
-        rows = self._rows[:count]
-        python = self.records
-        times = np.fromiter((_at(r) for r in python), dtype=np.int64, count=len(python))
-        # Python record k goes after the rows that started before it.
-        where = np.searchsorted(rows[:, T0], times, side="left") if count else np.zeros(len(python), dtype=np.int64)
-        nodes: dict[tuple[int, int, int], NativeNode] = {}
-        flow = self._flow
-        out: list[Record] = []
-        at = 0
-        listed = rows.tolist()
-        ops = [self.op(i) for i in range(int(rows[:, NAME].max()) + 1)] if count else []
-        add = self._add
-        for k, record in enumerate(python):
-            upto = int(where[k])
-            for row in listed[at:upto]:
-                out.append(_op_record(row, ops, nodes, flow, add))
-            at = max(at, upto)
-            out.append(record)
-        for row in listed[at:]:
-            out.append(_op_record(row, ops, nodes, flow, add))
-        return out
+        return merge(self._rows[:count], self._flow, self.records, self.op, self._add)
 
-
-def _at(record: Record) -> int:
-    """When a Python record was appended: the clock it holds (a kernel's or compiled call's end)."""
-    kind = type(record)
-    if kind is KernelCall or kind is CompiledCall:
-        return record.t1  # type: ignore[union-attr]
-    if kind in (ModuleEnter, ModuleExit, PhaseEnter, PhaseExit):
-        return record.t  # type: ignore[union-attr]
-    return 0
-
-
-def _op_record(
-    row: list[int],
-    ops: list[NativeOp],
-    nodes: dict[tuple[int, int, int], NativeNode],
-    flow: np.ndarray,
-    add: NativeOp | None = None,
-) -> Record:
-    name, t0, t1, node_at, seq, variable, flow_at = row
-    op = ops[name]
-    node: NativeNode | None = None
-    if node_at:
-        if add is not None and op.name == "aten::add_" and not variable:
-            # autograd's engine sums two gradients of one tensor in place (``add_``) unless a Python mode is on,
-            # when it adds out of place (``add``): named as under the mode (AccumulateGrad's own ``+=`` is in
-            # place in both)
-            op = add
-        key = (node_at, seq, variable)
-        node = nodes.get(key)
-        if node is None:
-            node = nodes[key] = AccumulateGrad(seq, variable) if variable else NativeNode(seq, 0)
-    flows = None
-    if flow_at >= 0:
-        n = int(flow[flow_at])
-        inputs = tuple(flow[flow_at + 1 : flow_at + 1 + n].tolist())
-        m = int(flow[flow_at + 1 + n])
-        outputs = tuple(flow[flow_at + 2 + n : flow_at + 2 + n + m].tolist())
-        flows = (inputs, outputs)
-    return make(OpCall, (op, t0, t1, node, UNKNOWN_SHAPE, None, None, flows))
+    def take_step(self) -> list[Any]:
+        """The records so far, a native step's kept unmerged: its rows and flow copied into one
+        :class:`~fxtui.ops.native_steps.NativeStep` (no Python object per op), which the namer resolves from its
+        arrays (:mod:`fxtui.ops.native_steps`)."""
+        if self._rows_recorded < 0:
+            return super().take()
+        assert self._rows is not None and self._flow is not None
+        count, self._rows_recorded = self._rows_recorded, -1
+        flow = self._flow[: int(self.lib.fx_flow_count())].copy()
+        step = NativeStep(self._rows[:count].copy(), flow, self.records, self.op, self._add)
+        self.records = []
+        return [step]
 
 
 def _compiled_type() -> type | None:

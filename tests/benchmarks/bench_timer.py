@@ -9,9 +9,10 @@ part (the machine is shared: read the figures with it).
 1. **Per op, in this process** (one intra-op thread; the thread's CPU time, which a busy machine stretches less
    than wall time): a char-level GPT's training step (the corpus's
    ``char_gpt.py`` pattern, small) and a VAE's (``vae_sampling.py``): µs per op a sampled step costs over an
-   unsampled one, the sampled ÷ unsampled step median, µs per op to resolve the step's records after it, and the
-   sampled steps per minute the default budget (2%) allows: one in N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200
-   (:mod:`fxtui.agent.pace`).
+   unsampled one, the sampled ÷ unsampled step median, µs per op to resolve the step after it (the native step's:
+   merged into per-op records and walked, as before, and from its rows, :mod:`fxtui.ops.native_steps`, on the
+   same recording; checked equal), and the sampled steps per minute the default budget (2%) allows: one in
+   N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200 (:mod:`fxtui.agent.pace`).
 2. **A step of about a million ops** (the corpus's ``lbfgs_sine.py`` pattern: LBFGS over two LSTMCells unrolled
    ``--length`` times, 20 closures a step; 400: about 10⁶ ops): the extra CPU time of its first sampled step (which
    describes nodes, as the agent's first does), and of a later one, recording and resolving included, against an
@@ -170,11 +171,11 @@ def vae_step() -> Callable[..., None]:
 def per_op(name: str, step: Callable[..., None], rounds: int, native: NativeRecorder) -> None:
     """Phases are marked as the agent marks them (the backward, the optimizer)."""
     mode = OpRecorder()
-    namers = {"mode": OpNamer(), "native": OpNamer()}
+    namers = {"mode": OpNamer(), "native": OpNamer(), "rows": OpNamer()}
     for _ in range(3):
         step()
     walls: dict[str, list[int]] = {"plain": [], "mode": [], "native": []}
-    resolve: dict[str, list[float]] = {"mode": [], "native": []}
+    resolve: dict[str, list[float]] = {"mode": [], "native": [], "rows": []}
     ops = 0
     for _ in range(rounds):
         for timer, recorder in (("plain", None), ("mode", mode), ("native", native)):
@@ -188,22 +189,36 @@ def per_op(name: str, step: Callable[..., None], rounds: int, native: NativeReco
             recorder.stop()
             t1 = _cpu()
             walls[timer].append(t1 - t0)
-            records = recorder.take()  # the native timer's merge of its rows counts as resolving
-            resolved = namers[timer].resolve(records)
-            resolve[timer].append((_cpu() - t1) / max(len(resolved), 1))
             if timer == "mode":
+                records = recorder.take()
+                resolved = namers[timer].resolve(records)
+                resolve[timer].append((_cpu() - t1) / max(len(resolved), 1))
                 ops = sum(1 for r in records if type(r) is OpCall and r.op.namespace != "profiler")
+                continue
+            (taken,) = native.take_step()  # the native step's rows, unmerged (as the agent takes them)
+            t1 = _cpu()
+            resolved = namers["native"].resolve(taken.records())  # before: merged into a record per op, walked
+            t2 = _cpu()
+            from_rows = namers["rows"].resolve([taken])  # now: from the rows (the long way on a new shape)
+            t3 = _cpu()
+            assert from_rows == resolved, "resolved from the rows, the step's ops differ from the long way's"
+            resolve["native"].append((t2 - t1) / max(len(resolved), 1))
+            resolve["rows"].append((t3 - t2) / max(len(resolved), 1))
     plain = statistics.median(walls["plain"])
     print(f"\n{name}: {ops} ops a step (the mode's count), plain step {plain / 1e6:.2f} ms of CPU; {load()}")
-    print(f"  {'timer':<7} {'µs/op':>7} {'sampled÷unsampled':>18} {'resolve µs/op':>14} {'sampled/min at 2%':>18}")
+    print(
+        f"  {'timer':<7} {'µs/op':>7} {'sampled÷unsampled':>18} {'resolve µs/op: records':>23} {'rows':>6}"
+        f" {'sampled/min at 2%':>18}"
+    )
     for timer in ("mode", "native"):
         wall = statistics.median(walls[timer])
         ratio = wall / plain
         every = min(200, max(5, math.ceil(max(ratio - 1, 0) / BUDGET)))
         per_minute = 60e9 / (every * plain)
+        rows = f"{statistics.median(resolve['rows']) / 1e3:.2f}" if timer == "native" else "-"
         print(
             f"  {timer:<7} {(wall - plain) / 1e3 / max(ops, 1):>7.2f} {ratio:>18.2f} "
-            f"{statistics.median(resolve[timer]) / 1e3:>14.2f} {per_minute:>18.1f}"
+            f"{statistics.median(resolve[timer]) / 1e3:>23.2f} {rows:>6} {per_minute:>18.1f}"
         )
 
 
