@@ -308,7 +308,7 @@ class NativeRecorder(OpRecorder):
     def _merge(self, count: int) -> list[Record]:
         """The Python records with the step's rows merged in by time (one record per op)."""
         assert self._rows is not None and self._flow is not None
-        return merge(self._rows[:count], self._flow, self.records, self.op, self._add)
+        return merge(self._rows[:count], self._flow[: int(self.lib.fx_flow_count())], self.records, self.op, self._add)
 
     def take_step(self) -> list[Any]:
         """The records so far, a native step's kept unmerged: its rows and flow copied into one

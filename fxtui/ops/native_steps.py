@@ -119,19 +119,20 @@ def merge(
     out: list[Record] = []
     at = 0
     listed = rows.tolist()
+    flows = flow.tolist()
     ops = [op(i) for i in range(int(rows[:, NAME].max()) + 1)] if count else []
     for k, record in enumerate(python):
         upto = int(where[k])
         for row in listed[at:upto]:
-            out.append(_op_record(row, ops, nodes, flow, add, kinds))
+            out.append(_op_record(row, ops, nodes, flows, add, kinds))
         at = max(at, upto)
         out.append(record)
     for row in listed[at:]:
-        out.append(_op_record(row, ops, nodes, flow, add, kinds))
+        out.append(_op_record(row, ops, nodes, flows, add, kinds))
     return out
 
 
-def _op_record(row: list[int], ops: list[Any], nodes: dict[tuple[int, int, int], Any], flow: np.ndarray,
+def _op_record(row: list[int], ops: list[Any], nodes: dict[tuple[int, int, int], Any], flow: list[int],
                add: Any, kinds: tuple[type, type]) -> Record:  # fmt: skip
     name, t0, t1, node_at, seq, variable, flow_at = row
     op = ops[name]
@@ -153,11 +154,11 @@ def _op_record(row: list[int], ops: list[Any], nodes: dict[tuple[int, int, int],
     return make(OpCall, (op, t0, t1, node, UNKNOWN_SHAPE, None, None, flows))
 
 
-def _flow_at(flow: np.ndarray, at: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    n = int(flow[at])
-    inputs = tuple(flow[at + 1 : at + 1 + n].tolist())
-    m = int(flow[at + 1 + n])
-    return inputs, tuple(flow[at + 2 + n : at + 2 + n + m].tolist())
+def _flow_at(flow: list[int], at: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The tensors (TensorImpl addresses) an op read and made, from its place in the flow."""
+    n = flow[at]
+    m = flow[at + 1 + n]
+    return tuple(flow[at + 1 : at + 1 + n]), tuple(flow[at + 2 + n : at + 2 + n + m])
 
 
 # -- the step's shape ------------------------------------------------------------------------------------------------
@@ -172,6 +173,7 @@ def shape_of(step: NativeStep, namer: OpNamer) -> tuple[Any, ...] | None:
     from step to step while the namer's reading does not."""
     rows, python = step.rows, step.python
     where = _where(rows, python)
+    flow = step.flow.tolist()  # read a few integers at a time: a list's slices, not numpy's
     flow_rows = np.flatnonzero(rows[:, FLOW] >= 0).tolist()
     derived: dict[int, int] = {}  # a tensor's address → the root whose output it is, or was computed from
     read: list[int] = []  # per op outside every module with its flow, and per root call: the root it reads (-1)
@@ -191,7 +193,7 @@ def shape_of(step: NativeStep, namer: OpNamer) -> tuple[Any, ...] | None:
                 space = namespaces[name] = step.op(name).namespace
             if rows[k, NODE] or space in ("profiler", "c10d"):
                 continue  # the namer reads no flow of these
-            inputs, outputs = _flow_at(step.flow, int(rows[k, FLOW]))
+            inputs, outputs = _flow_at(flow, int(rows[k, FLOW]))
             root = next((derived[t] for t in inputs if t in derived), -1) if derived else -1
             if root >= 0:
                 for t in outputs:
@@ -251,12 +253,7 @@ def shape_of(step: NativeStep, namer: OpNamer) -> tuple[Any, ...] | None:
     if len(marks) > 1 and bool((np.diff(marks) < 0).any()):
         return None  # sequence numbers out of order: the stretches are the long way's to find
     node_rows = np.flatnonzero(rows[:, NODE])
-    keys = rows[node_rows][:, [NODE, SEQ, VARIABLE]]
-    if len(keys):
-        _unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        same_node = node_rows[first[inverse.reshape(-1)]]  # each backward row's autograd node: its first row
-    else:
-        same_node = node_rows
+    same_node = node_rows[_first_of_each(rows[node_rows][:, [NODE, SEQ, VARIABLE]])]
     stretch = np.searchsorted(marks, rows[node_rows, SEQ], side="right")
     return (
         rows[:, NAME].tobytes(),
@@ -269,6 +266,20 @@ def shape_of(step: NativeStep, namer: OpNamer) -> tuple[Any, ...] | None:
         tuple(read),
         tuple(tokens),
     )
+
+
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """For each row of ``keys``, the index of the first row equal to it (by a stable lexical sort, in C)."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort(keys.T[::-1])  # stable: within a run of equal keys, by index
+    ordered = keys[order]
+    starts = np.ones(len(keys), dtype=bool)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    run = np.cumsum(starts) - 1  # each sorted row's run of equal keys
+    first = np.empty(len(keys), dtype=np.int64)
+    first[order] = order[np.flatnonzero(starts)][run]
+    return first
 
 
 def node_sums(ops: Sequence[OpTime]) -> tuple[np.ndarray, np.ndarray]:
