@@ -20,6 +20,9 @@ part (the machine is shared: read the figures with it).
    aside).
 3. **Fidelity per corpus program** under ``fxtui run --once --json`` (``--corpus``; paced as the corpus tests
    pace them): Σ node medians ÷ unsampled step and the sampled ÷ unsampled step median, per kind, for each timer.
+4. **Agreement with torch.profiler** (:mod:`tests.benchmarks.timer_agreement`): the same two steps under
+   torch.profiler with a range per module call and under each timer: per module above ``--agree-ms`` of op time,
+   fxtui ÷ torch.profiler (goal 0.93–1.10), and each one's Σ op time ÷ the unsampled step's wall time.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
+from tests.benchmarks.timer_agreement import agreement
 from tests.program_runs import run_fxtui, step_kinds
 
 #: The clock of part 1: this thread's CPU time, which other processes on the cores do not stretch (the step runs on
@@ -130,6 +134,7 @@ def gpt_step() -> Callable[..., None]:
         opt.zero_grad(set_to_none=True)
         mark("optimizer", False, None)
 
+    step.model = model  # type: ignore[attr-defined]
     return step
 
 
@@ -165,6 +170,7 @@ def vae_step() -> Callable[..., None]:
         opt.step()
         mark("optimizer", False, None)
 
+    step.model = model  # type: ignore[attr-defined]
     return step
 
 
@@ -337,6 +343,8 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="*", default=["char_gpt", "vae_sampling", "reused_module"])
     parser.add_argument("--skip-lbfgs", action="store_true")
     parser.add_argument("--skip-per-op", action="store_true")
+    parser.add_argument("--skip-agreement", action="store_true")
+    parser.add_argument("--agree-ms", type=float, default=1.0, help="modules above this op time a step (part 4)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}; 1 intra-op thread; {load()}")
@@ -349,6 +357,10 @@ def main() -> None:
     if not args.skip_per_op:
         per_op("char-level GPT training step", gpt_step(), args.rounds, native)
         per_op("VAE training step", vae_step(), args.rounds, native)
+    if not args.skip_agreement:
+        for name, make_step in (("char-level GPT", gpt_step), ("VAE", vae_step)):
+            step = make_step()
+            agreement(name, step, step.model, args.rounds, native, args.agree_ms, load)  # type: ignore[attr-defined]
     if not args.skip_lbfgs:
         lbfgs(args.length, native)
     if args.corpus:
