@@ -12,15 +12,15 @@ as a :class:`NativeStep` and resolved here:
   few ops outside every module, which root's output each one reads (followed through the tensors they read and
   make, as the namer follows them). The Python records add what they name: each module's place, each phase and
   its owner's name;
-* a step of the **same shape** as the last one resolved the long way gets that step's node per row back: its
-  ops are the array of node ids, their times one subtraction (each node's sum is then one ``np.bincount``:
-  :func:`node_sums`);
+* a step of the **same shape** as one resolved the long way (one of the last few) gets that step's node per row
+  back: its ops are the array of node ids, their times one subtraction (each node's sum is then one
+  ``np.bincount``: :func:`node_sums`);
 * a step of **another shape** (a first step, a last smaller batch, a branch taken, compiled code) is merged and
   walked by the namer as before, and its node per row is kept for the next.
 
 What the namer decides per op is a function of that shape alone (its rules read names, module places, phases,
 the order of autograd nodes within a stretch, parameters and the equality of tensors outside modules), so both
-ways name every op alike; ``tests/test_native_steps.py`` checks it on the corpus's patterns.
+ways name every op alike; ``tests/test_native_timer.py`` checks it on the corpus's patterns (a differential test).
 """
 
 from __future__ import annotations
@@ -293,26 +293,31 @@ def node_sums(ops: Sequence[OpTime]) -> tuple[np.ndarray, np.ndarray]:
     return ran, np.rint(sums[ran]).astype(np.int64)
 
 
+#: Shapes of step kept with their nodes per row (a training step's, an evaluation call's, a last smaller batch's …).
+KNOWN_SHAPES = 8
+
+
 class _Known:
-    """The last step resolved the long way: its shape, and each row's node id and shape text (-1: not an op the
-    namer times, a ``profiler`` range)."""
+    """A step resolved the long way: each timed row's node id and shape text, and which rows are timed (None: all;
+    else not the ``profiler`` ranges)."""
 
-    __slots__ = ("kept", "node", "shape", "texts")
+    __slots__ = ("kept", "node", "texts")
 
-    def __init__(self, shape: tuple[Any, ...], node: np.ndarray, texts: list[str], kept: np.ndarray | None) -> None:
-        self.shape = shape
+    def __init__(self, node: np.ndarray, texts: list[str], kept: np.ndarray | None) -> None:
         self.node = node
         self.texts = texts
         self.kept = kept
 
 
 def resolve(namer: OpNamer, step: NativeStep, walk: Callable[[list[Record]], list[OpTime]]) -> list[OpTime]:
-    """``step``'s ops: from its rows if it has the last long-resolved step's shape, else the long way (``walk``:
-    the namer's walk over records), keeping its node per row for the next step."""
+    """``step``'s ops: from its rows if it has the shape of a step resolved the long way before (one of the last
+    :data:`KNOWN_SHAPES`), else the long way (``walk``: the namer's walk over records), keeping its node per row for
+    the next step of its shape (a training loop's steps alternate with evaluation calls)."""
     shape = shape_of(step, namer)
-    known: _Known | None = getattr(namer, "_native_known", None)
+    shapes: dict[tuple[Any, ...], _Known] = namer.__dict__.setdefault("_native_known", {})
+    known = shapes.get(shape) if shape is not None else None
     rows = step.rows
-    if shape is not None and known is not None and known.shape == shape:
+    if known is not None:
         kept = known.kept
         t0 = rows[:, T0] if kept is None else rows[kept, T0]
         ns = (rows[:, T1] if kept is None else rows[kept, T1]) - t0
@@ -327,5 +332,7 @@ def resolve(namer: OpNamer, step: NativeStep, walk: Callable[[list[Record]], lis
         timed = len(rows) if kept is None else len(kept)
         if len(ops) == timed:  # one op per timed row, in order (else the long way stays the way)
             node = np.fromiter((n for n, *_ in ops), dtype=np.int64, count=timed)
-            namer._native_known = _Known(shape, node, [s for _, _, s, _ in ops], kept)  # type: ignore[attr-defined]
+            if len(shapes) >= KNOWN_SHAPES:
+                del shapes[next(iter(shapes))]  # the oldest
+            shapes[shape] = _Known(node, [s for _, _, s, _ in ops], kept)
     return ops
