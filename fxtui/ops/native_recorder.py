@@ -81,28 +81,6 @@ class NativeOp:
         return f"NativeOp({self.name})"
 
 
-class NativeNode:
-    """The autograd node that ran a native row, read as the namer reads one (its sequence number, its kind)."""
-
-    __slots__ = ("__weakref__", "_seq", "impl")
-
-    def __init__(self, seq: int, impl: int) -> None:
-        self._seq = seq
-        self.impl = impl
-        """For an ``AccumulateGrad``: its parameter's TensorImpl address (``param._cdata``); else 0."""
-
-    def _sequence_nr(self) -> int:
-        return self._seq
-
-
-class AccumulateGrad(NativeNode):
-    """A parameter's gradient accumulation (named as torch's node class: the namer charges it to the parameter's
-    module)."""
-
-    __slots__ = ()
-    variable = None
-
-
 def tensor_impls(value: Any) -> tuple[int, ...]:
     """The TensorImpl addresses of the tensors in a module's input or output (as the native rows note them)."""
     return tuple(leaf._cdata for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor))

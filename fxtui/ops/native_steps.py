@@ -26,7 +26,7 @@ ways name every op alike; ``tests/test_native_timer.py`` checks it on the corpus
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -45,11 +45,30 @@ from fxtui.ops.records import (
     make,
 )
 
-if TYPE_CHECKING:
-    from fxtui.ops.namer import OpNamer
-
 COLUMNS = 7
 NAME, T0, T1, NODE, SEQ, VARIABLE, FLOW = range(COLUMNS)
+
+
+class NativeNode:
+    """The autograd node that ran a native row, read as the namer reads one (its sequence number, its kind)."""
+
+    __slots__ = ("__weakref__", "_seq", "impl")
+
+    def __init__(self, seq: int, impl: int) -> None:
+        self._seq = seq
+        self.impl = impl
+        """For an ``AccumulateGrad``: its parameter's TensorImpl address (``param._cdata``); else 0."""
+
+    def _sequence_nr(self) -> int:
+        return self._seq
+
+
+class AccumulateGrad(NativeNode):
+    """A parameter's gradient accumulation (named as torch's node class: the namer charges it to the parameter's
+    module)."""
+
+    __slots__ = ()
+    variable = None
 
 
 class NativeStep:
@@ -110,11 +129,8 @@ def merge(
     rows: np.ndarray, flow: np.ndarray, python: list[Record], op: Callable[[int], Any], add: Any = None
 ) -> list[Record]:
     """The Python records with the rows merged in by time (an op before the first record after its start)."""
-    from fxtui.ops.native_recorder import AccumulateGrad, NativeNode  # torch's side: imported where rows become records
-
     count = len(rows)
     where = _where(rows, python)
-    kinds = (NativeNode, AccumulateGrad)
     nodes: dict[tuple[int, int, int], Any] = {}
     out: list[Record] = []
     at = 0
@@ -124,16 +140,16 @@ def merge(
     for k, record in enumerate(python):
         upto = int(where[k])
         for row in listed[at:upto]:
-            out.append(_op_record(row, ops, nodes, flows, add, kinds))
+            out.append(_op_record(row, ops, nodes, flows, add))
         at = max(at, upto)
         out.append(record)
     for row in listed[at:]:
-        out.append(_op_record(row, ops, nodes, flows, add, kinds))
+        out.append(_op_record(row, ops, nodes, flows, add))
     return out
 
 
 def _op_record(row: list[int], ops: list[Any], nodes: dict[tuple[int, int, int], Any], flow: list[int],
-               add: Any, kinds: tuple[type, type]) -> Record:  # fmt: skip
+               add: Any) -> Record:  # fmt: skip
     name, t0, t1, node_at, seq, variable, flow_at = row
     op = ops[name]
     node: Any = None
@@ -146,7 +162,7 @@ def _op_record(row: list[int], ops: list[Any], nodes: dict[tuple[int, int, int],
         key = (node_at, seq, variable)
         node = nodes.get(key)
         if node is None:
-            node = nodes[key] = kinds[1](seq, variable) if variable else kinds[0](seq, 0)
+            node = nodes[key] = AccumulateGrad(seq, variable) if variable else NativeNode(seq, 0)
     flows = None
     if flow_at >= 0:
         inputs, outputs = _flow_at(flow, flow_at)
@@ -164,7 +180,7 @@ def _flow_at(flow: list[int], at: int) -> tuple[tuple[int, ...], tuple[int, ...]
 # -- the step's shape ------------------------------------------------------------------------------------------------
 
 
-def shape_of(step: NativeStep, namer: OpNamer) -> tuple[Any, ...] | None:
+def shape_of(step: NativeStep, namer: Any) -> tuple[Any, ...] | None:
     """What decides the node of each of the step's ops (equal for two steps: the same node per row); None where
     the step holds what only the long way resolves (compiled code, a module no root holds at the top).
 
@@ -309,7 +325,7 @@ class _Known:
         self.kept = kept
 
 
-def resolve(namer: OpNamer, step: NativeStep, walk: Callable[[list[Record]], list[OpTime]]) -> list[OpTime]:
+def resolve(namer: Any, step: NativeStep, walk: Callable[[list[Record]], list[OpTime]]) -> list[OpTime]:
     """``step``'s ops: from its rows if it has the shape of a step resolved the long way before (one of the last
     :data:`KNOWN_SHAPES`), else the long way (``walk``: the namer's walk over records), keeping its node per row for
     the next step of its shape (a training loop's steps alternate with evaluation calls)."""
