@@ -45,6 +45,7 @@ from fxtui.core import step_aside
 from fxtui.ops import native_build
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
+from fxtui.ops.native_steps import NativeStep
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
 from tests.benchmarks.timer_agreement import agreement
@@ -282,11 +283,12 @@ def lbfgs(length: int, native: NativeRecorder) -> None:
         recorder.start(stacks=describing)
         step()
         recorder.stop()
-        records = recorder.take()
+        # as the agent takes a step: a native one's rows unmerged (a step set aside drops them unresolved)
+        records = recorder.take_step() if isinstance(recorder, NativeRecorder) else recorder.take()
         aside = bool(recorder.overflowed)
-        n = sum(1 for r in records if type(r) is OpCall)
+        n = sum(len(r.rows) if isinstance(r, NativeStep) else type(r) is OpCall for r in records)
         if not aside:
-            OpNamer().resolve(records)  # a step set aside is not resolved (the agent drops its records)
+            OpNamer().resolve(records)
         del records
         return (_cpu() - t0 - plain) / 1e9, n, aside
 
