@@ -274,53 +274,6 @@ def test_gradient_accumulation_is_charged_to_the_parameters_module(lib: Any) -> 
     assert sorted((n.root, n.module_path) for n in accumulated) == [(0, "0"), (0, "0"), (0, "2"), (0, "2")]
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(depth=st.integers(1, 4), width=st.integers(2, 12), batch=st.integers(1, 5))
-def test_per_node_sums_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, batch: int) -> None:
-    layers: list[torch.nn.Module] = []
-    for _ in range(depth):
-        layers += [torch.nn.Linear(width, width), torch.nn.Tanh()]
-    model = torch.nn.Sequential(*layers)
-    x = torch.randn(batch, width)
-    native = NativeRecorder(lib)
-    native.start()
-    model(x).square().mean().backward()
-    native.stop()
-    records = native.take()
-    raw = sum(r.t1 - r.t0 for r in records if type(r) is OpCall)
-    ops = OpNamer().resolve(records)
-    per_node: Counter[int] = Counter()
-    for node, ns, _shape, _start in ops:
-        per_node[node] += ns
-    assert sum(per_node.values()) == raw
-    assert len(ops) == sum(1 for r in records if type(r) is OpCall)
-
-
-def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any) -> None:
-    """While a native step runs, each op writes integers into a preallocated buffer: the program's collector tracks
-    as many objects after 1,000 ops as after 10."""
-    model = torch.nn.Linear(4, 4)
-    x = torch.randn(2, 4)
-    native = NativeRecorder(lib, hooks=False)
-
-    def growth(ops: int) -> int:
-        gc.collect()
-        native.start()
-        before = len(gc.get_objects())
-        with torch.no_grad():
-            y = x
-            for _ in range(ops):
-                y = torch.nn.functional.linear(y, model.weight)
-        after = len(gc.get_objects())
-        native.stop()
-        native.take()
-        return after - before
-
-    growth(10)  # warm: names interned, buffers made
-    small, large = growth(10), growth(1000)
-    assert large - small < 50, (small, large)
-
-
 class _Walks:
     """Counts the namer's walks over per-op records (a step resolved from its rows takes none)."""
 
@@ -375,58 +328,63 @@ class _Loop(torch.nn.Module):
         return x
 
 
-def test_a_sampled_steps_resolve_adds_no_object_the_garbage_collector_tracks(lib: Any) -> None:
-    """After the step: its rows kept as arrays and resolved from them, the program's collector keeps tracking as
-    many objects after 1,000 ops as after 10 (the ops as sent are tuples of numbers and a shape's text, which the
-    collector stops tracking at its first pass over the young)."""
+def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any) -> None:
+    """While a native step runs each op writes integers into a preallocated buffer, and after it the rows are kept
+    as arrays and resolved from them: the program's collector tracks as many new objects after 1,000 ops as after
+    10, both while the step runs and once it is resolved (the ops as sent are tuples of numbers and a shape's text,
+    which the collector stops tracking at its first pass over the young)."""
     model = _Loop()
     x = torch.randn(2, 4)
     native = NativeRecorder(lib)
     namer = OpNamer()
 
-    def growth(ops: int) -> int:
+    def growth(ops: int) -> tuple[int, int]:
         gc.collect()
         before = gc.get_objects()  # kept: no new object takes an id of one of them
         known = {id(o) for o in before}
         native.start()
         with torch.no_grad():
             model(x, ops)
+        during = sum(id(o) not in known for o in gc.get_objects())
         native.stop()
         resolved = namer.resolve(native.take_step())
         gc.collect(0)
         assert len(resolved) == ops
-        return sum(id(o) not in known for o in gc.get_objects())
+        return during, sum(id(o) not in known for o in gc.get_objects())
 
     for ops in (10, 1000):
         growth(ops)
-        growth(ops)  # warm: the long way once per shape, then from the rows
+        growth(ops)  # warm: names interned, buffers made; the long way once per shape, then from the rows
     small, large = growth(10), growth(1000)
-    assert large - small < 50, (small, large)
+    assert large[0] - small[0] < 50, (small, large)
+    assert large[1] - small[1] < 50, (small, large)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(depth=st.integers(1, 4), width=st.integers(2, 12), repeat=st.integers(1, 3))
-def test_node_sums_from_the_rows_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, repeat: int) -> None:
-    """Per node, np.bincount over a step resolved from its rows gives the Σ of that node's raw op times."""
+@given(depth=st.integers(1, 4), width=st.integers(2, 12), batch=st.integers(1, 5), repeat=st.integers(1, 3))
+def test_per_node_sums_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, batch: int, repeat: int) -> None:
+    """Each step's ops are one per raw row, and per node (Σ op by op, and ``np.bincount`` over them) they add up to
+    the rows' raw times: the first step resolved the long way, the second from its rows."""
     layers: list[torch.nn.Module] = []
     for _ in range(depth):
         layers += [torch.nn.Linear(width, width), torch.nn.Tanh()]
     model = torch.nn.Sequential(*layers)
-    x = torch.randn(2, width)
+    x = torch.randn(batch, width)
     native, namer = NativeRecorder(lib), OpNamer()
-    for _ in range(2):  # the second step: from the rows
+    for _ in range(2):
         native.start()
         for _ in range(repeat):
             model(x).square().mean().backward()
         native.stop()
         (taken,) = native.take_step()
         ops = namer.resolve([taken])
-    expected: Counter[int] = Counter()
-    for node, ns, _shape, _start in ops:
-        expected[node] += ns
-    nodes, sums = node_sums(ops)
-    assert dict(zip(nodes.tolist(), sums.tolist(), strict=True)) == dict(expected)
-    assert int(sums.sum()) == int((taken.rows[:, 2] - taken.rows[:, 1]).sum())
+        per_node: Counter[int] = Counter()
+        for node, ns, _shape, _start in ops:
+            per_node[node] += ns
+        nodes, sums = node_sums(ops)
+        assert dict(zip(nodes.tolist(), sums.tolist(), strict=True)) == dict(per_node)
+        assert sum(per_node.values()) == int((taken.rows[:, 2] - taken.rows[:, 1]).sum())
+        assert len(ops) == len(taken.rows)
 
 
 def test_a_step_past_the_op_limit_stops_and_says_so(lib: Any) -> None:
