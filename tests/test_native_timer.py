@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fxtui
-from fxtui.ops import native_build
+from fxtui.ops import native_build, native_steps
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
 from fxtui.ops.native_steps import node_sums
@@ -424,6 +424,22 @@ def test_a_watched_program_timed_natively_names_its_nodes_as_the_dispatch_mode_d
     assert json.loads(by_native.to_json())["metadata"]["program"]["timer"] == "native"
     names = [{r.name for r in report.rows if "detach" not in r.name} for report in (by_mode, by_native)]
     assert names[0] == names[1], (names[0] - names[1], names[1] - names[0])
+
+
+def test_a_watched_programs_native_steps_resolve_from_their_rows(lib: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the agent (``fxtui.watch``): after the first, each native step of the training loop is resolved from
+    its rows, none merged into records."""
+    resolved: list[Any] = []
+    walked: list[Any] = []
+    resolve = native_steps.resolve
+
+    def counted(namer: OpNamer, step: Any, walk: Any) -> Any:
+        resolved.append(step)
+        return resolve(namer, step, lambda records: walked.append(step) or walk(records))
+
+    monkeypatch.setattr(native_steps, "resolve", counted)
+    _watched("native")
+    assert len(resolved) >= 3 and len(walked) == 1, (len(resolved), len(walked))
 
 
 def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> None:
