@@ -81,8 +81,28 @@ class NativeOp:
         return f"NativeOp({self.name})"
 
 
+#: Leaves of a module's input or output that hold no tensor (a flat call's ints, flags and names).
+_PLAIN = (int, float, bool, str, type(None))
+
+
 def tensor_impls(value: Any) -> tuple[int, ...]:
-    """The TensorImpl addresses of the tensors in a module's input or output (as the native rows note them)."""
+    """The TensorImpl addresses of the tensors in a module's input or output (as the native rows note them).
+
+    A root's call is read on every sampled step: a tensor, or a plain tuple or list of tensors and plain values,
+    is read directly (pytree's walk costs a few µs a call); anything else (nested, a named tuple, a model's output
+    class) through pytree."""
+    if isinstance(value, torch.Tensor):
+        return (value._cdata,)
+    kind = type(value)
+    if kind is tuple or kind is list:
+        found = []
+        for leaf in value:
+            if isinstance(leaf, torch.Tensor):
+                found.append(leaf._cdata)
+            elif not isinstance(leaf, _PLAIN):
+                break
+        else:
+            return tuple(found)
     return tuple(leaf._cdata for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor))
 
 
@@ -106,6 +126,7 @@ class NativeRecorder(OpRecorder):
         self._phases: list[str] = []
         self._engine: Any = None
         self._paused = 0
+        self._flowing = False
         self.ran = "mode"
         """The timer of the latest undescribed step: ``native``, or ``mode`` (before the library is built, where it
         cannot be, in ``generate()`` calls); describing steps, always the mode's, leave it as it was."""
@@ -153,6 +174,7 @@ class NativeRecorder(OpRecorder):
             super().start(stacks)  # the library is recording elsewhere (another recorder): the dispatch mode
             return
         self._native = True
+        self._flowing = False  # fx_start begins with the flow off
         self.ran = "native"
         self._paused = 0
         self._phases = []
@@ -167,7 +189,7 @@ class NativeRecorder(OpRecorder):
             return
         inputs = tensor_impls(args) if self._depth == 0 and args else ()
         if self._depth == 0:
-            self.lib.fx_flow(0)
+            self._set_flow(False)
         self._depth += 1
         skip = is_compiled(module, self._compiled)
         self._calls.append(skip)
@@ -222,7 +244,7 @@ class NativeRecorder(OpRecorder):
 
         def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
             if recorder._native:
-                recorder.lib.fx_flow(0)
+                recorder._set_flow(False)
             try:
                 return engine(*args, **kwargs)
             finally:
@@ -241,7 +263,13 @@ class NativeRecorder(OpRecorder):
         """Note the tensors ops read and make only where the namer reads them: outside every module call, and
         outside the phases whose ops are named by the phase (an optimizer's, a DataLoader's). In a backward, the
         library stops at the first op autograd's engine runs (the seed of the gradient is read, the nodes are not)."""
-        self.lib.fx_flow(int(self._depth == 0 and (not self._phases or self._phases[-1] in _FLOW_PHASES)))
+        self._set_flow(self._depth == 0 and (not self._phases or self._phases[-1] in _FLOW_PHASES))
+
+    def _set_flow(self, on: bool) -> None:
+        """Turn the noting of tensor flow on or off, calling the library only on a change (a ctypes call each)."""
+        if on != self._flowing:
+            self._flowing = on
+            self.lib.fx_flow(int(on))
 
     def stop(self) -> None:
         if not self._native:
