@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fxtui
-from fxtui.ops import native_build
+from fxtui.ops import native_build, native_steps
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
+from fxtui.ops.native_steps import node_sums
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
 from tests.program_runs import run_fxtui, run_python
@@ -273,51 +274,117 @@ def test_gradient_accumulation_is_charged_to_the_parameters_module(lib: Any) -> 
     assert sorted((n.root, n.module_path) for n in accumulated) == [(0, "0"), (0, "0"), (0, "2"), (0, "2")]
 
 
+class _Walks:
+    """Counts the namer's walks over per-op records (a step resolved from its rows takes none)."""
+
+    def __init__(self, namer: OpNamer) -> None:
+        self.walk, self.count = namer._walk, 0
+        namer._walk = self  # type: ignore[method-assign]
+
+    def __call__(self, records: Any) -> Any:
+        self.count += 1
+        return self.walk(records)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_step_resolved_from_its_rows_gives_what_the_long_way_gives(lib: Any, name: str) -> None:
+    """Differential: each native step is resolved by two namers, one walking its merged records, one from its rows
+    (:mod:`fxtui.ops.native_steps`): the same node, time, shape and start per op, the same nodes named; the rows'
+    way is taken from the second step of a shape, and a step of another shape goes the long way, once."""
+    torch.manual_seed(0)
+    model, step = MODELS[name]()
+    step(OpRecorder())
+    native = NativeRecorder(lib)
+    long, rows = OpNamer(), OpNamer()
+    for namer in (long, rows):
+        namer.add_root(model)
+    walks = _Walks(rows)
+    for k in range(5):
+        native.start()
+        if k == 3:  # another shape: one op more, outside every module
+            torch.ones(1).add_(1)
+        step(native)
+        native.stop()
+        (taken,) = native.take_step()
+        by_records = long.resolve(taken.records())
+        by_rows = rows.resolve([taken])
+        assert by_rows == by_records, (name, k)
+        assert long.take_new()[0] == rows.take_new()[0]
+        assert len(by_rows) == len(taken.rows) - sum(taken.op(i).namespace == "profiler" for i in taken.rows[:, 0])
+    # the long way: the first step and the step of another shape (the step after it has the first one's again)
+    assert walks.count == 2, walks.count
+
+
+class _Loop(torch.nn.Module):
+    """One module call of ``n`` ops (the ops grow, the module calls do not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        for _ in range(n):
+            x = torch.mm(x, self.weight)
+        return x
+
+
+def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any) -> None:
+    """While a native step runs each op writes integers into a preallocated buffer, and after it the rows are kept
+    as arrays and resolved from them: the program's collector tracks as many new objects after 1,000 ops as after
+    10, both while the step runs and once it is resolved (the ops as sent are tuples of numbers and a shape's text,
+    which the collector stops tracking at its first pass over the young)."""
+    model = _Loop()
+    x = torch.randn(2, 4)
+    native = NativeRecorder(lib)
+    namer = OpNamer()
+
+    def growth(ops: int) -> tuple[int, int]:
+        gc.collect()
+        before = gc.get_objects()  # kept: no new object takes an id of one of them
+        known = {id(o) for o in before}
+        native.start()
+        with torch.no_grad():
+            model(x, ops)
+        during = sum(id(o) not in known for o in gc.get_objects())
+        native.stop()
+        resolved = namer.resolve(native.take_step())
+        gc.collect(0)
+        assert len(resolved) == ops
+        return during, sum(id(o) not in known for o in gc.get_objects())
+
+    for ops in (10, 1000):
+        growth(ops)
+        growth(ops)  # warm: names interned, buffers made; the long way once per shape, then from the rows
+    small, large = growth(10), growth(1000)
+    assert large[0] - small[0] < 50, (small, large)
+    assert large[1] - small[1] < 50, (small, large)
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(depth=st.integers(1, 4), width=st.integers(2, 12), batch=st.integers(1, 5))
-def test_per_node_sums_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, batch: int) -> None:
+@given(depth=st.integers(1, 4), width=st.integers(2, 12), batch=st.integers(1, 5), repeat=st.integers(1, 3))
+def test_per_node_sums_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width: int, batch: int, repeat: int) -> None:
+    """Each step's ops are one per raw row, and per node (Σ op by op, and ``np.bincount`` over them) they add up to
+    the rows' raw times: the first step resolved the long way, the second from its rows."""
     layers: list[torch.nn.Module] = []
     for _ in range(depth):
         layers += [torch.nn.Linear(width, width), torch.nn.Tanh()]
     model = torch.nn.Sequential(*layers)
     x = torch.randn(batch, width)
-    native = NativeRecorder(lib)
-    native.start()
-    model(x).square().mean().backward()
-    native.stop()
-    records = native.take()
-    raw = sum(r.t1 - r.t0 for r in records if type(r) is OpCall)
-    ops = OpNamer().resolve(records)
-    per_node: Counter[int] = Counter()
-    for node, ns, _shape, _start in ops:
-        per_node[node] += ns
-    assert sum(per_node.values()) == raw
-    assert len(ops) == sum(1 for r in records if type(r) is OpCall)
-
-
-def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any) -> None:
-    """While a native step runs, each op writes integers into a preallocated buffer: the program's collector tracks
-    as many objects after 1,000 ops as after 10."""
-    model = torch.nn.Linear(4, 4)
-    x = torch.randn(2, 4)
-    native = NativeRecorder(lib, hooks=False)
-
-    def growth(ops: int) -> int:
-        gc.collect()
+    native, namer = NativeRecorder(lib), OpNamer()
+    for _ in range(2):
         native.start()
-        before = len(gc.get_objects())
-        with torch.no_grad():
-            y = x
-            for _ in range(ops):
-                y = torch.nn.functional.linear(y, model.weight)
-        after = len(gc.get_objects())
+        for _ in range(repeat):
+            model(x).square().mean().backward()
         native.stop()
-        native.take()
-        return after - before
-
-    growth(10)  # warm: names interned, buffers made
-    small, large = growth(10), growth(1000)
-    assert large - small < 50, (small, large)
+        (taken,) = native.take_step()
+        ops = namer.resolve([taken])
+        per_node: Counter[int] = Counter()
+        for node, ns, _shape, _start in ops:
+            per_node[node] += ns
+        nodes, sums = node_sums(ops)
+        assert dict(zip(nodes.tolist(), sums.tolist(), strict=True)) == dict(per_node)
+        assert sum(per_node.values()) == int((taken.rows[:, 2] - taken.rows[:, 1]).sum())
+        assert len(ops) == len(taken.rows)
 
 
 def test_a_step_past_the_op_limit_stops_and_says_so(lib: Any) -> None:
@@ -357,6 +424,22 @@ def test_a_watched_program_timed_natively_names_its_nodes_as_the_dispatch_mode_d
     assert json.loads(by_native.to_json())["metadata"]["program"]["timer"] == "native"
     names = [{r.name for r in report.rows if "detach" not in r.name} for report in (by_mode, by_native)]
     assert names[0] == names[1], (names[0] - names[1], names[1] - names[0])
+
+
+def test_a_watched_programs_native_steps_resolve_from_their_rows(lib: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the agent (``fxtui.watch``): after the first, each native step of the training loop is resolved from
+    its rows, none merged into records."""
+    resolved: list[Any] = []
+    walked: list[Any] = []
+    resolve = native_steps.resolve
+
+    def counted(namer: OpNamer, step: Any, walk: Any) -> Any:
+        resolved.append(step)
+        return resolve(namer, step, lambda records: walked.append(step) or walk(records))
+
+    monkeypatch.setattr(native_steps, "resolve", counted)
+    _watched("native")
+    assert len(resolved) >= 3 and len(walked) == 1, (len(resolved), len(walked))
 
 
 def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> None:

@@ -47,6 +47,8 @@ import torch
 
 from fxtui.core.compilation import common_ancestor
 from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
+from fxtui.ops import native_steps
+from fxtui.ops.native_steps import NativeStep
 from fxtui.ops.recorder import GRADIENT
 from fxtui.ops.records import (
     UNKNOWN_SHAPE,
@@ -262,7 +264,18 @@ class OpNamer:
     # -- a step ----------------------------------------------------------------------------------
 
     def resolve(self, records: Iterable[Record]) -> list[OpTime]:
-        """One step's records as ``(node id, ns, output shape, clock at its start)``, in the order the ops ran."""
+        """One step's records as ``(node id, ns, output shape, clock at its start)``, in the order the ops ran.
+
+        A native step kept unmerged (one :class:`~fxtui.ops.native_steps.NativeStep`) is resolved from its arrays
+        when it ran as the last one did (:mod:`fxtui.ops.native_steps`); several, merged first."""
+        records = list(records)
+        if NativeStep in map(type, records):
+            if len(records) == 1:
+                return native_steps.resolve(self, records[0], self._walk)  # type: ignore[arg-type]
+            records = native_steps.expand(records)
+        return self._walk(records)
+
+    def _walk(self, records: list[Record]) -> list[OpTime]:
         return _Resolution(self).run(records)
 
     def node_id(

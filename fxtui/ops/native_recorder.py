@@ -32,14 +32,11 @@ from torch.utils._pytree import tree_leaves
 
 from fxtui.core.step_aside import OP_LIMIT
 from fxtui.ops.native_build import load, start_build, why_not
+from fxtui.ops.native_steps import NativeStep, merge
 from fxtui.ops.recorder import OpRecorder, _clock, _sequence_nr, is_compiled
 from fxtui.ops.records import (
-    UNKNOWN_SHAPE,
-    CompiledCall,
-    KernelCall,
     ModuleEnter,
     ModuleExit,
-    OpCall,
     PhaseEnter,
     PhaseExit,
     Record,
@@ -84,30 +81,28 @@ class NativeOp:
         return f"NativeOp({self.name})"
 
 
-class NativeNode:
-    """The autograd node that ran a native row, read as the namer reads one (its sequence number, its kind)."""
-
-    __slots__ = ("__weakref__", "_seq", "impl")
-
-    def __init__(self, seq: int, impl: int) -> None:
-        self._seq = seq
-        self.impl = impl
-        """For an ``AccumulateGrad``: its parameter's TensorImpl address (``param._cdata``); else 0."""
-
-    def _sequence_nr(self) -> int:
-        return self._seq
-
-
-class AccumulateGrad(NativeNode):
-    """A parameter's gradient accumulation (named as torch's node class: the namer charges it to the parameter's
-    module)."""
-
-    __slots__ = ()
-    variable = None
+#: Leaves of a module's input or output that hold no tensor (a flat call's ints, flags and names).
+_PLAIN = (int, float, bool, str, type(None))
 
 
 def tensor_impls(value: Any) -> tuple[int, ...]:
-    """The TensorImpl addresses of the tensors in a module's input or output (as the native rows note them)."""
+    """The TensorImpl addresses of the tensors in a module's input or output (as the native rows note them).
+
+    A root's call is read on every sampled step: a tensor, or a plain tuple or list of tensors and plain values,
+    is read directly (pytree's walk costs a few µs a call); anything else (nested, a named tuple, a model's output
+    class) through pytree."""
+    if isinstance(value, torch.Tensor):
+        return (value._cdata,)
+    kind = type(value)
+    if kind is tuple or kind is list:
+        found = []
+        for leaf in value:
+            if isinstance(leaf, torch.Tensor):
+                found.append(leaf._cdata)
+            elif not isinstance(leaf, _PLAIN):
+                break
+        else:
+            return tuple(found)
     return tuple(leaf._cdata for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor))
 
 
@@ -131,6 +126,7 @@ class NativeRecorder(OpRecorder):
         self._phases: list[str] = []
         self._engine: Any = None
         self._paused = 0
+        self._flowing = False
         self.ran = "mode"
         """The timer of the latest undescribed step: ``native``, or ``mode`` (before the library is built, where it
         cannot be, in ``generate()`` calls); describing steps, always the mode's, leave it as it was."""
@@ -178,6 +174,7 @@ class NativeRecorder(OpRecorder):
             super().start(stacks)  # the library is recording elsewhere (another recorder): the dispatch mode
             return
         self._native = True
+        self._flowing = False  # fx_start begins with the flow off
         self.ran = "native"
         self._paused = 0
         self._phases = []
@@ -192,7 +189,7 @@ class NativeRecorder(OpRecorder):
             return
         inputs = tensor_impls(args) if self._depth == 0 and args else ()
         if self._depth == 0:
-            self.lib.fx_flow(0)
+            self._set_flow(False)
         self._depth += 1
         skip = is_compiled(module, self._compiled)
         self._calls.append(skip)
@@ -247,7 +244,7 @@ class NativeRecorder(OpRecorder):
 
         def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
             if recorder._native:
-                recorder.lib.fx_flow(0)
+                recorder._set_flow(False)
             try:
                 return engine(*args, **kwargs)
             finally:
@@ -266,7 +263,13 @@ class NativeRecorder(OpRecorder):
         """Note the tensors ops read and make only where the namer reads them: outside every module call, and
         outside the phases whose ops are named by the phase (an optimizer's, a DataLoader's). In a backward, the
         library stops at the first op autograd's engine runs (the seed of the gradient is read, the nodes are not)."""
-        self.lib.fx_flow(int(self._depth == 0 and (not self._phases or self._phases[-1] in _FLOW_PHASES)))
+        self._set_flow(self._depth == 0 and (not self._phases or self._phases[-1] in _FLOW_PHASES))
+
+    def _set_flow(self, on: bool) -> None:
+        """Turn the noting of tensor flow on or off, calling the library only on a change (a ctypes call each)."""
+        if on != self._flowing:
+            self._flowing = on
+            self.lib.fx_flow(int(on))
 
     def stop(self) -> None:
         if not self._native:
@@ -309,70 +312,22 @@ class NativeRecorder(OpRecorder):
         return self._ops[name_id]
 
     def _merge(self, count: int) -> list[Record]:
-        """The Python records with the step's rows merged in by time (an op before the first record after its
-        start), as the dispatch mode would have appended them."""
+        """The Python records with the step's rows merged in by time (one record per op)."""
         assert self._rows is not None and self._flow is not None
-        rows = self._rows[:count]
-        python = self.records
-        times = np.fromiter((_at(r) for r in python), dtype=np.int64, count=len(python))
-        # Python record k goes after the rows that started before it.
-        where = np.searchsorted(rows[:, T0], times, side="left") if count else np.zeros(len(python), dtype=np.int64)
-        nodes: dict[tuple[int, int, int], NativeNode] = {}
-        flow = self._flow
-        out: list[Record] = []
-        at = 0
-        listed = rows.tolist()
-        ops = [self.op(i) for i in range(int(rows[:, NAME].max()) + 1)] if count else []
-        add = self._add
-        for k, record in enumerate(python):
-            upto = int(where[k])
-            for row in listed[at:upto]:
-                out.append(_op_record(row, ops, nodes, flow, add))
-            at = max(at, upto)
-            out.append(record)
-        for row in listed[at:]:
-            out.append(_op_record(row, ops, nodes, flow, add))
-        return out
+        return merge(self._rows[:count], self._flow[: int(self.lib.fx_flow_count())], self.records, self.op, self._add)
 
-
-def _at(record: Record) -> int:
-    """When a Python record was appended: the clock it holds (a kernel's or compiled call's end)."""
-    kind = type(record)
-    if kind is KernelCall or kind is CompiledCall:
-        return record.t1  # type: ignore[union-attr]
-    if kind in (ModuleEnter, ModuleExit, PhaseEnter, PhaseExit):
-        return record.t  # type: ignore[union-attr]
-    return 0
-
-
-def _op_record(
-    row: list[int],
-    ops: list[NativeOp],
-    nodes: dict[tuple[int, int, int], NativeNode],
-    flow: np.ndarray,
-    add: NativeOp | None = None,
-) -> Record:
-    name, t0, t1, node_at, seq, variable, flow_at = row
-    op = ops[name]
-    node: NativeNode | None = None
-    if node_at:
-        if add is not None and op.name == "aten::add_" and not variable:
-            # autograd's engine sums two gradients of one tensor in place (``add_``) unless a Python mode is on,
-            # when it adds out of place (``add``): named as under the mode (AccumulateGrad's own ``+=`` is in
-            # place in both)
-            op = add
-        key = (node_at, seq, variable)
-        node = nodes.get(key)
-        if node is None:
-            node = nodes[key] = AccumulateGrad(seq, variable) if variable else NativeNode(seq, 0)
-    flows = None
-    if flow_at >= 0:
-        n = int(flow[flow_at])
-        inputs = tuple(flow[flow_at + 1 : flow_at + 1 + n].tolist())
-        m = int(flow[flow_at + 1 + n])
-        outputs = tuple(flow[flow_at + 2 + n : flow_at + 2 + n + m].tolist())
-        flows = (inputs, outputs)
-    return make(OpCall, (op, t0, t1, node, UNKNOWN_SHAPE, None, None, flows))
+    def take_step(self) -> list[Any]:
+        """The records so far, a native step's kept unmerged: its rows and flow copied into one
+        :class:`~fxtui.ops.native_steps.NativeStep` (no Python object per op), which the namer resolves from its
+        arrays (:mod:`fxtui.ops.native_steps`)."""
+        if self._rows_recorded < 0:
+            return super().take()
+        assert self._rows is not None and self._flow is not None
+        count, self._rows_recorded = self._rows_recorded, -1
+        flow = self._flow[: int(self.lib.fx_flow_count())].copy()
+        step = NativeStep(self._rows[:count].copy(), flow, self.records, self.op, self._add)
+        self.records = []
+        return [step]
 
 
 def _compiled_type() -> type | None:

@@ -9,9 +9,10 @@ part (the machine is shared: read the figures with it).
 1. **Per op, in this process** (one intra-op thread; the thread's CPU time, which a busy machine stretches less
    than wall time): a char-level GPT's training step (the corpus's
    ``char_gpt.py`` pattern, small) and a VAE's (``vae_sampling.py``): µs per op a sampled step costs over an
-   unsampled one, the sampled ÷ unsampled step median, µs per op to resolve the step's records after it, and the
-   sampled steps per minute the default budget (2%) allows: one in N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200
-   (:mod:`fxtui.agent.pace`).
+   unsampled one, the sampled ÷ unsampled step median, µs per op to resolve the step after it (the native step's:
+   merged into per-op records and walked, as before, and from its rows, :mod:`fxtui.ops.native_steps`, on the
+   same recording; checked equal), and the sampled steps per minute the default budget (2%) allows: one in
+   N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200 (:mod:`fxtui.agent.pace`).
 2. **A step of about a million ops** (the corpus's ``lbfgs_sine.py`` pattern: LBFGS over two LSTMCells unrolled
    ``--length`` times, 20 closures a step; 400: about 10⁶ ops): the extra CPU time of its first sampled step (which
    describes nodes, as the agent's first does), and of a later one, recording and resolving included, against an
@@ -19,6 +20,9 @@ part (the machine is shared: read the figures with it).
    aside).
 3. **Fidelity per corpus program** under ``fxtui run --once --json`` (``--corpus``; paced as the corpus tests
    pace them): Σ node medians ÷ unsampled step and the sampled ÷ unsampled step median, per kind, for each timer.
+4. **Agreement with torch.profiler** (:mod:`tests.benchmarks.timer_agreement`): the same two steps under
+   torch.profiler with a range per module call and under each timer: per module above ``--agree-ms`` of op time,
+   fxtui ÷ torch.profiler (goal 0.93–1.10), and each one's Σ op time ÷ the unsampled step's wall time.
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ from fxtui.core import step_aside
 from fxtui.ops import native_build
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
+from fxtui.ops.native_steps import NativeStep
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
+from tests.benchmarks.timer_agreement import agreement
 from tests.program_runs import run_fxtui, step_kinds
 
 #: The clock of part 1: this thread's CPU time, which other processes on the cores do not stretch (the step runs on
@@ -129,6 +135,7 @@ def gpt_step() -> Callable[..., None]:
         opt.zero_grad(set_to_none=True)
         mark("optimizer", False, None)
 
+    step.model = model  # type: ignore[attr-defined]
     return step
 
 
@@ -164,17 +171,18 @@ def vae_step() -> Callable[..., None]:
         opt.step()
         mark("optimizer", False, None)
 
+    step.model = model  # type: ignore[attr-defined]
     return step
 
 
 def per_op(name: str, step: Callable[..., None], rounds: int, native: NativeRecorder) -> None:
     """Phases are marked as the agent marks them (the backward, the optimizer)."""
     mode = OpRecorder()
-    namers = {"mode": OpNamer(), "native": OpNamer()}
+    namers = {"mode": OpNamer(), "native": OpNamer(), "rows": OpNamer()}
     for _ in range(3):
         step()
     walls: dict[str, list[int]] = {"plain": [], "mode": [], "native": []}
-    resolve: dict[str, list[float]] = {"mode": [], "native": []}
+    resolve: dict[str, list[float]] = {"mode": [], "native": [], "rows": []}
     ops = 0
     for _ in range(rounds):
         for timer, recorder in (("plain", None), ("mode", mode), ("native", native)):
@@ -188,22 +196,36 @@ def per_op(name: str, step: Callable[..., None], rounds: int, native: NativeReco
             recorder.stop()
             t1 = _cpu()
             walls[timer].append(t1 - t0)
-            records = recorder.take()  # the native timer's merge of its rows counts as resolving
-            resolved = namers[timer].resolve(records)
-            resolve[timer].append((_cpu() - t1) / max(len(resolved), 1))
             if timer == "mode":
+                records = recorder.take()
+                resolved = namers[timer].resolve(records)
+                resolve[timer].append((_cpu() - t1) / max(len(resolved), 1))
                 ops = sum(1 for r in records if type(r) is OpCall and r.op.namespace != "profiler")
+                continue
+            (taken,) = native.take_step()  # the native step's rows, unmerged (as the agent takes them)
+            t1 = _cpu()
+            resolved = namers["native"].resolve(taken.records())  # before: merged into a record per op, walked
+            t2 = _cpu()
+            from_rows = namers["rows"].resolve([taken])  # now: from the rows (the long way on a new shape)
+            t3 = _cpu()
+            assert from_rows == resolved, "resolved from the rows, the step's ops differ from the long way's"
+            resolve["native"].append((t2 - t1) / max(len(resolved), 1))
+            resolve["rows"].append((t3 - t2) / max(len(resolved), 1))
     plain = statistics.median(walls["plain"])
     print(f"\n{name}: {ops} ops a step (the mode's count), plain step {plain / 1e6:.2f} ms of CPU; {load()}")
-    print(f"  {'timer':<7} {'µs/op':>7} {'sampled÷unsampled':>18} {'resolve µs/op':>14} {'sampled/min at 2%':>18}")
+    print(
+        f"  {'timer':<7} {'µs/op':>7} {'sampled÷unsampled':>18} {'resolve µs/op: records':>23} {'rows':>6}"
+        f" {'sampled/min at 2%':>18}"
+    )
     for timer in ("mode", "native"):
         wall = statistics.median(walls[timer])
         ratio = wall / plain
         every = min(200, max(5, math.ceil(max(ratio - 1, 0) / BUDGET)))
         per_minute = 60e9 / (every * plain)
+        rows = f"{statistics.median(resolve['rows']) / 1e3:.2f}" if timer == "native" else "-"
         print(
             f"  {timer:<7} {(wall - plain) / 1e3 / max(ops, 1):>7.2f} {ratio:>18.2f} "
-            f"{statistics.median(resolve[timer]) / 1e3:>14.2f} {per_minute:>18.1f}"
+            f"{statistics.median(resolve[timer]) / 1e3:>23.2f} {rows:>6} {per_minute:>18.1f}"
         )
 
 
@@ -261,11 +283,12 @@ def lbfgs(length: int, native: NativeRecorder) -> None:
         recorder.start(stacks=describing)
         step()
         recorder.stop()
-        records = recorder.take()
+        # as the agent takes a step: a native one's rows unmerged (a step set aside drops them unresolved)
+        records = recorder.take_step() if isinstance(recorder, NativeRecorder) else recorder.take()
         aside = bool(recorder.overflowed)
-        n = sum(1 for r in records if type(r) is OpCall)
+        n = sum(len(r.rows) if isinstance(r, NativeStep) else type(r) is OpCall for r in records)
         if not aside:
-            OpNamer().resolve(records)  # a step set aside is not resolved (the agent drops its records)
+            OpNamer().resolve(records)
         del records
         return (_cpu() - t0 - plain) / 1e9, n, aside
 
@@ -322,6 +345,8 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="*", default=["char_gpt", "vae_sampling", "reused_module"])
     parser.add_argument("--skip-lbfgs", action="store_true")
     parser.add_argument("--skip-per-op", action="store_true")
+    parser.add_argument("--skip-agreement", action="store_true")
+    parser.add_argument("--agree-ms", type=float, default=1.0, help="modules above this op time a step (part 4)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}; 1 intra-op thread; {load()}")
@@ -334,6 +359,10 @@ def main() -> None:
     if not args.skip_per_op:
         per_op("char-level GPT training step", gpt_step(), args.rounds, native)
         per_op("VAE training step", vae_step(), args.rounds, native)
+    if not args.skip_agreement:
+        for name, make_step in (("char-level GPT", gpt_step), ("VAE", vae_step)):
+            step = make_step()
+            agreement(name, step, step.model, args.rounds, native, args.agree_ms, load)  # type: ignore[attr-defined]
     if not args.skip_lbfgs:
         lbfgs(args.length, native)
     if args.corpus:
