@@ -14,12 +14,14 @@ happen at once count once:
   ``1 − (1 − own) × Π (1 − other thread's wait ÷ the second)``, where ``own`` is the stepping thread's measured
   share of that step. The other threads are the pool's: of a pool of N threads (torch's intra-op threads, the
   agent's ``Hello.threads`` at its start), the N − 1 other threads that ran longest in the second. A process
-  has threads that wait and hold no step up (fxtui's own sender, a DataLoader's queue feeders, a logger): each
-  wakes for a moment and, on a busy machine, waits far longer than it runs (beside the CNN of
-  ``tests/programs/loader_workers.py``, one thread, 1 intra-op thread, load 9: a second thread read waiting 167
-  ms in a second for 9 ms on a CPU). Counted, they read as the step waiting, with one intra-op thread as much as
-  with more. A pool spins at the end of a parallel op rather than sleeping, so the time the stepping thread
-  spends waiting for a partner kept off a CPU is time *on* a CPU: only the partner's wait shows it
+  has threads that hold no step up (fxtui's own sender, a DataLoader's queue feeders, a logger): each wakes for a
+  moment, and on a busy machine may wait longer than it runs. Counted, their wait would read as the step's, with
+  one intra-op thread as much as with more. (Beside the CNN of ``tests/programs/loader_workers.py`` with one
+  intra-op thread and two busy loops, load 11, the one other thread of its process waited 0–5 ms a second: small
+  there, and nothing the step waits for.) A pool counted this way is as many threads as torch had when the agent
+  started; a program that sets more later has its extra threads left out. A pool spins at the end of a parallel
+  op rather than sleeping, so the time the stepping thread spends waiting for a partner kept off a CPU is time
+  *on* a CPU: only the partner's wait shows it
   (``tests/benchmarks/bench_pool_waits.py`` measures this; the stepping thread is almost never blocked);
 * its child processes (DataLoader workers), which work beside the step: their wait only while the stepping
   thread was *blocked* (neither on a CPU nor waiting: on the loader's queue), at most that long,
