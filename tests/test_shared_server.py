@@ -67,7 +67,9 @@ def test_beside_three_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_n
         if waiting is not None and waiting >= 0.15:
             break
     said = f"{load_text()}; " + " | ".join(readings)
-    if cores < 1.3:  # the kernel kept the loops off the program's core (or off the CPU): no contention to measure
+    # The kernel may keep the loops off the program's core (or, on a machine loaded by other work, off the CPU):
+    # then only a program that waited all the same has a wait to check. Other work only adds to the wait.
+    if (waiting is None or waiting < 0.15) and cores < 1.3:
         pytest.skip(f"the busy processes did not contend for the program's core: {said}")
     # Four busy threads on two cores: the program's thread is kept off a CPU about half the time, or more.
     assert waiting is not None and waiting >= 0.15, said

@@ -45,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
     "char_gpt": ("tests/programs/char_gpt.py", "--iters", "50", "--eval-interval", "1000"),
-    "cnn": ("tests/programs/loader_workers.py", "--epochs", "2", "--batches", "25", "--batch-size", "32"),
+    "cnn": ("tests/programs/loader_workers.py", "--epochs", "3", "--batches", "60", "--batch-size", "32"),
 }
 BUSY = "while True: pass"
 TICK = os.sysconf("SC_CLK_TCK")
