@@ -97,7 +97,8 @@ class StepWaiting:
         said = []
         if split is not None and split.overlap >= 0.005:
             points = round(100 * split.overlap)
-            said.append(f"of {100 * split.measured_waiting:.0f}% measured, {points} points fall in the ops' time")
+            unit = "point falls" if points == 1 else "points fall"
+            said.append(f"of {100 * split.measured_waiting:.0f}% measured, {points} {unit} in the ops' time")
         if self.others_cores is not None and self.cpus:
             said.append(f"other processes used {self.others_cores:.1f} of {self.cpus} cores")
         if self.steal_share >= 0.01:

@@ -40,8 +40,8 @@ def split_lines(lead: KindSummary) -> list[str]:
         return []
     said = split_text(waiting)
     if said:
-        less = " less the time they waited" if waiting.kept_disturbed and waiting.running_ops is not None else ""
-        lines = [f"split      {said} (the three add up; ops is the fidelity{less})"]
+        kept = waiting.kept_disturbed and waiting.running_ops is not None  # then the ops say it themselves
+        lines = [f"split      {said} (the three add up{'' if kept else '; ops is the fidelity'})"]
     else:  # the ops are not known yet (no sampled step counted): the wait alone
         lines = [f"split      {waiting.waiting_text() or 'waiting for a CPU –'} of a step (median of per-step shares)"]
     if figures := waiting.figures_text():
