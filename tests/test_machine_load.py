@@ -292,7 +292,7 @@ def test_the_collector_counts_the_wait_of_a_process_s_pool_threads_in_its_steps(
     monkeypatch.setattr(job_state, "MachineLoad", lambda pids, own_pid: monitor(proc, clock, tuple(pids)))
     state = job_state.JobState(ProgramSettings(("train.py",), warmup=0))
     state.collector.started(10, "")
-    state.receive(Hello(10, ("train.py",), "2.x", 1), 0)
+    state.receive(Hello(10, ("train.py",), "2.x", 2), 0)  # torch's 2 intra-op threads: thread 11 is its pool's
     proc.process(10, 1, {10: (0.0, 0.0), 11: (0.0, 0.0)})
     state.watch_load()
     wall = 100_000_000

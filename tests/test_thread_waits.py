@@ -33,6 +33,18 @@ def test_a_pool_threads_wait_holds_the_step_up_and_a_loader_workers_only_while_t
     assert beside_wait({10: {11: (1, 1)}}, {10}, 10, 1.0) is None  # its main thread was not read
 
 
+def test_only_the_pools_threads_hold_the_step_up_not_a_sender_or_a_queue_feeder_that_waits_more_than_it_runs() -> None:
+    # One second: the main thread; its intra-op partner ran 350 ms and waited 200 ms; fxtui's sender and a
+    # DataLoader's queue feeder ran a few ms each and waited 167 ms and 90 ms (a busy machine wakes them late).
+    process = {10: (400 * MS, 100 * MS), 11: (350 * MS, 200 * MS), 12: (9 * MS, 167 * MS), 13: (2 * MS, 90 * MS)}
+    threads = {10: process}
+    every, _ = beside_wait(threads, {10}, 10, 1.0)  # type: ignore[misc]
+    assert every == pytest.approx(0.8 * 0.833 * 0.91)  # every thread, as if each held the step up
+    assert beside_wait(threads, {10}, 10, 1.0, pool=2) == (pytest.approx(0.8), 0)  # the partner alone
+    assert beside_wait(threads, {10}, 10, 1.0, pool=1) == (1.0, 0)  # one intra-op thread: no partner to wait for
+    assert beside_wait(threads, {10}, 10, 1.0, pool=8)[0] == pytest.approx(every)  # type: ignore[index]
+
+
 def test_waits_that_happen_at_once_count_once_and_a_step_never_waits_more_than_its_wall() -> None:
     waits = ThreadWaits()
     assert waits.step_wait(0, 100 * MS, 10 * MS) == 10 * MS  # nothing sampled yet: its own thread's wait alone

@@ -2,7 +2,8 @@
 
 Torch-free data made by the collector (:mod:`fxtui.jobs.step_wait`) and read by the header, the app and the
 JSON. Every figure is the median of per-step values, and its range is their p25–p75, so a figure always lies
-inside the range printed beside it.
+inside the range printed beside it. The split of a typical step (:attr:`StepWaiting.split`,
+:mod:`fxtui.core.step_split`) takes the ops and the wait from those medians so that its three shares add up.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fxtui.core.nodes import Spread
+from fxtui.core.step_split import StepSplit, split_step, whole_percents
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +47,8 @@ class StepWaiting:
     """Disturbed steps were asked to be kept (``--keep-disturbed``)."""
 
     @property
-    def waiting_share(self) -> float | None:
-        """The share of a step spent waiting for a CPU: its threads' run-queue delay and stolen time (median)."""
+    def measured_waiting_share(self) -> float | None:
+        """The median share of a step its threads waited for a CPU, and stolen time, as measured."""
         if not self.known or self.wait is None:
             return None
         return min(1.0, self.wait.median + self.steal_share)
@@ -59,12 +61,25 @@ class StepWaiting:
         return ops.median if ops is not None else None
 
     @property
+    def split(self) -> StepSplit | None:
+        """A typical step as ops, waiting and the program's Python, adding up to 1 (None: a part is unmeasured)."""
+        ops, waiting = self.ops_share, self.measured_waiting_share
+        if ops is None or waiting is None:
+            return None
+        return split_step(ops, waiting)
+
+    @property
+    def waiting_share(self) -> float | None:
+        """The share of a step spent waiting for a CPU, as the split gives it (at most what the ops leave); the
+        measured median where the ops are not known yet."""
+        split = self.split
+        return split.waiting if split is not None else self.measured_waiting_share
+
+    @property
     def python_share(self) -> float | None:
         """What remains of a step once its ops and its waiting are counted: the program's own Python."""
-        ops = self.ops_share
-        if ops is None:
-            return None
-        return max(0.0, 1.0 - ops - (self.waiting_share or 0.0))
+        split = self.split
+        return split.python if split is not None else None
 
     @property
     def kept_disturbed(self) -> int:
@@ -76,8 +91,14 @@ class StepWaiting:
         share = self.waiting_share
         if share is None:
             return ""
-        text = f"waiting for a CPU {100 * share:.0f}%"
+        split = self.split
+        percent = whole_percents(split)[1] if split is not None else round(100 * share)
+        text = f"waiting for a CPU {percent}%"
         said = []
+        if split is not None and split.overlap >= 0.005:
+            points = round(100 * split.overlap)
+            unit = "point falls" if points == 1 else "points fall"
+            said.append(f"of {100 * split.measured_waiting:.0f}% measured, {points} {unit} in the ops' time")
         if self.others_cores is not None and self.cpus:
             said.append(f"other processes used {self.others_cores:.1f} of {self.cpus} cores")
         if self.steal_share >= 0.01:

@@ -82,7 +82,8 @@ class JobState:
             pid = collector.hello.pid if collector.hello is not None else 0
             if not pid or not (collector.steps or collector.nodes):
                 continue
-            beside = beside_wait(load.threads, load.subtree(pid), pid, interval.seconds)
+            pool = collector.hello.threads if collector.hello is not None and collector.hello.threads > 0 else None
+            beside = beside_wait(load.threads, load.subtree(pid), pid, interval.seconds, pool)
             if beside is not None:
                 running, children = beside
                 collector.beside.add(start, end, children, running)

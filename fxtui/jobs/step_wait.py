@@ -14,7 +14,8 @@ kind of step, over the latest :data:`WINDOW` steps:
   (:attr:`SampledStep.running_ops`), for the split only;
 * **in ops** per phase: each sampled step's Σ op times in a phase ÷ that phase's unsampled median, the median
   of those per-step ratios (ops as timed, as the fidelity);
-* **the program's Python** is what remains of the step: 1 − ops − waiting.
+* **the program's Python** is what remains of the step: 1 − ops − waiting, where the split of the median step
+  (:mod:`fxtui.core.step_split`) takes the waiting at most what the ops leave, so the three add up.
 
 A sampled step whose wait took more than :data:`DISTURBED_SHARE` of its wall time is *disturbed*: its ops are
 left out of the node figures (as the model mode leaves out its disturbed steps) unless ``--keep-disturbed``, or

@@ -12,8 +12,16 @@ happen at once count once:
 * the process's own threads (the stepping thread and its intra-op pool, which every parallel op waits for): the
   share of the step in which *some* of them waited, taking their waits as independent of one another,
   ``1 − (1 − own) × Π (1 − other thread's wait ÷ the second)``, where ``own`` is the stepping thread's measured
-  share of that step. A pool spins at the end of a parallel op rather than sleeping, so the time the stepping
-  thread spends waiting for a partner kept off a CPU is time *on* a CPU: only the partner's wait shows it
+  share of that step. The other threads are the pool's: of a pool of N threads (torch's intra-op threads, the
+  agent's ``Hello.threads`` at its start), the N − 1 other threads that ran longest in the second. A process
+  has threads that hold no step up (fxtui's own sender, a DataLoader's queue feeders, a logger): each wakes for a
+  moment, and on a busy machine may wait longer than it runs. Counted, their wait would read as the step's, with
+  one intra-op thread as much as with more. (Beside the CNN of ``tests/programs/loader_workers.py`` with one
+  intra-op thread and two busy loops, load 11, the one other thread of its process waited 0–5 ms a second: small
+  there, and nothing the step waits for.) A pool counted this way is as many threads as torch had when the agent
+  started; a program that sets more later has its extra threads left out. A pool spins at the end of a parallel
+  op rather than sleeping, so the time the stepping thread spends waiting for a partner kept off a CPU is time
+  *on* a CPU: only the partner's wait shows it
   (``tests/benchmarks/bench_pool_waits.py`` measures this; the stepping thread is almost never blocked);
 * its child processes (DataLoader workers), which work beside the step: their wait only while the stepping
   thread was *blocked* (neither on a CPU nor waiting: on the loader's queue), at most that long,
@@ -58,21 +66,28 @@ class BesideWait:
 
 
 def beside_wait(
-    threads: Mapping[int, Mapping[int, tuple[int, int]]], pids: Iterable[int], main: int, seconds: float
+    threads: Mapping[int, Mapping[int, tuple[int, int]]],
+    pids: Iterable[int],
+    main: int,
+    seconds: float,
+    pool: int | None = None,
 ) -> tuple[float, int] | None:
     """How the other threads held the stepping thread up over one stretch of ``seconds``: the rule above, as the
-    share of time none of the process's other threads waited, and the child processes' wait while it was blocked.
+    share of time none of the process's pool threads waited, and the child processes' wait while it was blocked.
 
     ``threads``: each thread's (time on a CPU, wait) over the stretch, ns, by pid and tid; ``pids``: the process and
-    its descendants; ``main``: the process (its main thread steps). None where its main thread was not read."""
+    its descendants; ``main``: the process (its main thread steps); ``pool``: its intra-op threads, the main one
+    among them (None: every other thread counts). None where its main thread was not read."""
     own = threads.get(main, {}).get(main)
     if own is None or seconds <= 0:
         return None
     span = seconds * 1e9
+    others = [times for tid, times in threads.get(main, {}).items() if tid != main]
+    if pool is not None:  # the pool's threads run in every parallel op: the ones that ran longest
+        others = sorted(others, key=lambda times: -times[0])[: max(0, pool - 1)]
     running = 1.0
-    for tid, (_cpu, wait) in threads.get(main, {}).items():
-        if tid != main:
-            running *= max(0.0, 1.0 - wait / span)
+    for _cpu, wait in others:
+        running *= max(0.0, 1.0 - wait / span)
     children = sum(wait for pid in pids if pid != main for _cpu, wait in threads.get(pid, {}).values())
     blocked = max(0, int(span) - own[0] - own[1])
     return running, min(blocked, children)

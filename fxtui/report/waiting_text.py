@@ -1,13 +1,16 @@
 """The header's lines on a program's step as ops, its own Python and waiting for a CPU (``fxtui run``).
 
-Each share is the median of per-step values (:mod:`fxtui.jobs.step_wait`), printed with their p25–p75: a
-step that waited for a CPU is never explained as the program's Python.
+The ``in ops`` shares are medians of per-step values (:mod:`fxtui.jobs.step_wait`), printed with their p25–p75.
+The ``split`` is one typical step whose three parts add up (:mod:`fxtui.core.step_split`): the same figures here,
+in the JSON and in the app's ``T`` panel (:func:`split_text`). A step that waited for a CPU is never explained as
+the program's Python.
 """
 
 from __future__ import annotations
 
 from fxtui.core.nodes import Spread
 from fxtui.core.program_run import STEP_PHASES, KindSummary
+from fxtui.core.step_split import whole_percents
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.core.units import format_seconds
 
@@ -19,22 +22,30 @@ def pct_range(spread: Spread | None) -> str:
     return f"{100 * spread.median:.0f}% ({100 * spread.q25:.0f}–{100 * spread.q75:.0f}%)"
 
 
+def split_text(waiting: StepWaiting | None) -> str:
+    """``ops 23%, waiting for a CPU 70% (…), the program's Python 7% of the median step``: three parts that add up
+    to 100; ``""`` where a part was not measured."""
+    split = waiting.split if waiting is not None and waiting.known else None
+    if waiting is None or split is None:
+        return ""
+    ops, _waiting, python = whole_percents(split)
+    less = " (less the time they waited)" if waiting.kept_disturbed and waiting.running_ops is not None else ""
+    return f"ops {ops}%{less}, {waiting.waiting_text()}, the program's Python {python}% of the median step"
+
+
 def split_lines(lead: KindSummary) -> list[str]:
     """``split`` (ops, waiting for a CPU, the program's Python) and, under load, what the node figures are."""
     waiting = lead.waiting
     if waiting is None or not waiting.known:
         return []
-    python = waiting.python_share
-    parts = []
-    if (ops := waiting.ops_share) is not None:
-        less = " (less the time they waited)" if waiting.kept_disturbed and waiting.running_ops is not None else ""
-        parts.append(f"ops {100 * ops:.0f}%{less}")
-    parts.append(waiting.waiting_text() or "waiting for a CPU –")
-    if python is not None:
-        parts.append(f"the program's Python {100 * python:.0f}%")
-    lines = [f"split      {', '.join(parts)} of a step (medians of per-step shares)"]
-    if said := waiting.figures_text():
-        lines.append(f"waited     {said}")
+    said = split_text(waiting)
+    if said:
+        kept = waiting.kept_disturbed and waiting.running_ops is not None  # then the ops say it themselves
+        lines = [f"split      {said} (the three add up{'' if kept else '; ops is the fidelity'})"]
+    else:  # the ops are not known yet (no sampled step counted): the wait alone
+        lines = [f"split      {waiting.waiting_text() or 'waiting for a CPU –'} of a step (median of per-step shares)"]
+    if figures := waiting.figures_text():
+        lines.append(f"waited     {figures}")
     return lines
 
 
@@ -75,10 +86,13 @@ def waiting_json(waiting: StepWaiting | None) -> dict[str, object]:
     """A program's split at the top of its JSON file (the kind's full figures are under ``steps.kinds``)."""
     if waiting is None or not waiting.known:
         return {}
+    split = waiting.split
     return {
         "waiting_line": waiting.waiting_text() or None,
+        "split_line": split_text(waiting) or None,
         "waiting_share": waiting.waiting_share,
         "python_share": waiting.python_share,
-        "ops_share": waiting.ops_share,
+        "ops_share": split.ops if split is not None else waiting.ops_share,
+        "waiting_measured_share": waiting.measured_waiting_share,
         "waited_line": waiting.figures_text() or None,
     }

@@ -1,7 +1,7 @@
 """Where a training step's time goes when torch's intra-op pool shares the cores with other work: the stepping
 thread's and the pool's time on a CPU, in the run queue and blocked, per step, quiet and beside busy processes.
 
-    python tests/benchmarks/bench_pool_waits.py [--threads N] [--busy N] [--blocks N] [--steps N]
+    python tests/benchmarks/bench_pool_waits.py [--threads N] [--busy N] [--blocks N] [--steps N] [--program cnn]
 
 It trains the corpus's char-level GPT (``tests/programs/char_gpt.py``'s model) in this process, without fxtui,
 and reads every thread's ``/proc/self/task/TID/schedstat`` around each step, in blocks that alternate quiet and
@@ -16,6 +16,14 @@ beside ``--busy`` plain Python loops. Printed per load (medians over the steps):
 * for each rule, the step's *running* time (wall less the waiting): a rule that counts every wait leaves it
   the same quiet and busy; and the share the step grew by, ``1 − quiet running ÷ busy wall``, beside the
   share the rule reports busy.
+
+With ``--program cnn`` it trains the corpus's CNN (``tests/programs/loader_workers.py``'s model, batches from a
+DataLoader with two worker processes) instead, and splits each step into its fetch (``next()`` on the loader) and
+its compute (forward, backward, optimizer), reading the stepping thread (time on a CPU, run-queue wait, blocked,
+minor page faults) in each, and the worker processes' time on a CPU and wait over the step. Printed: what fxtui's
+rule counts as waiting (the stepping thread's own wait, and the workers' wait while it was blocked, at most that
+long) and what it leaves to the program's Python (the fetch's time on a CPU, and the time it was blocked beyond
+the workers' wait: their own work, no longer hidden behind the step's), quiet and busy.
 
 The machine is shared: print the load average beside the figures, as this script does.
 """
@@ -49,13 +57,137 @@ def threads_now() -> dict[int, tuple[int, int]]:
     return out
 
 
+def thread_now(tid: int) -> tuple[int, int, int]:
+    """One thread of this process: time on a CPU and run-queue wait so far (ns), and its minor page faults."""
+    with open(f"/proc/self/task/{tid}/schedstat") as f:
+        on_cpu, waiting = f.read().split()[:2]
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        faults = int(f.read().rsplit(")", 1)[1].split()[7])
+    return int(on_cpu), int(waiting), faults
+
+
+def children_now(pids: list[int]) -> tuple[int, int]:
+    """The worker processes' time on a CPU and run-queue wait so far (ns), every thread of each."""
+    cpu = wait = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    on_cpu, waiting = f.read().split()[:2]
+            except OSError:
+                continue
+            cpu, wait = cpu + int(on_cpu), wait + int(waiting)
+    return cpu, wait
+
+
+def loader_main(a: argparse.Namespace) -> None:
+    """The CNN from DataLoader workers: where its step's time goes, fetch and compute apart, quiet and busy."""
+    import multiprocessing
+
+    sys.path.insert(0, str(ROOT / "tests" / "programs"))
+    import torch
+    import torch.nn.functional as F
+    from loader_workers import MadeImages, SmallCNN
+    from torch.utils.data import DataLoader
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = SmallCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    me = threading.get_native_id()
+    # Columns: wall, fetch wall, fetch cpu, fetch wait, fetch blocked, fetch faults, compute wall, compute cpu,
+    # compute wait, workers' cpu, workers' wait (ns; faults a count).
+    rows: dict[bool, list[tuple[int, ...]]] = {False: [], True: []}
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+    for block in range(a.blocks):
+        busy = block % 2 == 1
+        procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy if busy else 0)]
+        try:
+            # An epoch per block, as the program runs one: the workers start with it and prefetch two batches each.
+            loader = DataLoader(MadeImages((a.steps + 3) * 32, 32, block), batch_size=32, num_workers=2)
+            batches = iter(loader)
+            pids = [c.pid for c in multiprocessing.active_children() if c.pid is not None]
+            time.sleep(0.2)
+            for i in range(a.steps + 2):
+                t0, c0, k0 = time.perf_counter_ns(), thread_now(me), children_now(pids)
+                x, y = next(batches)
+                t1, c1 = time.perf_counter_ns(), thread_now(me)
+                optimizer.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                t2, c2, k2 = time.perf_counter_ns(), thread_now(me), children_now(pids)
+                if i < 2:  # the first batches were made before the step asked: warm-up
+                    continue
+                fetch, compute = t1 - t0, t2 - t1
+                fc, fw, ff = c1[0] - c0[0], c1[1] - c0[1], c1[2] - c0[2]
+                cc, cw = c2[0] - c1[0], c2[1] - c1[1]
+                blocked = max(0, fetch - fc - fw)
+                rows[busy].append((t2 - t0, fetch, fc, fw, blocked, ff, compute, cc, cw, k2[0] - k0[0], k2[1] - k0[1]))
+            del batches, loader
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+    load = os.getloadavg()[0]
+    print(
+        f"\nthreads {torch.get_num_threads()}, {a.steps * (a.blocks // 2)} steps quiet and as many beside {a.busy} busy"
+    )
+    names = (
+        "wall",
+        "fetch",
+        "f cpu",
+        "f wait",
+        "f blocked",
+        "faults",
+        "compute",
+        "c cpu",
+        "c wait",
+        "wk cpu",
+        "wk wait",
+    )
+    print(f"{'':6} " + " ".join(f"{n:>9}" for n in names))
+    for busy in (False, True):
+        r = rows[busy]
+        cells = [
+            f"{statistics.median(x[i] for x in r):9.0f}"
+            if i == 5
+            else f"{statistics.median(x[i] for x in r) / 1e6:7.2f}ms"
+            for i in range(len(names))
+        ]
+        print(f"{'busy' if busy else 'quiet':6} " + " ".join(cells))
+    print(f"\n{'':6} {'waiting':>9} {'python':>9} {'f cpu':>9} {'blocked-beyond':>15} {'waiting%':>9} {'python%':>8}")
+    for busy in (False, True):
+        r = rows[busy]
+        # fxtui's rule, per step: the stepping thread's own wait and the workers' wait while it was blocked.
+        waiting = [x[3] + x[8] + min(x[4], x[10]) for x in r]
+        beyond = [max(0, x[4] - x[10]) for x in r]  # blocked on the workers' own work: left to Python
+        python = [x[2] + b for x, b in zip(r, beyond, strict=True)]
+        print(
+            f"{'busy' if busy else 'quiet':6} {statistics.median(waiting) / 1e6:7.2f}ms "
+            f"{statistics.median(python) / 1e6:7.2f}ms {statistics.median(x[2] for x in r) / 1e6:7.2f}ms "
+            f"{statistics.median(beyond) / 1e6:13.2f}ms "
+            f"{100 * statistics.median(w / x[0] for w, x in zip(waiting, r, strict=True)):8.1f}% "
+            f"{100 * statistics.median(p / x[0] for p, x in zip(python, r, strict=True)):7.1f}%"
+        )
+    print(f"\nload average after: {load:.2f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
     p.add_argument("--busy", type=int, default=2)
     p.add_argument("--blocks", type=int, default=6, help="blocks of steps, alternately quiet and busy")
     p.add_argument("--steps", type=int, default=12, help="steps per block")
+    p.add_argument("--program", choices=("char_gpt", "cnn"), default="char_gpt")
     a = p.parse_args()
+    if a.program == "cnn":
+        loader_main(a)
+        return
     sys.path.insert(0, str(ROOT / "tests" / "programs"))
     import torch
     from char_gpt import CharGPT, Config

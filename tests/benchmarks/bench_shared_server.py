@@ -1,16 +1,20 @@
 """fxtui run on a shared server: the corpus's char-level GPT and CNN training scripts, quiet and beside one and two
 busy processes (plain Python loops, one thread each), in one run.
 
-    python tests/benchmarks/bench_shared_server.py [--rounds N] [--threads N]
+    python tests/benchmarks/bench_shared_server.py [--rounds N] [--threads 1,0] [--programs char_gpt,cnn]
 
 Each program runs under ``fxtui run --once --json`` with 0, 1 and 2 busy processes beside it, the loads
-interleaved (0, 1, 2, 0, 1, 2 … with ``--rounds``). Printed per program and load:
+interleaved (0, 1, 2, 0, 1, 2 … with ``--rounds``), at each ``--threads`` setting (``OMP_NUM_THREADS``; 0 is
+torch's default; both by default). Printed per threads, program, round and load, each busy run beside the quiet
+run of its own round:
 
 * the unsampled step's median, and the machine's load average when the run ended;
-* **python**: the program's Python share of a step (the unattributed part less the wait), and how far it moved
-  from the quiet run's, in points (the issue asks for ±10);
-* **waiting**: the waiting-for-a-CPU share fxtui reports (median of per-step shares), beside the share the load
-  took, from two sources: the busy processes' CPU time (``/proc/PID/stat``) over the run, in cores, and the step
+* **split**: the header's split of the median step, ops + waiting + the program's Python (they add up to 100);
+* **python**: the program's Python share, and how far it moved from the quiet run's, in points (the issue asks
+  for ±10);
+* **waiting**: the waiting-for-a-CPU share fxtui reports, and the median of per-step shares as measured (more
+  where the split found part of it inside the ops), beside the share the load took, from two sources: the busy
+  processes' CPU time (``/proc/PID/stat``) over the run, in cores and as a share of the machine, and the step
   that grew: ``1 − quiet running time ÷ busy step``, where a step's running time is its wall less its wait (the
   issue asks for ±10 points between the reported and the grown share);
 * **nodes**: the ten largest nodes' medians (by the quiet run), busy ÷ quiet: the median and range of the ten
@@ -41,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
     "char_gpt": ("tests/programs/char_gpt.py", "--iters", "50", "--eval-interval", "1000"),
-    "cnn": ("tests/programs/loader_workers.py", "--epochs", "2", "--batches", "25", "--batch-size", "32"),
+    "cnn": ("tests/programs/loader_workers.py", "--epochs", "3", "--batches", "60", "--batch-size", "32"),
 }
 BUSY = "while True: pass"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -73,6 +77,14 @@ class Run:
     @property
     def python(self) -> float:
         return float(self.meta.get("python_share") or 0.0)
+
+    @property
+    def ops(self) -> float:
+        return float(self.meta.get("ops_share") or 0.0)
+
+    @property
+    def measured(self) -> float:
+        return float(self.meta.get("waiting_measured_share") or self.meta.get("waiting_share") or 0.0)
 
 
 def cpu_ticks(pid: int) -> int:
@@ -149,67 +161,88 @@ def hot_path_cost() -> str:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS for the programs (0: torch's default)")
+    p.add_argument("--threads", default="1,0", help="OMP_NUM_THREADS settings, comma-separated (0: torch's default)")
     p.add_argument("--programs", default=",".join(PROGRAMS))
     p.add_argument("--save", metavar="FILE", help="keep every run here (--from makes the table again)")
     p.add_argument("--from", dest="source", metavar="FILE", help="make the table from runs saved with --save")
     a = p.parse_args()
+    programs = a.programs.split(",")
     if a.source:
         saved = json.loads(Path(a.source).read_text())
-        runs = {(r["program"], r["busy"]): [Run(**r)] for r in saved}
-        table(runs, a.programs.split(","))
+        loaded: dict[tuple[int, str, int], list[Run]] = {}
+        for r in saved:
+            threads = int(r.pop("threads", 0))
+            loaded.setdefault((threads, r["program"], r["busy"]), []).append(Run(**r))
+        for threads in sorted({k[0] for k in loaded}, reverse=True):
+            table(loaded, programs, threads)
         return
     print(hot_path_cost())
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
-    runs: dict[tuple[str, int], list[Run]] = {}
+    settings = [int(t) for t in a.threads.split(",")]
+    runs: dict[tuple[int, str, int], list[Run]] = {}
     for _ in range(a.rounds):
-        for name in a.programs.split(","):
-            for busy in (0, 1, 2):
-                run = one_run(name, busy, a.threads or None)
-                runs.setdefault((name, busy), []).append(run)
-                print(f"  ran {name} beside {busy} busy: {run.seconds:.0f} s, load {run.load:.2f}", flush=True)
-                if a.save:  # kept as they come: a long run is not lost to a late failure
-                    kept = [vars(r) for rs in runs.values() for r in rs]
-                    Path(a.save).write_text(json.dumps(kept))
-    table(runs, a.programs.split(","))
+        for threads in settings:
+            for name in programs:
+                for busy in (0, 1, 2):
+                    run = one_run(name, busy, threads or None)
+                    runs.setdefault((threads, name, busy), []).append(run)
+                    print(
+                        f"  ran {name} (threads {threads or 'default'}) beside {busy} busy: {run.seconds:.0f} s, "
+                        f"load {run.load:.2f}",
+                        flush=True,
+                    )
+                    if a.save:  # kept as they come: a long run is not lost to a late failure
+                        kept = [{**vars(r), "threads": k[0]} for k, rs in runs.items() for r in rs]
+                        Path(a.save).write_text(json.dumps(kept))
+    for threads in settings:
+        table(runs, programs, threads)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
-def table(runs: dict[tuple[str, int], list[Run]], programs: list[str]) -> None:
-    """The figures side by side, one row per program and load (the latest run of each)."""
-    print()
+def table(runs: dict[tuple[int, str, int], list[Run]], programs: list[str], threads: int) -> None:
+    """The figures side by side, one row per program, round and load; each busy run beside its round's quiet run."""
+    print(f"\nthreads {threads or 'default (torch)'}")
     head = (
-        f"{'program':<9} {'busy':>4} {'load':>5} {'step':>9} {'python':>7} {'Δpts':>5} {'waiting':>8} "
-        f"{'grown':>6} {'busy cores':>10} {'others':>6} {'nodes busy÷quiet':>22} {'fidelity (p25–p75)':>24}"
+        f"{'program':<9} {'rd':>2} {'busy':>4} {'load':>5} {'step':>9} {'split ops+wait+py':>17} {'python':>7} "
+        f"{'Δpts':>5} {'waiting':>7} {'measured':>8} {'grown':>6} {'Δgrown':>6} {'busy cores':>10} {'took':>5} "
+        f"{'others':>6} {'nodes busy÷quiet':>22} {'fidelity (p25–p75)':>24}"
     )
     print(head)
     print("-" * len(head))
     outside: list[str] = []
     for name in programs:
-        quiet = runs[(name, 0)][-1]
-        running_quiet = quiet.step_s * (1 - quiet.waiting)
-        for busy in (0, 1, 2):
-            run = runs[(name, busy)][-1]
-            grown = 1 - running_quiet / run.step_s if run.step_s else 0.0
-            ratios = node_ratios(quiet, run) if busy else []
-            if ratios:
-                values = [r for _, r in ratios]
-                far = [f"{n} ×{r:.2f}" for n, r in ratios if not 0.75 <= r <= 1.25]
-                outside += [f"{name} beside {busy}: {f}" for f in far]
-                nodes = f"×{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f}) {len(far)}✗"
-            else:
-                nodes = "—"
-            fid = run.meta.get("fidelity")
-            q25, _mid, q75 = run.meta.get("fidelity_range") or (None, None, None)
-            inside = fid is not None and q25 is not None and q25 <= fid <= q75
-            fidelity = f"{fid:.3f} ({q25:.3f}–{q75:.3f}) {'in' if inside else 'OUT'}" if q25 is not None else "—"
-            others = run.kind().get("waiting", {}).get("others_cores")
-            print(
-                f"{name:<9} {busy:>4} {run.load:>5.2f} {1e3 * run.step_s:>7.1f}ms {100 * run.python:>6.1f}% "
-                f"{100 * (run.python - quiet.python):>+5.1f} {100 * run.waiting:>7.1f}% {100 * grown:>5.1f}% "
-                f"{run.busy_cores:>10.2f} {others if others is None else round(others, 2)!s:>6} {nodes:>22} "
-                f"{fidelity:>24}"
-            )
+        rounds = len(runs.get((threads, name, 0), []))
+        for rd in range(rounds):
+            quiet = runs[(threads, name, 0)][rd]
+            running_quiet = quiet.step_s * (1 - quiet.waiting)
+            for busy in (0, 1, 2):
+                if rd >= len(runs.get((threads, name, busy), [])):
+                    continue
+                run = runs[(threads, name, busy)][rd]
+                grown = 1 - running_quiet / run.step_s if run.step_s else 0.0
+                ratios = node_ratios(quiet, run) if busy else []
+                if ratios:
+                    values = [r for _, r in ratios]
+                    far = [f"{n} ×{r:.2f}" for n, r in ratios if not 0.75 <= r <= 1.25]
+                    outside += [f"{name} round {rd} beside {busy}: {f}" for f in far]
+                    nodes = f"×{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f}) {len(far)}✗"
+                else:
+                    nodes = "—"
+                fid = run.meta.get("fidelity")
+                q25, _mid, q75 = run.meta.get("fidelity_range") or (None, None, None)
+                inside = fid is not None and q25 is not None and q25 <= fid <= q75
+                fidelity = f"{fid:.3f} ({q25:.3f}–{q75:.3f}) {'in' if inside else 'OUT'}" if q25 is not None else "—"
+                others = run.kind().get("waiting", {}).get("others_cores")
+                split = f"{100 * run.ops:.0f}+{100 * run.waiting:.0f}+{100 * run.python:.0f}"
+                took = run.busy_cores / (os.cpu_count() or 1)
+                said = others if others is None else round(others, 2)
+                print(
+                    f"{name:<9} {rd:>2} {busy:>4} {run.load:>5.2f} {1e3 * run.step_s:>7.1f}ms {split:>17} "
+                    f"{100 * run.python:>6.1f}% {100 * (run.python - quiet.python):>+5.1f} {100 * run.waiting:>6.1f}% "
+                    f"{100 * run.measured:>7.1f}% {100 * grown:>5.1f}% {100 * (run.waiting - grown):>+6.1f} "
+                    f"{run.busy_cores:>10.2f} {100 * took:>4.0f}% {said!s:>6} "
+                    f"{nodes:>22} {fidelity:>24}"
+                )
     if outside:
         print("\nnodes outside ±25% of quiet:")
         for line in outside:

@@ -44,6 +44,8 @@ async def test_sampled_steps_that_waited_for_a_cpu_badge_the_status_line_and_t_s
         await pilot.press("T")
         text = str(app.screen.query_one("#threads-text", Static).render())
         assert "waiting for a CPU 61% (other processes used 1.3 of 2 cores)" in text
+        # The header's split, the same computation: ops (less their wait) 30, waiting 61, Python 9 add up to 100.
+        assert "ops 30% (less the time they waited)" in text and "the program's Python 9% of the median step" in text
         assert "they are the program's times under this load, 58% of them waiting" in text
 
 

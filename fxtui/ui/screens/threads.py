@@ -20,6 +20,7 @@ from textual.widgets import Static
 from fxtui.core import memory_policy
 from fxtui.core.program_figures import lead_waiting
 from fxtui.core.snapshot import GraphInfo, Snapshot
+from fxtui.report.waiting_text import split_text
 from fxtui.ui.widgets.status_bar import fidelity_doubt
 
 
@@ -70,7 +71,9 @@ class ThreadsScreen(ModalScreen[None]):
         memory = memory_policy.describe(snapshot.malloc) if snapshot.malloc else ""
         disturbance = snapshot.disturbance.line() if snapshot.disturbance else ""
         waiting = lead_waiting(snapshot)
-        waited = (waiting.waiting_text(), waiting.figures_text()) if waiting is not None else ()
+        # The header's split, the same computation (it adds up): the wait alone where the ops are not known yet.
+        split = split_text(waiting) or (waiting.waiting_text() if waiting is not None else "")
+        waited = (split, waiting.figures_text()) if waiting is not None else ()
         cautions = (disturbance, *waited, fidelity_doubt(snapshot) or "")
         return cls(snapshot.graph, snapshot.fault_warning, memory, cautions)
 
