@@ -182,3 +182,71 @@ def test_a_long_run_keeps_a_bounded_timeline_and_the_phases_of_its_last_unsample
     steps = figures.step_summary()
     assert steps.phase_median_s == tuple(ns / 1e9 for ns in late)
     assert steps.recent_steps == TIMELINE
+
+
+def test_a_rank_outside_the_sample_sends_no_ops_and_stands_in_the_ranks_figures_with_its_pace() -> None:
+    """A job of 1,024 ranks (six of them here): ranks 0 and 4 time their ops; the others send unsampled steps only,
+    as their agents do (``wire.rank_sample``). Every rank is in the comparison's figures, rank 3 the slow one."""
+    state = JobState(ProgramSettings(("train.py",), warmup=0))
+    world = 1024
+    slow = tuple(3 * ns for ns in PHASES)
+    for rank in range(6):
+        state.receive(Hello(100 + rank, ("train.py",), "2.14", 1, rank=rank, world_size=world, host="x"), rank)
+        for i in range(6):
+            if rank % 4 == 0:
+                state.receive(sampled(i, ops_of(i + 1), first=i == 0) if i % 2 == 0 else plain(i), rank)
+            else:
+                wall = 3_000 if rank == 3 else 1_000
+                state.receive(Step(i, "train", wall, slow if rank == 3 else PHASES, False, False), rank)
+    for rank in (1, 2, 3, 5):  # nothing of theirs was sampled, and nothing left out: no op came
+        figures = state.collector.agents[rank].kinds["train"]
+        assert (figures.steps, figures.sampled, figures.untaken, figures.window.steps) == (6, 0, 0, 0)
+    snapshot = state.snapshot(State.RUNNING)
+    summary = snapshot.rank_summary
+    assert summary is not None and [r.rank for r in summary.ranks] == [0, 1, 2, 3, 4, 5]
+    assert [r.ops_timed for r in summary.ranks] == [True, False, False, False, True, False]
+    assert all(r.steps == 6 for r in summary.ranks)
+    by_rank = {r.rank: r for r in summary.ranks}
+    assert by_rank[3].step_median_s == pytest.approx(3e-6) and by_rank[1].step_median_s == pytest.approx(1e-6)
+    assert by_rank[3].phase_median_s == tuple(ns / 1e9 for ns in slow)
+    assert by_rank[0].compute_s > 0 and by_rank[3].compute_s == 0
+    assert "comparing 2 of the 1024 ranks" in snapshot.message and "(ranks 0, 4, 8, …)" in snapshot.message
+    assert snapshot.graph is not None and snapshot.graph.ranks == (0, 4)  # the ranks compared node by node
+
+
+def test_a_kind_s_step_windows_are_allocated_whole_at_its_first_steps_and_never_grow() -> None:
+    """The timeline, the walls and the waits are rings: their memory is taken at the first steps, not over the
+    minutes they take to fill (at 2 steps a second, one in 5 sampled: ten minutes for 256 sampled steps)."""
+    import tracemalloc
+
+    from fxtui.jobs.kind_tally import FIGURES_WINDOW, TIMELINE, KindTally
+
+    figures = KindTally("train")
+    columns = split(ops_of(1))
+    phase_ops = (0, 200, 100, 0, 0)
+
+    def add(i: int) -> None:
+        if i % 5 == 4:
+            step = Step(i, "train", 2_000, PHASES, True, False, ops=ops_of(1 + i % 3), wait_ns=10)
+            figures.add(step, phase_ops, columns=columns)
+        else:
+            figures.add(Step(i, "train", 1_000, PHASES, False, False, wait_ns=10))
+
+    for i in range(10):
+        add(i)
+    figures.step_summary()
+    figures.summary()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(10, 10 + 5 * max(TIMELINE, FIGURES_WINDOW) + 100):  # every window full, and turned over
+            add(i)
+        grew = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # Only the whole run's coarse history (at most HISTORY floats) may grow; the deques this replaced grew ~150 kB.
+    assert grew < 24_000, grew
+    assert len(figures.timeline) == TIMELINE and len(figures.waits.sampled) == FIGURES_WINDOW
+    steps = figures.step_summary()
+    assert steps.recent_steps == TIMELINE and steps.phase_median_s == tuple(ns / 1e9 for ns in PHASES)
+    assert figures.waits.steps()[-1].phase_ops_ns == phase_ops

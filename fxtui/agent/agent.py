@@ -23,6 +23,7 @@ turns itself off.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import socket
@@ -54,6 +55,7 @@ from fxtui.ops.namer import OpNamer
 from fxtui.ops.recorder import OpRecorder
 from fxtui.wire.agent_contract import AgentOptions
 from fxtui.wire.agent_messages import Bye, Hello, Step
+from fxtui.wire.rank_sample import times_ops
 
 _clock = time.perf_counter_ns
 _profiler_enabled = torch._C._autograd._profiler_enabled
@@ -474,6 +476,20 @@ def _after_inference_exit() -> None:
 _agent: Agent | None = None
 
 
+def agent_of_rank(
+    send: Callable[[Any], None], options: AgentOptions, alive: Callable[[], bool], rank: int | None, world: int
+) -> Agent:
+    """The agent of ``rank`` in a job of ``world`` ranks. A rank outside a large job's sample
+    (:mod:`fxtui.wire.rank_sample`) samples no step: its steps' wall time, phases and wait for a CPU still go to the
+    collector, but no op of its program is timed and no native timer is built for it."""
+    timed = times_ops(rank, world)
+    if not timed:
+        options = dataclasses.replace(options, timer="mode")
+    agent = Agent(send, options, alive=alive)
+    agent.model.enabled = timed
+    return agent
+
+
 def start_from_environment() -> None:
     """Connect to the collector named in the environment and install the agent (called by the boot)."""
     global _agent
@@ -487,16 +503,18 @@ def start_from_environment() -> None:
         print(f"fxtui: cannot reach the collector ({e}); the program runs unwatched", file=sys.stderr)
         return
     options = AgentOptions.decode(os.environ.get(AGENT_OPTIONS, ""))
-    agent = Agent(sender.send, options, alive=lambda: getattr(sender, "alive", True))
-    rank = os.environ.get("RANK")
+    rank_text = os.environ.get("RANK")
+    rank = int(rank_text) if rank_text and rank_text.isdigit() else None
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    agent = agent_of_rank(sender.send, options, lambda: getattr(sender, "alive", True), rank, world)
     sender.send(
         Hello(
             os.getpid(),
             tuple(sys.argv),
             torch.__version__,
             torch.get_num_threads(),
-            rank=int(rank) if rank and rank.isdigit() else None,
-            world_size=int(os.environ.get("WORLD_SIZE", "1") or 1),
+            rank=rank,
+            world_size=world,
             host=socket.gethostname(),
             node=int(node) if (node := os.environ.get("GROUP_RANK", "")).isdigit() else None,
         )

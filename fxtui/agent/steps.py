@@ -164,7 +164,8 @@ class StepModel:
         self._entered: list[bool] = []
         """Per root call in progress: whether it opened a forward phase."""
         self.enabled = True
-        """False once the collector is gone: no step is sampled any more."""
+        """False once the collector is gone, or for a rank outside a large job's sample (:mod:`fxtui.wire.rank_sample`):
+        no step is sampled."""
         self.wait_clock: Callable[[], int] = lambda: -1
         """The stepping thread's run-queue delay so far, ns (-1: unknown); read where a step opens, pauses, resumes
         and closes (:class:`~fxtui.agent.cpu_wait.ThreadWait`)."""

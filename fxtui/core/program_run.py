@@ -288,6 +288,9 @@ class RankStats:
     """Its node (torchrun's ``GROUP_RANK``) in a job across nodes; -1 when not said."""
     gone_since: float = 0.0
     """Wall-clock time of the last word heard of it, when its node is gone (killed, unreachable); 0 otherwise."""
+    ops_timed: bool = True
+    """Its ops are timed: False for a rank outside the sample of a job larger than a collector compares
+    (:mod:`fxtui.wire.rank_sample`), whose figures are its steps' only."""
 
     @property
     def where(self) -> str:

@@ -14,26 +14,28 @@ the unsampled steps' median (:mod:`fxtui.jobs.step_wait`), overhead the sampled 
 unsampled steps'. Warm-up steps are left out; so is the wall time (not the ops) of the sampled steps
 that also noted new nodes' inputs, and the ops of sampled steps whose thread waited for a CPU beyond
 the threshold (unless ``--keep-disturbed``, or too few quiet ones remain).
-Memory is bounded, and flat once the windows filled (a few minutes): the latest :data:`TIMELINE` steps, the
-latest :data:`FIGURES_WINDOW` of each kind's walls, each node's window of sampled steps, and the whole run's step
-time as a coarse history of at most :data:`HISTORY` points. Torch-free, numpy only.
+Memory is bounded, and at its level from a kind's first steps: the latest :data:`TIMELINE` steps and the latest
+:data:`FIGURES_WINDOW` of each kind's walls are rings allocated whole at the first step (:mod:`fxtui.jobs.step_rings`),
+each node's window of sampled steps is allocated whole when its column appears, and the whole run's step time is a
+coarse history of at most :data:`HISTORY` points. Torch-free, numpy only.
 """
 
 from __future__ import annotations
 
 import statistics
 from array import array
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
 
 from fxtui.core.nodes import Spread
 from fxtui.core.op_nodes import OpTime
-from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary, StepTimes, phase_medians
+from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary
 from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
 from fxtui.jobs.op_layout import OpColumns, OpLayout, layout_of, split
+from fxtui.jobs.step_rings import PHASES, Ring, Timeline, phase_medians
 from fxtui.jobs.step_wait import StepWaits
 from fxtui.jobs.thread_waits import ThreadWaits
 from fxtui.wire.agent_messages import Step
@@ -82,13 +84,13 @@ class KindTally:
         """The latest sampled step's ops' layout, and its steps not yet folded into the counts above."""
         self._node_columns: tuple[int, list[int], np.ndarray, dict[int, tuple[tuple[str, int, int], ...]]] | None = None
         """:meth:`node_columns`' latest answer, and the sampled steps and nodes it was for."""
-        self.timeline: deque[StepTimes] = deque(maxlen=TIMELINE)
-        self._plain_times: deque[StepTimes] = deque(maxlen=FIGURES_WINDOW)
-        """The latest unsampled steps, whose phases' medians the figures show (however many sampled ones between)."""
-        self._plain: deque[int] = deque(maxlen=FIGURES_WINDOW)
-        self._sampled: deque[int] = deque(maxlen=FIGURES_WINDOW)
-        self._sampled_ops: deque[int] = deque(maxlen=FIGURES_WINDOW)
-        self._faults: deque[int] = deque(maxlen=FIGURES_WINDOW)
+        self.timeline = Timeline(TIMELINE)
+        self._plain_times = Ring(FIGURES_WINDOW, PHASES)
+        """The latest unsampled steps' phases, whose medians the figures show (however many sampled ones between)."""
+        self._plain = Ring(FIGURES_WINDOW)
+        self._sampled = Ring(FIGURES_WINDOW)
+        self._sampled_ops = Ring(FIGURES_WINDOW)
+        self._faults = Ring(FIGURES_WINDOW)
         self._history: list[float] = []
         self._history_every = 1
         self._stretch: list[int] = []
@@ -125,10 +127,9 @@ class KindTally:
         if step.aside:  # under the program's profiler, or partly recorded: neither a sampled nor a plain step's time
             self.aside[step.aside] += 1
             return
-        times = StepTimes(step.index, step.wall_ns, step.phases_ns, step.sampled)
-        self.timeline.append(times)
+        self.timeline.add((step.index, step.wall_ns, int(step.sampled), *step.phases_ns))
         if not step.sampled:
-            self._plain_times.append(times)
+            self._plain_times.add(step.phases_ns)
         self._grow_history(step.wall_ns)
         for call in step.generation:
             if step.sampled and step.describing:  # a describing step's calls are slower: no figure, only facts
@@ -136,21 +137,21 @@ class KindTally:
             else:
                 self.generation.add(call, sampled=step.sampled)
         if not step.sampled:
-            self._plain.append(step.wall_ns)
+            self._plain.add((step.wall_ns,))
             self.waits.add_plain(step.wall_ns, step.wait_ns, step.phases_ns, step.start_ns)
             return
         if not ops_taken:
             self.untaken += 1
             if not step.describing:
-                self._sampled.append(step.wall_ns)
+                self._sampled.add((step.wall_ns,))
             return
         self.sampled += 1
         assert columns is not None
         waited = self.waits.add_sampled(step.wall_ns, step.wait_ns, sum(columns[1]), phase_ops, step.start_ns)
         if not step.describing:  # its ops count (each read around its own call); its wall time does not
-            self._sampled.append(step.wall_ns)
+            self._sampled.add((step.wall_ns,))
         if step.faults >= 0:
-            self._faults.append(step.faults)
+            self._faults.add((step.faults,))
         self._add_ops(step.ops, columns, waited)
         self.trace = (step.start_ns, step.ops)
 
@@ -166,7 +167,7 @@ class KindTally:
         layout.repeats += 1
         sums = layout.sums(durations)
         self.window.add(layout.columns, sums, disturbed)
-        self._sampled_ops.append(int(sums.sum()))
+        self._sampled_ops.add((int(sums.sum()),))
 
     def _new_layout(
         self, ops: list[tuple[int, int, str, int]], nodes: tuple[int, ...], shapes: tuple[str, ...]
@@ -267,9 +268,10 @@ class KindTally:
 
     def spreads(self) -> tuple[Spread | None, Spread | None, Spread | None, Spread | None]:
         """The sampled and unsampled steps' spreads, and overhead's and fidelity's (each step's own ratio)."""
-        plain, sampled = _spread(self._plain), _spread(self._sampled)
+        sampled_walls = self._sampled.column()
+        plain, sampled = _spread(self._plain.column()), _spread(sampled_walls)
         base_ns = plain.median * 1e9 if plain else None
-        overhead = _spread([w / base_ns for w in self._sampled]) if base_ns else None
+        overhead = _spread([w / base_ns for w in sampled_walls]) if base_ns else None
         # Each counted step's ops ÷ the unsampled median; the sampled steps that waited for a CPU left out as the
         # node figures leave them out, so the headline (their median) and its range are of the same steps.
         fidelity = _spread([s.ops_ns / base_ns for s in self.waits.counted()]) if base_ns else None
@@ -278,10 +280,9 @@ class KindTally:
     def summary(self, node_time_s: float | None = None, phase_nodes_s: tuple[float, ...] = ()) -> KindSummary:
         """This kind at a glance (``node_time_s``: Σ of its node medians, for its fidelity; ``phase_nodes_s`` the
         same per phase)."""
-        plain = list(self._plain_times)
-        base = statistics.median(self._plain) / 1e9 if self._plain else None
-        sampled = statistics.median(self._sampled) / 1e9 if self._sampled else None
-        phases = phase_medians(plain) if plain else ()
+        base = statistics.median(self._plain.column()) / 1e9 if self._plain else None
+        sampled = statistics.median(self._sampled.column()) / 1e9 if self._sampled else None
+        phases = phase_medians(self._plain_times.rows()) if self._plain_times else ()
         waiting = self.waits.waiting(base * 1e9 if base else None, [p * 1e9 for p in phases])
         if waiting is not None and waiting.ops is not None and node_time_s is not None and self.sampled:
             node_time_s = waiting.ops.median * base  # type: ignore[operator]  # the median of per-step ratios
@@ -303,26 +304,32 @@ class KindTally:
 
     def step_summary(self, kinds: tuple[KindSummary, ...] = ()) -> StepSummary:
         """The steps so far: counts, phase medians (over the unsampled steps), the recent timeline."""
-        recent = list(self.timeline)
-        plain = list(self._plain_times) or recent
-        flat = array("d", (ns / 1e9 for s in recent for ns in s.phases_ns))
+        recent = self.timeline.rows()
+        plain = self._plain_times.rows() if self._plain_times else recent[:, 3:]
+        flat = array("d", (recent[:, 3:] / 1e9).ravel().tolist())
         return StepSummary(
             kind=self.kind,
             steps=self.steps,
             warmup=self.warmup,
             sampled=self.sampled,
             phase_median_s=phase_medians(plain),
-            step_median_s=statistics.median(self._plain) / 1e9 if self._plain else None,
-            sampled_median_s=statistics.median(self._sampled) / 1e9 if self._sampled else None,
+            step_median_s=statistics.median(self._plain.column()) / 1e9 if self._plain else None,
+            sampled_median_s=statistics.median(self._sampled.column()) / 1e9 if self._sampled else None,
             recent=flat,
-            recent_sampled=bytes(int(s.sampled) for s in recent),
+            recent_sampled=recent[:, 2].astype(np.uint8).tobytes(),
             history=array("d", [*self._history, *([statistics.median(self._stretch) / 1e9] if self._stretch else [])]),
             history_every=self._history_every,
-            faults_median=statistics.median(self._faults) if self._faults else None,
+            faults_median=statistics.median(self._faults.column()) if self._faults else None,
             holds=self._typical(),
             holds_share=self._typical_share(),
             kinds=kinds,
         )
+
+    def pace(self) -> tuple[float | None, tuple[float, ...]]:
+        """Its unsampled steps' median and each phase's (seconds): a rank's pace without its ops or its timeline,
+        for the ranks a large job's collector does not compare (:mod:`fxtui.jobs.rank_paces`)."""
+        base = float(np.median(self._plain.rows()[:, 0])) / 1e9 if self._plain else None
+        return base, phase_medians(self._plain_times.rows()) if self._plain_times else ()
 
     def _typical(self) -> tuple[tuple[str, int], ...]:
         """What most steps hold (the latest step's, before any is counted)."""

@@ -5,9 +5,10 @@ for every rank at every viewer's refresh (4 a second), 256 ranks would take seve
 viewer is shown is rebuilt whenever it changed, and the others only when they changed and their snapshot is older
 than :data:`REFRESH_S`, the stalest first, for at most :data:`REBUILD_S` a refresh: each rank's figures in the
 comparison are a few seconds old at most, and a refresh costs the shown rank and a few others. Above
-:data:`MAX_COMPARED` ranks the comparison holds a sample (every N-th rank, and the shown one), the only ranks whose
-sampled steps' ops the collector takes (every rank's steps and phases still count), and says so. A job's last
-snapshot (its end) is built whole, every rank fresh.
+:data:`~fxtui.wire.rank_sample.MAX_COMPARED` ranks the comparison holds a sample (every N-th rank, and the shown
+one): the only ranks whose agents time their ops (:mod:`fxtui.wire.rank_sample`); the others' pace and phases stand
+beside them (:mod:`fxtui.jobs.rank_paces`), and the view says so. A job's last snapshot (its end) is built whole,
+every rank fresh.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from fxtui.core.column_table import ColumnTable, equal_tuples
 from fxtui.core.sample_window import SampleWindow
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
+from fxtui.wire.rank_sample import MAX_COMPARED, sample_sentence, stride, times_ops
+
+__all__ = ["MAX_COMPARED", "REBUILD_S", "REFRESH_S", "Derived", "RankSnapshots", "fit_window", "keeps_ops", "stride"]
 
 #: Seconds a rank's snapshot in the comparison may be old before it is rebuilt (when it changed).
 REFRESH_S = 2.0
 #: Seconds a refresh spends rebuilding ranks other than the shown one, at most (one at least).
 REBUILD_S = 0.05
-#: Ranks compared at most; a larger job compares a sample of its ranks.
-MAX_COMPARED = 256
 
 
 #: Sampled steps each rank's statistics keep when a collector holds this many ranks or fewer (the window's own
@@ -37,24 +39,23 @@ FULL_WINDOW_RANKS = 64
 
 def fit_window(collector: Collector, world: int) -> None:
     """Give a new rank's statistics a window that fits a job of ``world`` ranks: 256 sampled steps up to
-    :data:`FULL_WINDOW_RANKS` ranks, down to 32 (each of a 1,000-node model's windows is ~1.8 MB at 256)."""
-    if world <= FULL_WINDOW_RANKS:
+    :data:`FULL_WINDOW_RANKS` ranks, down to 64 at :data:`~fxtui.wire.rank_sample.MAX_COMPARED` (each of a 1,000-node
+    model's windows is ~1.8 MB at 256). A larger job's ranks outside the sample time no op: their windows stay empty,
+    so its sampled ranks keep as many steps as 256 ranks do."""
+    timed = min(world, MAX_COMPARED)
+    if timed <= FULL_WINDOW_RANKS:
         return
-    steps = max(32, 256 * FULL_WINDOW_RANKS // world)
+    steps = max(32, 256 * FULL_WINDOW_RANKS // timed)
     for figures in collector.kinds.values():
         if not figures.window.columns and not figures.window.steps:
             figures.window = SampleWindow(window=steps)
 
 
-def stride(ranks: int) -> int:
-    """1 up to :data:`MAX_COMPARED` ranks; above, the step between the ranks compared and whose ops are timed."""
-    return max(1, -(-ranks // MAX_COMPARED))
-
-
 def keeps_ops(rank: int | None, world: int) -> bool:
-    """Whether the collector takes the ops of ``rank``'s sampled steps in a job of ``world`` ranks (a sample of
-    them above :data:`MAX_COMPARED`: their steps and phases are all kept)."""
-    return rank is None or rank % stride(world) == 0
+    """Whether the collector takes the ops of ``rank``'s sampled steps in a job of ``world`` ranks: those of the
+    ranks whose agents time them (:func:`~fxtui.wire.rank_sample.times_ops`; an agent of an fxtui from before that
+    rule still sends the others', which are left out)."""
+    return times_ops(rank, world)
 
 
 class RankSnapshots:
@@ -71,16 +72,19 @@ class RankSnapshots:
         key = id(collector)
         self.versions[key] = self.versions.get(key, 0) + 1
 
-    def sample(self, ranked: list[tuple[int, Collector]], shown: int | None) -> tuple[list[tuple[int, Collector]], str]:
-        """At most :data:`MAX_COMPARED` of ``ranked`` (all of them, and "", when there are no more): every
-        ``stride``-th rank (:func:`stride`, the ranks whose ops the collector times) and the shown one."""
-        every = stride(len(ranked))
+    def sample(
+        self, ranked: list[tuple[int, Collector]], shown: int | None, world: int = 0
+    ) -> tuple[list[tuple[int, Collector]], list[tuple[int, Collector]], str]:
+        """The ranks compared, the others, and what the view says: every rank, none and "" up to
+        :data:`~fxtui.wire.rank_sample.MAX_COMPARED` ranks in a job of ``world`` (at least as many as ``ranked``);
+        above, every ``stride``-th rank (those whose agents time their ops) and the shown one."""
+        world = max(world, len(ranked))
+        every = stride(world)
         if every == 1:
-            return ranked, ""
+            return ranked, [], ""
         sample = [(r, c) for r, c in ranked if r % every == 0 or r == shown]
-        said = (f"comparing {len(sample)} of the {len(ranked)} ranks (every {every}th: above {MAX_COMPARED} ranks "
-                "the collector times the ops of these only)")  # fmt: skip
-        return sample, said
+        rest = [(r, c) for r, c in ranked if not (r % every == 0 or r == shown)]
+        return sample, rest, sample_sentence(len(sample), world)
 
     def snapshots(
         self, ranked: list[tuple[int, Collector]], state: State, kind: str | None, shown: int | None

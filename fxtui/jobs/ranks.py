@@ -23,7 +23,8 @@ from fxtui.core.program_run import ProgramState, RankStats, RankSummary, gone_ra
 from fxtui.core.snapshot import Snapshot, State
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.job_processes import has_collectives, lead_process, own_kind, processes, same_kind, with_every_kind
-from fxtui.jobs.rank_snapshots import Derived, RankSnapshots, fit_window
+from fxtui.jobs.rank_paces import RankPaces
+from fxtui.jobs.rank_snapshots import Derived, RankSnapshots, fit_window, keeps_ops
 from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 from fxtui.jobs.step_wait import with_load
 from fxtui.wire.agent_messages import Hello
@@ -41,6 +42,8 @@ class JobCollector:
         self.built = RankSnapshots()
         self.derived = Derived()
         """Each rank's latest snapshot, rebuilt within a budget (a job of hundreds of ranks)."""
+        self.paces = RankPaces()
+        """The pace and phases of the ranks outside the comparison (a job of more ranks than it compares)."""
         self.remote = RemoteRanks()
         """The ranks other nodes' collectors hold, when this one leads a job across nodes."""
 
@@ -125,9 +128,12 @@ class JobCollector:
             steps = with_load(snapshot.steps, self.program)
             return dataclasses.replace(snapshot, program=self.program, timelines=traces, steps=steps)
         collectives = bool(remote) or has_collectives(c for _, c in ranked)
+        untimed: list[RankStats] = []
         if collectives:
-            ranked, sampled = self.built.sample(ranked, rank)
+            world = max((c.hello.world_size for _, c in ranked if c.hello is not None), default=0)
+            ranked, rest, sampled = self.built.sample(ranked, rank, world)
             snapshots = self.built.snapshots(ranked, state, kind, rank)
+            untimed = self.paces.figures(rest, kind, self.built.versions)
             roles: dict[int, str] = {}
         else:  # processes on their own (hogwild): each its own kind of step, the one asked for where it runs it
             sampled = ""
@@ -147,11 +153,8 @@ class JobCollector:
             base = with_every_kind(base, (s for r, s in snapshots.items() if r != shown))
             compared = {r: s for r, s in snapshots.items() if same_kind(s, base)}  # a worker's steps beside another's
         now = time.time()
-        summary = RankSummary(
-            shown,
-            tuple(_figures(r, holders[r], snapshots[r], now, self.derived, roles.get(r, "")) for r in order),
-            collectives,
-        )
+        figures = [_figures(r, holders[r], snapshots[r], now, self.derived, roles.get(r, "")) for r in order]
+        summary = RankSummary(shown, tuple(sorted([*figures, *untimed], key=lambda f: f.rank)), collectives)
         assert base.graph is not None
         graph = dataclasses.replace(base.graph, ranks=tuple(order))
         nodes = _spread_over_ranks(base, compared, shown, self.derived)
@@ -197,6 +200,7 @@ def _figures(
         kind=steps.kind if steps is not None else "",
         node=hello.node if hello is not None and hello.node is not None else -1,
         gone_since=collector.gone_since(now) if isinstance(collector, RemoteRank) else 0.0,
+        ops_timed=hello is None or keeps_ops(hello.rank, hello.world_size),
     )
 
 

@@ -27,7 +27,6 @@ Torch-free; memory is bounded.
 from __future__ import annotations
 
 import statistics
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -36,6 +35,7 @@ from fxtui.core.program_run import STEP_PHASES, ProgramState, StepSummary
 from fxtui.core.sample_window import MIN_QUIET
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.jobs.machine_load import DISTURBED_SHARE
+from fxtui.jobs.step_rings import PHASES, Ring
 from fxtui.jobs.thread_waits import ThreadWaits
 
 #: Steps of each sort (unsampled, sampled) the shares come from.
@@ -72,9 +72,11 @@ class StepWaits:
         self.keep_disturbed = keep_disturbed
         self.beside = beside if beside is not None else ThreadWaits()
         """The process's other threads' wait that held its steps up, second by second (read by the collector)."""
-        self.plain: deque[tuple[int, int, tuple[int, ...], int]] = deque(maxlen=WINDOW)
-        """Unsampled steps: wall, own thread's wait (-1 unknown), phases, start (``perf_counter_ns``)."""
-        self.sampled: deque[SampledStep] = deque(maxlen=WINDOW)
+        self.plain = Ring(WINDOW, 3)
+        """Unsampled steps: wall, own thread's wait (-1 unknown), start (``perf_counter_ns``)."""
+        self.sampled = Ring(WINDOW, 5 + PHASES)
+        """Sampled steps: wall, wait, Σ ops, disturbed, how many phases' ops it said, each phase's ops
+        (:class:`SampledStep` read back by :meth:`steps`)."""
         self.sampled_disturbed = 0
         """Sampled steps after warm-up that waited beyond the threshold, over the whole run."""
         self.known = False
@@ -84,7 +86,7 @@ class StepWaits:
         """An unsampled step after warm-up (its other threads' wait is added when the figures are made: the
         collector reads them a second late)."""
         self.known = self.known or wait_ns >= 0
-        self.plain.append((wall_ns, wait_ns, phases_ns, start_ns))
+        self.plain.add((wall_ns, wait_ns, start_ns))
 
     def add_sampled(
         self, wall_ns: int, wait_ns: int, ops_ns: int, phase_ops_ns: Sequence[int], start_ns: int = 0
@@ -95,28 +97,41 @@ class StepWaits:
         wait_ns = self.beside.step_wait(start_ns, wall_ns, wait_ns)
         waited = disturbed(wall_ns, wait_ns)
         self.sampled_disturbed += waited
-        self.sampled.append(SampledStep(wall_ns, wait_ns, ops_ns, tuple(phase_ops_ns), waited))
+        self.sampled.add((wall_ns, wait_ns, ops_ns, int(waited), len(phase_ops_ns), *phase_ops_ns))
         return waited
+
+    def steps(self) -> list[SampledStep]:
+        """The sampled steps kept, oldest first."""
+        out = []
+        for wall, wait, ops, waited, phases, *phase_ops in self.sampled.rows().tolist():
+            out.append(SampledStep(wall, wait, ops, tuple(phase_ops[: min(phases, PHASES)]), bool(waited)))
+        return out
 
     # -- figures -------------------------------------------------------------------------------
 
     def leaves_out(self) -> bool:
         """Whether the node figures leave the disturbed sampled steps out: not when asked to keep them, nor when
         fewer than :data:`MIN_QUIET` quiet ones remain in the window."""
-        quiet = sum(not s.disturbed for s in self.sampled)
+        quiet = len(self.sampled) - self._disturbed()
         return not self.keep_disturbed and quiet >= MIN_QUIET
+
+    def _disturbed(self) -> int:
+        return int(self.sampled.rows()[:, 3].sum())
 
     def counted(self) -> list[SampledStep]:
         """The sampled steps the figures count."""
+        steps = self.steps()
         if self.leaves_out():
-            return [s for s in self.sampled if not s.disturbed]
-        return list(self.sampled)
+            return [s for s in steps if not s.disturbed]
+        return steps
 
     def waiting(self, base_ns: float | None, phase_base_ns: Sequence[float] = ()) -> StepWaiting | None:
         """The split of a step (``base_ns``: the unsampled steps' median; ``phase_base_ns``: each phase's); None
         where nothing was measured. The machine's load is set beside it later (:func:`with_load`)."""
         step_wait = self.beside.step_wait
-        waits = [step_wait(start, wall, w) / wall for wall, w, _, start in self.plain if wall > 0 and w >= 0]
+        waits = [
+            step_wait(start, wall, w) / wall for wall, w, start in self.plain.rows().tolist() if wall > 0 and w >= 0
+        ]
         counted = self.counted()
         if not waits and not counted:
             return None
@@ -137,8 +152,8 @@ class StepWaits:
             running_ops=running,
             in_ops=tuple(in_ops),
             sampled=len(self.sampled),
-            disturbed=sum(s.disturbed for s in self.sampled),
-            left_out=sum(s.disturbed for s in self.sampled) if self.leaves_out() else 0,
+            disturbed=self._disturbed(),
+            left_out=self._disturbed() if self.leaves_out() else 0,
             kept_wait=statistics.median(s.wait_ns / s.wall_ns for s in kept) if kept else 0.0,
             keep=self.keep_disturbed,
         )

@@ -75,7 +75,12 @@ def program_lines(report: ReportData) -> list[str]:
             lines.append(
                 f"rank {r.rank:<5} {(r.where or r.host) + ': ' if r.where or r.host else ''}"
                 f"step {format_seconds(r.step_median_s)}, "
-                f"forward+backward ops {format_seconds(r.compute_s)}, waiting in backward {format_seconds(r.comm_s)}"
+                + (
+                    f"forward+backward ops {format_seconds(r.compute_s)}, "
+                    f"waiting in backward {format_seconds(r.comm_s)}"
+                    if r.ops_timed
+                    else "ops not timed (outside the sample of ranks compared)"
+                )
                 + ("   (the rows below)" if r.rank == ranks.shown else "")
             )
         if straggler := ranks.straggler():

@@ -1,0 +1,76 @@
+"""Which ranks of a large job time their ops (``wire.rank_sample``): the rule the agent and its collector share, and
+an agent outside the sample, in this process, sending every step's times and no op."""
+
+from __future__ import annotations
+
+import pytest
+
+from fxtui.core.program_run import STEP_PHASES
+from fxtui.wire.rank_sample import sample_sentence, stride, times_ops
+
+pytestmark = pytest.mark.unit
+
+
+def test_above_256_ranks_every_nth_rank_times_its_ops() -> None:
+    assert [stride(n) for n in (1, 256, 257, 512, 1024, 1025)] == [1, 1, 2, 2, 4, 5]
+    assert [r for r in range(12) if times_ops(r, 1024)] == [0, 4, 8]
+    assert all(times_ops(r, 256) for r in range(256)) and times_ops(None, 4096)
+    assert sample_sentence(256, 256) == ""
+    said = sample_sentence(256, 1024)
+    assert (
+        said.startswith("comparing 256 of the 1024 ranks")
+        and "every 4th rank's ops are timed (ranks 0, 4, 8, …)" in said
+    )
+    assert "every 2nd rank" in sample_sentence(256, 512)
+
+
+def _train(steps: int) -> None:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(torch.randn(4, 8)).sum().backward()
+        optimizer.step()
+
+
+def _watched(rank: int, world: int, steps: int = 8) -> list[object]:
+    """What the agent of ``rank`` in a job of ``world`` ranks sends for a toy training loop, every step sampled when
+    it samples at all."""
+    from fxtui.agent.agent import agent_of_rank
+    from fxtui.wire.agent_contract import AgentOptions
+
+    sent: list[object] = []
+    agent = agent_of_rank(sent.append, AgentOptions(warmup=0, every=1), lambda: True, rank, world)
+    agent.install()
+    try:
+        _train(steps)
+        agent.finish()
+    finally:
+        agent.uninstall()
+    assert not agent.failed
+    return sent
+
+
+def test_an_agent_outside_the_sample_times_no_op_and_still_sends_every_step_s_times() -> None:
+    from fxtui.wire.agent_messages import Step
+
+    inside = [m for m in _watched(4, 1024) if isinstance(m, Step) and m.kind == "train"]
+    outside = [m for m in _watched(5, 1024) if isinstance(m, Step) and m.kind == "train"]
+    assert any(s.sampled and s.ops for s in inside)  # rank 4 of 1,024 is in the sample: its ops are timed
+    assert len(outside) == len(inside) >= 7
+    assert not any(s.sampled or s.ops or s.nodes or s.timer for s in outside)
+    forward, backward = STEP_PHASES.index("forward"), STEP_PHASES.index("backward")
+    assert all(s.wall_ns > 0 and s.phases_ns[forward] > 0 and s.phases_ns[backward] > 0 for s in outside)
+    assert [s.index for s in outside] == [s.index for s in inside]
+
+
+def test_an_agent_outside_the_sample_builds_no_native_timer() -> None:
+    from fxtui.agent.agent import agent_of_rank
+    from fxtui.wire.agent_contract import AgentOptions
+
+    agent = agent_of_rank(lambda m: None, AgentOptions(timer="native"), lambda: True, 3, 1024)
+    assert agent.options.timer == "mode" and not agent.model.enabled
