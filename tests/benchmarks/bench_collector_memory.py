@@ -37,9 +37,10 @@ def main() -> None:
     p.add_argument("--minutes", type=float, nargs="*", default=[1.0, 10.0], help="marks, in the program's minutes")
     p.add_argument("--trace", action="store_true", help="diff tracemalloc between the first mark and the last")
     p.add_argument("--messages", type=Path, default=Path(tempfile.gettempdir()) / "fxtui-bench-scale-5.pickle")
+    p.add_argument("--all-ops", action="store_true", help="ranks outside a large job's sample send their ops too")
     a = p.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_collector_scale import load_recorded, record
+    from bench_collector_scale import load_recorded, record, untimed
 
     if not a.messages.exists():
         print("recording the program's messages …", flush=True)
@@ -49,6 +50,7 @@ def main() -> None:
     from fxtui.core.snapshot import State
     from fxtui.jobs.job_state import JobState
     from fxtui.wire.agent_messages import Hello, Step
+    from fxtui.wire.rank_sample import times_ops
 
     recorded = load_recorded(a.messages)
     hello = next(m for m in recorded if isinstance(m, Hello))
@@ -58,6 +60,10 @@ def main() -> None:
     # As the agents send them: each message its own bytes, read back as the collector reads them.
     first = [pickle.dumps(s) for s in steps]
     later = [pickle.dumps(s) for s in again]
+    # A rank outside the sample (above 256 ranks) as its agent sends its steps: no ops.
+    first_untimed = [pickle.dumps(s) for s in untimed(steps)]
+    later_untimed = [pickle.dumps(s) for s in untimed(again)]
+    timed = [a.all_ops or times_ops(rank, a.ranks) for rank in range(a.ranks)]
     state = JobState(ProgramSettings(("sim.py",), warmup=2))
     for rank in range(a.ranks):
         state.receive(dataclasses.replace(hello, pid=10_000_000 + rank, rank=rank, world_size=a.ranks), rank)
@@ -71,8 +77,9 @@ def main() -> None:
     for tick in range(marks[-1]):
         pass_, at = divmod(tick, len(steps))
         data = (first if pass_ == 0 else later)[at]
+        data_untimed = (first_untimed if pass_ == 0 else later_untimed)[at]
         for rank in range(a.ranks):
-            message = pickle.loads(data)
+            message = pickle.loads(data if timed[rank] else data_untimed)
             state.receive(dataclasses.replace(message, index=tick) if pass_ else message, rank)
         if tick % 120 == 119:
             state.snapshot(State.RUNNING)

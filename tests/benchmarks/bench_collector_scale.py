@@ -18,7 +18,12 @@ sends its lead, the time to build a viewer's snapshot (median and worst), the gr
 whether every message sent was received, how far behind the program the collector took the steps (*behind*: the lag
 between a step's end, stamped by its sender, and its intake, as the collector itself reads it:
 :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled steps whose ops it left out
-while behind, and the machine's load average beside them.
+while behind, the garbage collector's time inside the slowest snapshot and its full collections after the first
+minute (how many, the longest: every thread of the collector stops for one), and the machine's load average beside
+them.
+
+Above 256 ranks the ranks outside the job's sample send their steps as their agents do (:mod:`fxtui.wire.rank_sample`:
+unsampled, without ops); ``--all-ops`` makes every rank send its sampled steps' ops, as agents did before.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import textwrap
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 #: The recorded program: ~1,000 ATen ops a training step (forward, backward, SGD).
 PROGRAM = """
@@ -72,6 +78,20 @@ def record(path: Path, every: int, steps: int = 40) -> None:
     path.write_bytes(pickle.dumps(messages))
 
 
+def untimed(steps: list[Any]) -> list[Any]:
+    """The recorded steps as the agent of a rank outside a large job's sample sends them
+    (:mod:`fxtui.wire.rank_sample`): it never samples, so each sampled step is sent as the unsampled step nearest it
+    (its wall time and phases), without ops and without nodes to describe."""
+    plain = [i for i, s in enumerate(steps) if not s.sampled]
+    out = []
+    for i, step in enumerate(steps):
+        if step.sampled and plain:
+            near = min(plain, key=lambda j: abs(j - i))
+            step = dataclasses.replace(steps[near], index=step.index, start_ns=step.start_ns)
+        out.append(dataclasses.replace(step, nodes=[], ops=[], sampled=False, describing=False, timer=""))
+    return out
+
+
 def load_recorded(path: Path) -> list[object]:
     """The recorded messages, read as a collector reads them (a recording of an fxtui from before ``wire/`` too)."""
     import io
@@ -88,6 +108,30 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
+class GcPauses:
+    """The cyclic garbage collector's pauses in this process (any thread's), by generation: is a slow snapshot one
+    that a full collection ran inside?"""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.total_s = 0.0
+        self.worst_s = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self._began = 0.0
+        gc.callbacks.append(self._heard)
+
+    def _heard(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        took = time.perf_counter() - self._began
+        generation = info.get("generation", 2)
+        self.total_s += took
+        self.count[generation] += 1
+        self.worst_s[generation] = max(self.worst_s[generation], took)
+
+
 def collector(directory: str, key: bytes, pipe: Connection) -> None:
     """The collector under test: the daemon's receiving and snapshot path, and a member's report to its lead."""
     from fxtui.core.settings import ProgramSettings
@@ -102,6 +146,9 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     job.listen()
     pipe.send(job.agent_address)
     builds: list[float] = []
+    build_gc: list[float] = []
+    """The collector's garbage collection during each build (seconds)."""
+    pauses = GcPauses()
     report_bytes: list[int] = [0]
     """Bytes of the reports this node would have sent its lead so far."""
     packers = Packers()
@@ -118,13 +165,16 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
         profile = cProfile.Profile()
         profile.enable()
     while not pipe.poll(state.lag.snapshot_every(max(SNAPSHOT_EVERY_S, 2 * took))):  # as the daemon paces them
-        t = time.perf_counter()
+        t, collected = time.perf_counter(), pauses.total_s
         snapshot = state.snapshot(State.RUNNING)
         took = time.perf_counter() - t
         builds.append(took)
+        build_gc.append(pauses.total_s - collected)
         if snapshot.rank_summary is not None:
             comparing = [s for s in snapshot.message.split("; ") if s.startswith("comparing")]
-            shown = f"{len(snapshot.rank_summary.ranks)} ranks compared" + (f" ({comparing[0]})" if comparing else "")
+            ranks = snapshot.rank_summary.ranks
+            shown = (f"{len(ranks)} ranks in the summary, {sum(r.ops_timed for r in ranks)} with their ops timed"
+                     + (f" ({comparing[0]})" if comparing else ""))  # fmt: skip
         now = time.monotonic()
         if now - last_report >= 1.0:  # what this node would send its lead every second
             last_report = now
@@ -136,8 +186,9 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
                 lag = (state.lag.behind_s, state.lag.worst_s, state.lag.shed)
             pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
                        state.received, builds, report_bytes[-1], shown, *lag,
-                       time.thread_time() - main0))  # fmt: skip
-            builds = []
+                       time.thread_time() - main0, build_gc, pauses.count[2], pauses.worst_s[2]))  # fmt: skip
+            builds, build_gc = [], []
+            pauses.worst_s[2] = 0.0  # each tick's own worst
     if profile is not None:
         profile.disable()
         profile.dump_stats(os.environ["FXTUI_BENCH_PROFILE"])
@@ -181,17 +232,22 @@ def senders(
     seconds: float,
     pipe: Connection,
     raw: bool = False,
+    all_ops: bool = False,
 ) -> None:
     """Ranks ``ranks``, each a Sender (or, ``raw``, a :class:`RawSender`) replaying the recorded steps at
-    :data:`STEPS_PER_S`."""
+    :data:`STEPS_PER_S`; a rank outside the job's sample as its agent sends them (:func:`untimed`), unless
+    ``all_ops`` (every rank's sampled steps with their ops, as agents did before they left them out)."""
     from fxtui.agent.sender import Sender
     from fxtui.wire.agent_messages import Hello, Step
+    from fxtui.wire.rank_sample import times_ops
 
     recorded = load_recorded(Path(messages_path))
     hello = next(m for m in recorded if isinstance(m, Hello))
     hello = dataclasses.replace(hello, torch=str(hello.torch))
     steps = [m for m in recorded if isinstance(m, Step) and m.kind == "train"]
     again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]  # a second pass describes nothing anew
+    outside, outside_again = untimed(steps), untimed(again)
+    timed = {rank: all_ops or times_ops(rank, world) for rank in ranks}
     out: dict[int, Sender | RawSender] = {rank: RawSender(address, key) if raw else Sender(address, key)
                                           for rank in ranks}  # fmt: skip
     for rank, sender in out.items():
@@ -202,11 +258,14 @@ def senders(
     sent = 0
     while time.monotonic() - start < seconds:
         pass_, at = divmod(tick, len(steps))
-        base = (steps if pass_ == 0 else again)[at]
-        # The step as if it had just ended: the collector reads its lag from the clock every process shares.
-        message = dataclasses.replace(base, index=tick, start_ns=time.perf_counter_ns() - base.wall_ns)
-        data = pickle.dumps(message) if raw else b""
-        for sender in out.values():
+        bases = {True: (steps if pass_ == 0 else again)[at], False: (outside if pass_ == 0 else outside_again)[at]}
+        messages = {}
+        for ops_timed, base in bases.items():
+            # The step as if it had just ended: the collector reads its lag from the clock every process shares.
+            message = dataclasses.replace(base, index=tick, start_ns=time.perf_counter_ns() - base.wall_ns)
+            messages[ops_timed] = (message, pickle.dumps(message) if raw else b"")
+        for rank, sender in out.items():
+            message, data = messages[timed[rank]]
             if isinstance(sender, RawSender):
                 sender.send_bytes(data)
             else:
@@ -235,7 +294,9 @@ def step_bytes(messages_path: Path) -> tuple[float, float, int]:
     return statistics.mean(sizes), statistics.mean(sampled) if sampled else 0.0, ops
 
 
-def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bool = False) -> dict[str, object]:
+def run_size(
+    ranks: int, seconds: float, messages: Path, processes: int, raw: bool = False, all_ops: bool = False
+) -> dict[str, object]:
     import secrets
 
     from fxtui.wire.private_dir import private_dir
@@ -252,8 +313,8 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bo
     for first in range(0, ranks, share):
         mine, other = ctx.Pipe()
         mine_ranks = range(first, min(ranks, first + share))
-        p = ctx.Process(target=senders, args=(address, key, mine_ranks, ranks, str(messages), seconds, other, raw),
-                        daemon=True)  # fmt: skip
+        p = ctx.Process(target=senders, args=(address, key, mine_ranks, ranks, str(messages), seconds, other, raw,
+                                              all_ops), daemon=True)  # fmt: skip
         p.start()
         pipes.append(mine)
         procs.append(p)
@@ -280,6 +341,8 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bo
     after_three = next((t for t in ticks if t[1] >= min(180.0, 0.75 * seconds)), ticks[0])
     builds = [b for t in ticks for b in t[5]]
     steady = [b for t in ticks if t[1] >= 10 for b in t[5]] or builds
+    steady_gc = [g for t in ticks if t[1] >= 10 for g in t[12]] or [g for t in ticks for g in t[12]]
+    worst = max(range(len(steady)), key=steady.__getitem__)
     behind = [t[8] for t in ticks if t[1] >= 10] or [t[8] for t in ticks]
     return {
         "ranks": ranks,
@@ -300,6 +363,9 @@ def run_size(ranks: int, seconds: float, messages: Path, processes: int, raw: bo
         "behind_worst_s": last[9],
         "behind_end_s": last[8],
         "shed": last[10],
+        "worst_gc_ms": 1e3 * steady_gc[worst] if worst < len(steady_gc) else 0.0,
+        "full_gcs": last[13] - after_minute[13],
+        "full_gc_worst_ms": 1e3 * max((t[14] for t in ticks if t[1] > after_minute[1]), default=0.0),
     }
 
 
@@ -321,6 +387,12 @@ def main() -> None:
         "of 1,024 ranks then costs the machine little)",
     )
     p.add_argument("--messages", type=Path, default=None, help="reuse recorded messages (a pickle this wrote)")
+    p.add_argument(
+        "--all-ops",
+        action="store_true",
+        help="every rank sends its sampled steps' ops, also those outside a large job's sample (as agents did before "
+        "they left them out)",
+    )
     a = p.parse_args()
     messages = a.messages or Path(tempfile.gettempdir()) / f"fxtui-bench-scale-{a.sample_every}.pickle"
     if not messages.exists():
@@ -331,9 +403,10 @@ def main() -> None:
           f"({sampled / 1e3:.1f} kB a sampled step), one step in {a.sample_every} sampled")  # fmt: skip
     print(f"{'ranks':>6} {'cpu':>6} {'snap+rep':>8} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} "
           f"{'snap max':>9} {'after 3m':>8} {'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5} "
-          f"{'behind med/worst/end':>21} {'ops left out':>12}  load  compared")  # fmt: skip
+          f"{'behind med/worst/end':>21} {'ops left out':>12} {'gc in worst':>11} {'full gcs >1m':>16}  load  "
+          "compared")  # fmt: skip
     for ranks in a.ranks:
-        r = run_size(ranks, 60 * a.minutes, messages, a.processes, a.raw)
+        r = run_size(ranks, 60 * a.minutes, messages, a.processes, a.raw, a.all_ops)
         per_rank_step = float(r["report_bytes"]) / ranks / STEPS_PER_S  # type: ignore[arg-type]
         later = float(r["rss_end"]) - float(r["rss_three"])  # type: ignore[arg-type]
         print(f"{ranks:>6} {r['cpu']:>6.2f} {r['main_cpu']:>8.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
@@ -341,7 +414,8 @@ def main() -> None:
               f"{r['build_max_ms']:>7.0f}ms {later:>+7.0f}M {per_rank_step:>16.0f} {r['dropped']:>8} "
               f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5} "
               f"{r['behind_median_s']:>7.2f}/{r['behind_worst_s']:>6.2f}/{r['behind_end_s']:>5.2f} s "
-              f"{r['shed']:>12}  {os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
+              f"{r['shed']:>12} {r['worst_gc_ms']:>9.0f}ms {r['full_gcs']:>6} ({r['full_gc_worst_ms']:>4.0f} ms)  "
+              f"{os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
