@@ -74,3 +74,21 @@ def test_an_agent_outside_the_sample_builds_no_native_timer() -> None:
 
     agent = agent_of_rank(lambda m: None, AgentOptions(timer="native"), lambda: True, 3, 1024)
     assert agent.options.timer == "mode" and not agent.model.enabled
+
+
+def test_a_rank_outside_the_sample_shown_by_its_own_collector_says_why_it_has_no_ops() -> None:
+    from fxtui.core.settings import ProgramSettings
+    from fxtui.core.snapshot import State
+    from fxtui.jobs.job_state import JobState
+    from fxtui.wire.agent_messages import Hello, Step
+
+    state = JobState(ProgramSettings(("train.py",), warmup=0))  # torchrun … fxtui run --once: one rank a collector
+    state.receive(Hello(7, ("train.py",), "2.14", 1, rank=5, world_size=1024, host="x"), 0)
+    for i in range(4):
+        state.receive(Step(i, "train", 1_000, (100, 400, 300, 150, 50), False, False), 0)
+    message = state.snapshot(State.RUNNING).message
+    assert "rank 5 of 1024 times no op: above 256 ranks only every 4th rank's ops are timed" in message
+    state = JobState(ProgramSettings(("train.py",), warmup=0))
+    state.receive(Hello(7, ("train.py",), "2.14", 1, rank=4, world_size=1024, host="x"), 0)
+    state.receive(Step(0, "train", 1_000, (100, 400, 300, 150, 50), False, False), 0)
+    assert "times no op" not in state.snapshot(State.RUNNING).message

@@ -28,6 +28,7 @@ from fxtui.jobs.rank_snapshots import Derived, RankSnapshots, fit_window, keeps_
 from fxtui.jobs.remote_ranks import RemoteRank, RemoteRanks
 from fxtui.jobs.step_wait import with_load
 from fxtui.wire.agent_messages import Hello
+from fxtui.wire.rank_sample import untimed_sentence
 
 
 class JobCollector:
@@ -126,6 +127,10 @@ class JobCollector:
             collector = ranked[0][1] if ranked else self._any()
             snapshot = collector.snapshot(state, kind=kind)
             steps = with_load(snapshot.steps, self.program)
+            hello = collector.hello
+            if hello is not None and hello.rank is not None and not keeps_ops(hello.rank, hello.world_size):
+                said = untimed_sentence(hello.rank, hello.world_size)  # one rank of a large job, by its own collector
+                snapshot = dataclasses.replace(snapshot, message="; ".join(s for s in (snapshot.message, said) if s))
             return dataclasses.replace(snapshot, program=self.program, timelines=traces, steps=steps)
         collectives = bool(remote) or has_collectives(c for _, c in ranked)
         untimed: list[RankStats] = []

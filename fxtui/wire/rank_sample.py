@@ -33,8 +33,20 @@ def sample_sentence(compared: int, world: int) -> str:
     every = stride(world)
     if every == 1:
         return ""
-    nth = {2: "2nd", 3: "3rd"}.get(every, f"{every}th")
+    nth = _nth(every)
     return (
         f"comparing {compared} of the {world} ranks: above {MAX_COMPARED} ranks only every {nth} rank's ops are "
         f"timed (ranks 0, {every}, {2 * every}, …); the others send their steps' times only"
     )
+
+
+def untimed_sentence(rank: int, world: int) -> str:
+    """What the view of a rank outside the sample, shown alone (its own collector's), says of its missing ops."""
+    return (
+        f"rank {rank} of {world} times no op: above {MAX_COMPARED} ranks only every {_nth(stride(world))} rank's ops "
+        "are timed; its steps' wall time and phases are shown"
+    )
+
+
+def _nth(every: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(every, f"{every}th")
