@@ -14,16 +14,19 @@ from __future__ import annotations
 import os
 
 #: An engine child of ``fxtui MODEL`` (or the command itself on a pseudo-terminal) from its start to a toy model's
-#: first figures, or to the sentence refusing a model name: importing torch is most of it. Measured at a load of
-#: 9.5 on two cores (three busy loops and other tests): the name refused in 23 s; 247 s while the child still
-#: loaded at nice 10, as it did before it deferred its niceness to the reruns (fxtui/measure/child.py).
-START_S = 180.0
+#: first figures, or to the sentence refusing a model name. Measured at a load of 9.5 to 11 on two cores (two or
+#: three busy loops and other tests): the name refused in 22 to 40 s (importing torch and torchvision, at the app's
+#: priority; 247 s while the child still loaded at nice 10, fxtui/measure/child.py); the first snapshot of three
+#: runs in 103 s, most of it the warm-up and the analysis pass, which run at nice 10 and so get what the busy
+#: machine leaves them.
+START_S = 300.0
 
 #: Once an engine runs: a command it obeys between runs (pause, reset, resume, stop) and the snapshot saying so.
+#: Measured at a load of 10.9: pause, reset and resume within 0.2 s; stopped, the child gone, in 8.5 s.
 COMMAND_S = 60.0
 
-#: A toy model's compile with Inductor and its first runs, on a quiet machine, with room: the whole test took 53 s
-#: at a load of 10.
+#: A toy model's compile with Inductor, with room, had it the cores to itself; scaled by :func:`cores_share`. The
+#: compile test took 37 to 90 s at a load of 10 to 11, where :func:`compile_s` waits up to 300 + 120 × 6 s.
 COMPILE_QUIET_S = 120.0
 
 
