@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from deadlines import COMMAND_S, START_S
 
 from fxtui.commands.model_engine import ProcessSource
 from fxtui.core.settings import ModelSettings, Target
@@ -37,7 +38,7 @@ class Collector:
             self.snapshots.append(snapshot)
             self.arrived.notify_all()
 
-    def wait_for(self, predicate, timeout: float = 60.0) -> Snapshot:  # type: ignore[no-untyped-def]
+    def wait_for(self, predicate, timeout: float = START_S) -> Snapshot:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout
         with self.arrived:
             while True:
@@ -72,14 +73,14 @@ def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str)
     assert {n.name for n in running.graph.nodes} >= {"_0", "_1", "_2"}
     assert running.nodes["_0"].count == running.runs
     source.send(Pause())
-    paused = got.wait_for(lambda s: s.state is State.PAUSED)
+    paused = got.wait_for(lambda s: s.state is State.PAUSED, COMMAND_S)
     source.send(Reset())
-    cleared = got.wait_for(lambda s: s.seq > paused.seq)
+    cleared = got.wait_for(lambda s: s.seq > paused.seq, COMMAND_S)
     assert cleared.state is State.PAUSED and cleared.runs == 0 and not cleared.nodes  # shown at once, still paused
     source.send(Resume())
-    got.wait_for(lambda s: s.state is State.RUNNING and s.seq > cleared.seq and s.runs > 0)
+    got.wait_for(lambda s: s.state is State.RUNNING and s.seq > cleared.seq and s.runs > 0, COMMAND_S)
     source.send(Stop())
-    worker.join(timeout=30)
+    worker.join(timeout=COMMAND_S)
     assert not worker.is_alive()
     assert got.snapshots[-1].state is State.DONE
 
@@ -93,14 +94,14 @@ def test_first_timings_come_before_the_analysis_which_fills_in_the_graph_later(m
     assert analysed.graph is not None and analysed.graph.by_name["_0"].flops == 2 * 2 * 16 * 16
     assert analysed.runs >= first.runs
     source.send(Stop())
-    worker.join(timeout=30)
+    worker.join(timeout=COMMAND_S)
 
 
 def test_a_bad_target_ends_in_an_error_snapshot() -> None:
     _, got, worker = start("resnet19")
     error = got.wait_for(lambda s: s.state is State.ERROR)
     assert "resnet18" in error.message and error.graph is None
-    worker.join(timeout=30)
+    worker.join(timeout=COMMAND_S)
     assert not worker.is_alive()
 
 
@@ -115,7 +116,7 @@ def test_a_child_that_dies_is_reported_and_its_last_figures_stay_final(model_fil
     assert before.runs >= last.runs and error.runs == before.runs
     assert error.graph is before.graph and list(error.nodes) == list(before.nodes)
     assert error.nodes["_0"].median_s == before.nodes["_0"].median_s > 0
-    worker.join(timeout=30)
+    worker.join(timeout=COMMAND_S)
 
 
 def test_a_killed_child_leaves_no_semaphore_behind(model_file: str) -> None:
@@ -129,5 +130,5 @@ def test_a_killed_child_leaves_no_semaphore_behind(model_file: str) -> None:
     named = [line for line in maps.read_text().splitlines() if "/dev/shm/sem." in line]
     os.kill(source._process.pid, signal.SIGKILL)
     got.wait_for(lambda s: s.state is State.ERROR)
-    worker.join(timeout=30)
+    worker.join(timeout=COMMAND_S)
     assert not named

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from deadlines import COMMAND_S, START_S, compile_s
 from fakes import tree_entries
 from textual.pilot import Pilot
 
@@ -72,7 +73,7 @@ def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return f"{tmp_path / 'small.py'}:make"
 
 
-async def wait_for(pilot: Pilot, app: FxtuiApp, test: Callable[[Snapshot], bool], seconds: float = 300) -> Snapshot:
+async def wait_for(pilot: Pilot, app: FxtuiApp, test: Callable[[Snapshot], bool], seconds: float = START_S) -> Snapshot:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         shown = app.main.snapshot
@@ -87,7 +88,9 @@ async def test_options_reach_the_child_and_what_ifs_asked_for_are_measured(model
     async with app.run_test(size=SIZE) as pilot:
         shown = await wait_for(pilot, app, lambda s: s.graph is not None and s.runs > 0)
         assert shown.graph is not None and shown.graph.threads == 1 and shown.graph.model.endswith("small.py:make")
-        measured = await wait_for(pilot, app, lambda s: any(w.name == "threads=2" and w.pairs for w in s.what_ifs))
+        measured = await wait_for(
+            pilot, app, lambda s: any(w.name == "threads=2" and w.pairs for w in s.what_ifs), START_S
+        )
         result = next(w for w in measured.what_ifs if w.name == "threads=2")
         assert result.error == "" and result.before_s and result.after_s
         await pilot.press("q")
@@ -97,7 +100,7 @@ async def test_options_reach_the_child_and_what_ifs_asked_for_are_measured(model
 async def test_a_model_that_does_not_load_ends_the_app_with_its_sentence(model: str) -> None:
     app = make_app(ModelSettings(Target("resnet19"), warmup=1))
     async with app.run_test(size=SIZE) as pilot:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + START_S
         while app.return_code is None and time.monotonic() < deadline:
             await pilot.pause(0.05)
     assert app.return_code == 2
@@ -112,7 +115,7 @@ async def test_after_the_engine_is_killed_leaving_saves_its_final_figures(
     async with app.run_test(size=SIZE) as pilot:
         before = await wait_for(pilot, app, lambda s: s.runs >= 1)
         os.kill(app.source._process.pid, signal.SIGKILL)  # type: ignore[attr-defined]
-        final = await wait_for(pilot, app, lambda s: s.state is State.ERROR)
+        final = await wait_for(pilot, app, lambda s: s.state is State.ERROR, COMMAND_S)
         assert "killed: perhaps out of memory" in final.message and final.runs >= before.runs
         assert app.main.table.cell_text("_0", "median") not in ("–", "")
         await pilot.press("q")
@@ -122,6 +125,10 @@ async def test_after_the_engine_is_killed_leaving_saves_its_final_figures(
     assert len(saved) == 1 and f"fxtui: the figures shown were saved to {saved[0]}" in err
     data = json.loads(saved[0].read_text())
     assert data["metadata"]["runs"] == final.runs and {r["name"] for r in data["rows"]} >= {"_0", "_1", "_2"}
+
+
+#: The status line once a run's figures are shown: "3 runs · run 41.2 µs" (the dot in UTF-8).
+FIGURES = re.compile(rb"\b[1-9]\d* runs \xc2\xb7 run ")
 
 
 def read_until(fd: int, done: Callable[[bytes], bool], seconds: float) -> bytes:
@@ -149,11 +156,14 @@ def test_sigterm_in_a_real_terminal_leaves_the_alternate_screen_and_shows_the_cu
         os.environ.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
         os.execv(sys.executable, [sys.executable, "-m", "fxtui", model, "--threads", "1", "--warmup", "1"])
     try:
-        # Figures on screen (a run counted), so that leaving has figures to save: under load they come late.
-        screen = read_until(fd, lambda got: re.search(rb"\b[1-9]\d* runs", got) and b"\x1b[?1049h" in got, 120)
-        assert b"\x1b[?1049h" in screen, screen[-400:]  # the app took the alternate screen
+        # Figures on screen, so that leaving has figures to save. The status line's "N runs · run" says so. The
+        # pattern waited for before, r"\b[1-9]\d* runs", also matches the warm-up's "warming up (1 runs)", shown
+        # while the snapshot has no figures: under load SIGTERM came during the warm-up, and the app rightly saved
+        # nothing (it saves the figures shown, and none were). Waiting for figures, it passed at a load of 10.
+        screen = read_until(fd, lambda got: FIGURES.search(got) and b"\x1b[?1049h" in got, START_S)
+        assert b"\x1b[?1049h" in screen and FIGURES.search(screen), screen[-400:]  # the app took the alternate screen
         os.kill(pid, signal.SIGTERM)
-        rest = read_until(fd, lambda got: b"saved to" in got, 60)
+        rest = read_until(fd, lambda got: b"saved to" in got, COMMAND_S)
         _, status = os.waitpid(pid, 0)
     finally:
         os.close(fd)
@@ -175,7 +185,7 @@ async def test_a_compiled_model_shows_kernels_eager_beside_compiled_and_its_comp
     (tmp_path / "cnn.py").write_text(CNN)
     app = make_app(ModelSettings(Target(f"{tmp_path / 'cnn.py'}:make", compile=True), threads=(1,), warmup=1))
     async with app.run_test(size=SIZE) as pilot:
-        shown = await wait_for(pilot, app, lambda s: s.runs >= 2 and s.compiled is not None and s.nodes)
+        shown = await wait_for(pilot, app, lambda s: s.runs >= 2 and s.compiled is not None and s.nodes, compile_s())
         await pilot.pause()
         graph, main = shown.graph, app.main
         assert graph is not None and graph.capture == "compiled"
