@@ -161,7 +161,8 @@ class LiveSource:
         session.what_if_options = what_if_options(session)
         if self.display is not None:
             session.probe.watch(self.display)
-        send(session.snapshot(State.WARMING_UP, message=f"warming up ({self.warmup} runs)"))
+        runs = f"{self.warmup} run" if self.warmup == 1 else f"{self.warmup} runs"
+        send(session.snapshot(State.WARMING_UP, message=f"warming up ({runs})"))
         session.warm_up(self.warmup)
         last = 0.0
         interval = self.interval

@@ -157,7 +157,7 @@ def test_sigterm_in_a_real_terminal_leaves_the_alternate_screen_and_shows_the_cu
         os.execv(sys.executable, [sys.executable, "-m", "fxtui", model, "--threads", "1", "--warmup", "1"])
     try:
         # Figures on screen, so that leaving has figures to save. The status line's "N runs · run" says so. The
-        # pattern waited for before, r"\b[1-9]\d* runs", also matches the warm-up's "warming up (1 runs)", shown
+        # pattern waited for before, r"\b[1-9]\d* runs", also matched the warm-up's "warming up (1 runs)" of then, shown
         # while the snapshot has no figures: under load SIGTERM came during the warm-up, and the app rightly saved
         # nothing (it saves the figures shown, and none were). Waiting for figures, it passed at a load of 10.
         screen = read_until(fd, lambda got: FIGURES.search(got) and b"\x1b[?1049h" in got, START_S)
