@@ -239,17 +239,54 @@ def _run(recorder: OpRecorder, model: torch.nn.Module, step: Step, steps: int = 
     return names, nodes
 
 
+#: How the library passes a recorded op's inner ops by (``fx_inner``): each must record the same ops.
+INNER_WAYS = {"callback": 1, "rf-off": 0, "lazy": 2}
+
+
+@pytest.fixture(params=sorted(INNER_WAYS))
+def inner(lib: Any, request: pytest.FixtureRequest) -> Any:
+    """The library, passing inner ops by in one way for the test (the default's restored after)."""
+    default = lib.fx_inner(-1)
+    assert lib.fx_inner(INNER_WAYS[request.param]) == INNER_WAYS[request.param]
+    yield lib
+    lib.fx_inner(default)
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_native_and_mode_timers_name_the_same_nodes_and_count_the_same_ops(lib: Any, name: str) -> None:
+def test_native_and_mode_timers_name_the_same_nodes_and_count_the_same_ops(inner: Any, name: str) -> None:
     torch.manual_seed(0)
     model, step = MODELS[name]()
     step(OpRecorder())  # warm: lazy state made once (optimizer moments), outside both recordings
     by_mode, _ = _run(OpRecorder(), model, step)
-    native = NativeRecorder(lib)
+    native = NativeRecorder(inner)
     by_native, _ = _run(native, model, step)
     for k, (mode_step, native_step) in enumerate(zip(by_mode, by_native, strict=True)):
         assert mode_step == native_step, (name, k, mode_step - native_step, native_step - mode_step)
     assert sum(by_native[-1].values()) > 10
+
+
+def _profiled_ops(run: Callable[[], Any]) -> list[str]:
+    """The ops torch.profiler records while ``run`` runs (its own RecordFunction callbacks)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        run()
+    return [e.name for e in prof.events()]
+
+
+def test_a_native_step_leaves_record_function_as_it_found_it(inner: Any) -> None:
+    """Inner ops are passed by with RecordFunction or the callback switched off for the op's length, and an op that
+    raises ends too: after the step (one op raised in it) the next op is recorded, RecordFunction is on, and
+    torch.profiler sees every op, inner ops too."""
+    native = NativeRecorder(inner, hooks=False)
+    a, b = torch.randn(3, 4), torch.randn(5, 6)
+    native.start()
+    with pytest.raises(RuntimeError):
+        torch.mm(a, b)  # shapes that do not fit: the op raises inside its kernel
+    torch.mm(a, a.t())
+    native.stop()
+    names = [r.op.name for r in native.take() if type(r) is OpCall]
+    assert names[-2:] == ["aten::t", "aten::mm"], names  # t's inner transpose and as_strided are part of it
+    profiled = _profiled_ops(lambda: torch.mm(a, a.t()))
+    assert "aten::transpose" in profiled and "aten::mm" in profiled, profiled
 
 
 @pytest.mark.parametrize("name", ["mlp", "reused"])

@@ -172,7 +172,9 @@ def load() -> ctypes.CDLL | None:
     if not path.exists():
         return None
     try:
-        lib = ctypes.CDLL(str(path))
+        # PyDLL: its calls keep the GIL (a CDLL's release and take it back at each call, a few µs when the program
+        # has another thread, such as the agent's sender); none of them runs Python or waits
+        lib = ctypes.PyDLL(str(path))
         _declare(lib)
         if lib.fx_columns() != 7:
             raise OSError("a library of another layout")
@@ -191,6 +193,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.fx_flow.restype = None
     lib.fx_pause.argtypes = [ctypes.c_int]
     lib.fx_pause.restype = None
+    lib.fx_inner.argtypes = [ctypes.c_int]
+    lib.fx_inner.restype = ctypes.c_int
     for name in ("fx_columns", "fx_count", "fx_dropped", "fx_flow_count", "fx_stop", "fx_name_count"):
         getattr(lib, name).argtypes = []
         getattr(lib, name).restype = i64

@@ -120,6 +120,7 @@ class NativeRecorder(OpRecorder):
         records as they run, so they are the dispatch mode's)."""
         self._rows: np.ndarray | None = None
         self._flow: np.ndarray | None = None
+        self._buffers: tuple[int, int, int, int] = (0, 0, 0, 0)
         self._native = False
         self._ops: list[NativeOp] = []
         self._add = NativeOp("aten::add")
@@ -158,6 +159,8 @@ class NativeRecorder(OpRecorder):
         if self._rows is None:
             self._rows = np.zeros((self.limit, COLUMNS), dtype=np.int64)
             self._flow = np.zeros(FLOW_CAPACITY, dtype=np.int64)
+            # their addresses, read once (numpy makes a ctypes view object at each read: a few µs a step)
+            self._buffers = (self._rows.ctypes.data, len(self._rows), self._flow.ctypes.data, len(self._flow))
         assert self._flow is not None
         self._compiled = _compiled_type()
         self._depth = 0
@@ -167,7 +170,7 @@ class NativeRecorder(OpRecorder):
             from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
             self._handles = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
-        if self.lib.fx_start(self._rows.ctypes.data, len(self._rows), self._flow.ctypes.data, len(self._flow)) != 0:
+        if self.lib.fx_start(*self._buffers) != 0:
             for handle in self._handles:
                 handle.remove()
             self._handles.clear()

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
@@ -38,26 +39,59 @@ thread_local bool t_on = false;
 thread_local int64_t t_depth = 0;      // FUNCTION-scope calls in progress
 thread_local int64_t t_recording = 0;  // the depth of the recorded (or skipped) op in progress; 0: none
 thread_local int64_t t_row = -1;       // its row (-1: skipped, not recorded)
-thread_local bool t_quiet = false;     // RecordFunction turned off on this thread while that op runs
+thread_local int t_quiet = 0;          // how the inner ops of the op in progress are passed by now (QUIET_*)
+thread_local int64_t t_lost = 0;       // ns of that op's time spent switching its inner ops off (INNER_LAZY)
 
-// The ops inside a recorded (or skipped) op's kernel are part of its time, not rows: RecordFunction is turned off on
-// this thread until it ends, so they pay nothing for the callback (torch makes no RecordFunction for them), and the
-// op's time is the time it takes without fxtui. The op's own end callback still runs (its RecordFunction exists).
+// How a recorded op keeps its inner ops (the ops its kernel calls) out of the rows and out of its time; fx_inner
+// chooses (the benchmark compares them).
+//  INNER_RF_OFF: RecordFunction switched off on the thread until the op ends. torch copies the thread's callbacks
+//    and rebuilds its cache of every scope (about ten) at each switch, two a recorded op.
+//  INNER_CALLBACK: this callback alone disabled until the op ends (the cache of its one scope rebuilt): torch makes
+//    no RecordFunction for the inner ops while no other callback is on.
+//  INNER_LAZY: as INNER_CALLBACK, from the op's first inner op on (an op whose kernel calls no other op, as most
+//    element-wise ones, switches nothing); the switch's own time is taken out of the op's, the first inner op's
+//    RecordFunction stays in it.
+constexpr int INNER_RF_OFF = 0;
+constexpr int INNER_CALLBACK = 1;
+constexpr int INNER_LAZY = 2;
+constexpr int QUIET_NONE = 0;
+constexpr int QUIET_RF = 1;
+constexpr int QUIET_CALLBACK = 2;
+int g_inner = INNER_CALLBACK;
+
+at::CallbackHandle g_plain = 0;  // the callback registered now (with or without the ops' inputs and outputs)
+
+// The inner ops of the op in progress pass by from here on, the callback not run for them.
+inline void quiet() {
+  if (g_inner == INNER_RF_OFF) {
+    if (at::isRecordFunctionEnabled()) {
+      at::enableRecordFunction(false);
+      t_quiet = QUIET_RF;
+    }
+  } else {
+    at::disableCallback(g_plain);
+    t_quiet = QUIET_CALLBACK;
+  }
+}
+
+// The ops inside a recorded (or skipped) op's kernel are part of its time, not rows (quiet(): they pay nothing for
+// the callback, and the op's time is the time it takes without fxtui). The op's own end callback still runs (its
+// RecordFunction exists).
 inline void hold(int64_t depth, int64_t row) {
   t_recording = depth;
   t_row = row;
-  if (at::isRecordFunctionEnabled()) {
-    at::enableRecordFunction(false);
-    t_quiet = true;
-  }
+  t_lost = 0;
+  if (g_inner != INNER_LAZY) quiet();
 }
 
 inline void release() {
   t_recording = 0;
-  if (t_quiet) {
+  if (t_quiet == QUIET_RF) {
     at::enableRecordFunction(true);
-    t_quiet = false;
+  } else if (t_quiet == QUIET_CALLBACK) {
+    at::reenableCallback(g_plain);
   }
+  t_quiet = QUIET_NONE;
 }
 
 // Per operator (keyed by its name's address, stable per overload): its interned name id, -1 if a mode never sees it.
@@ -65,8 +99,6 @@ std::unordered_map<const void*, int64_t> g_ops;
 std::unordered_map<std::string, int64_t> g_ids;
 std::vector<std::string> g_names;
 std::mutex g_names_lock;
-
-at::CallbackHandle g_plain = 0;  // the callback registered now (with or without the ops' inputs and outputs)
 
 inline int64_t now() {
   timespec ts;
@@ -132,7 +164,14 @@ bool note_all(const at::RecordFunction& fn, bool inputs) {
 std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
   if (!t_on) return nullptr;
   ++t_depth;
-  if (t_recording != 0) return nullptr;  // inside a recorded op's kernel: part of its time
+  if (t_recording != 0) {  // inside a recorded op's kernel: part of its time
+    if (t_quiet == QUIET_NONE && g_inner == INNER_LAZY) {  // its first inner op: the rest pass by
+      int64_t t = now();
+      quiet();
+      t_lost += now() - t;
+    }
+    return nullptr;
+  }
   // torch keeps the Python key out here (making a tensor from data): a dispatch mode sees none of it.
   if (c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::Python)) {
     hold(t_depth, -1);
@@ -157,7 +196,10 @@ std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
   if (node) {
     row[3] = reinterpret_cast<int64_t>(node.get());
     row[4] = static_cast<int64_t>(node->sequence_nr());
-    if (auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(node.get())) {
+    // the exact type, not dynamic_cast (which walks the class's bases: ~0.1 µs a backward op); nothing derives from
+    // AccumulateGrad
+    if (typeid(*node) == typeid(torch::autograd::AccumulateGrad)) {
+      auto* acc = static_cast<torch::autograd::AccumulateGrad*>(node.get());
       row[5] = reinterpret_cast<int64_t>(acc->variable.unsafeGetTensorImpl());
     }
   }
@@ -174,7 +216,7 @@ void leave(const at::RecordFunction& fn, at::ObserverContext*) {
   if (t_recording == t_depth) {
     if (t_row >= 0) {
       int64_t* row = g_rows + t_row * COLUMNS;
-      row[2] = now();
+      row[2] = now() - t_lost;
       if (row[6] >= 0 && (!fn.needsOutputs() || !note_all(fn, false))) row[6] = -1;
     }
     release();
@@ -221,6 +263,7 @@ void fx_flow(int on) {
   g_flow_on = on != 0;
   at::removeCallback(g_plain);
   g_plain = at::addThreadLocalCallback(callback(g_flow_on));
+  if (t_quiet == QUIET_CALLBACK) at::disableCallback(g_plain);  // inside an op passed by: the new one too
 }
 
 // Pause or resume on the recording thread (a compiled module's call: its kernels are timed apart).
@@ -230,15 +273,21 @@ void fx_pause(int paused) {
   t_depth = 0;
 }
 
+// How a recorded op's inner ops are passed by (INNER_*), between steps; the one now.
+int fx_inner(int how) {
+  if (g_plain == 0 && how >= INNER_RF_OFF && how <= INNER_LAZY) g_inner = how;
+  return g_inner;
+}
+
 int64_t fx_count() { return g_count; }
 int64_t fx_dropped() { return g_dropped; }
 int64_t fx_flow_count() { return g_flow_count; }
 
 // Stop recording; the rows written.
 int64_t fx_stop() {
+  release();  // first: it re-enables the callback it disabled
   if (g_plain != 0) at::removeCallback(g_plain);
   g_plain = 0;
-  release();
   t_on = false;
   t_depth = 0;
   return g_count;

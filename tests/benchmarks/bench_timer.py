@@ -1,7 +1,8 @@
 """The per-op timers side by side: the Python dispatch mode (``--timer mode``) and the C++ callback (``native``).
 
     python tests/benchmarks/bench_timer.py [--rounds 30] [--length 400] [--corpus NAME …] [--skip-per-op]
-                                           [--skip-lbfgs]
+                                           [--skip-lbfgs] [--skip-agreement] [--inner WAY …]
+                                           [--calls agent|hooks|both]
 
 One process, one run, the two timers interleaved round by round, medians; the load average printed beside each
 part (the machine is shared: read the figures with it).
@@ -12,7 +13,10 @@ part (the machine is shared: read the figures with it).
    unsampled one, the sampled ÷ unsampled step median, µs per op to resolve the step after it (the native step's:
    merged into per-op records and walked, as before, and from its rows, :mod:`fxtui.ops.native_steps`, on the
    same recording; checked equal), and the sampled steps per minute the default budget (2%) allows: one in
-   N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200 (:mod:`fxtui.agent.pace`).
+   N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200 (:mod:`fxtui.agent.pace`). Module calls are seen as the agent
+   sees them (``--calls agent``: ``Module.__call__`` replaced, :mod:`fxtui.agent.module_calls`) or through global
+   module hooks (``hooks``); the native timer runs once a round per way of passing an op's inner ops by
+   (``--inner``: ``callback``, the default, ``rf-off``, as before, ``lazy``; ``fx_inner`` in ``op_timer.cpp``).
 2. **A step of about a million ops** (the corpus's ``lbfgs_sine.py`` pattern: LBFGS over two LSTMCells unrolled
    ``--length`` times, 20 closures a step; 400: about 10⁶ ops): the extra CPU time of its first sampled step (which
    describes nodes, as the agent's first does), and of a later one, recording and resolving included, against an
@@ -28,6 +32,7 @@ part (the machine is shared: read the figures with it).
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import statistics
@@ -41,6 +46,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from fxtui.agent.module_calls import ModuleCalls
 from fxtui.core import step_aside
 from fxtui.ops import native_build
 from fxtui.ops.namer import OpNamer
@@ -175,57 +181,127 @@ def vae_step() -> Callable[..., None]:
     return step
 
 
-def per_op(name: str, step: Callable[..., None], rounds: int, native: NativeRecorder) -> None:
-    """Phases are marked as the agent marks them (the backward, the optimizer)."""
-    mode = OpRecorder()
+#: How a recorded op's inner ops are passed by (``fx_inner``, op_timer.cpp): the native timer's variants of part 1.
+INNER_WAYS = {"rf-off": 0, "callback": 1, "lazy": 2}
+
+
+class AgentCalls:
+    """Module calls seen as the agent sees them (:class:`~fxtui.agent.module_calls.ModuleCalls`: ``Module.__call__``
+    replaced, for the plain steps too) and given to the recorder of the round (made with ``hooks=False``)."""
+
+    def __init__(self) -> None:
+        self.recorder: OpRecorder | None = None
+        self.calls = ModuleCalls(self._root, self._inner)
+
+    def use(self, recorder: OpRecorder | None) -> None:
+        self.recorder = recorder
+        self.calls.recording = recorder is not None
+
+    def _root(self, module: torch.nn.Module, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+        recorder = self.recorder
+        if recorder is None:
+            return call(module, *args, **kwargs)
+        recorder.enter(module, args)
+        self.calls.inside = True
+        out = None
+        try:
+            out = call(module, *args, **kwargs)
+        finally:
+            self.calls.inside = False
+            recorder.exit(module, out)
+        return out
+
+    def _inner(self, module: torch.nn.Module, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+        """As the agent's ``_inner_call``: only while recording."""
+        recorder = self.recorder
+        assert recorder is not None
+        recorder.enter(module)
+        try:
+            return call(module, *args, **kwargs)
+        finally:
+            recorder.exit(module)
+
+
+def per_op(name: str, step: Callable[..., None], rounds: int, lib: Any, ways: list[str], agent: bool) -> None:
+    """Phases are marked as the agent marks them (the backward, the optimizer); module calls are seen through global
+    module hooks, or (``agent``) as the agent sees them. The native timer runs once a round per way of ``ways``
+    (the first is the one whose resolving is timed and checked)."""
+    calls = AgentCalls() if agent else None
+    mode = OpRecorder(hooks=not agent)
+    native = NativeRecorder(lib, hooks=not agent)
     namers = {"mode": OpNamer(), "native": OpNamer(), "rows": OpNamer()}
-    for _ in range(3):
-        step()
-    walls: dict[str, list[int]] = {"plain": [], "mode": [], "native": []}
-    resolve: dict[str, list[float]] = {"mode": [], "native": [], "rows": []}
-    ops = 0
-    for _ in range(rounds):
-        for timer, recorder in (("plain", None), ("mode", mode), ("native", native)):
-            t0 = _cpu()
-            if recorder is None:
-                step()
-                walls[timer].append(_cpu() - t0)
-                continue
-            recorder.start()
-            step(recorder.mark)
-            recorder.stop()
-            t1 = _cpu()
-            walls[timer].append(t1 - t0)
-            if timer == "mode":
-                records = recorder.take()
-                resolved = namers[timer].resolve(records)
-                resolve[timer].append((_cpu() - t1) / max(len(resolved), 1))
-                ops = sum(1 for r in records if type(r) is OpCall and r.op.namespace != "profiler")
-                continue
-            (taken,) = native.take_step()  # the native step's rows, unmerged (as the agent takes them)
-            t1 = _cpu()
-            resolved = namers["native"].resolve(taken.records())  # before: merged into a record per op, walked
-            t2 = _cpu()
-            from_rows = namers["rows"].resolve([taken])  # now: from the rows (the long way on a new shape)
-            t3 = _cpu()
-            assert from_rows == resolved, "resolved from the rows, the step's ops differ from the long way's"
-            resolve["native"].append((t2 - t1) / max(len(resolved), 1))
-            resolve["rows"].append((t3 - t2) / max(len(resolved), 1))
+    if calls is not None:
+        calls.calls.install()
+    try:
+        for _ in range(3):
+            step()
+        timers: list[tuple[str, OpRecorder | None, int]] = [("plain", None, -1), ("mode", mode, -1)]
+        timers += [(f"native {way}", native, INNER_WAYS[way]) for way in ways]
+        walls: dict[str, list[int]] = {label: [] for label, _, _ in timers}
+        resolve: dict[str, list[float]] = {"mode": [], "native": [], "rows": []}
+        ops = 0
+        for k in range(rounds):
+            # each timer after each other as often (a step pays for the garbage and caches of the one before it),
+            # the garbage of the one before collected first
+            for timer, recorder, inner in timers[k % len(timers) :] + timers[: k % len(timers)]:
+                if calls is not None:
+                    calls.use(recorder)
+                if inner >= 0:
+                    lib.fx_inner(inner)
+                gc.collect()
+                t0 = _cpu()
+                if recorder is None:
+                    step()
+                    walls[timer].append(_cpu() - t0)
+                    continue
+                recorder.start()
+                step(recorder.mark)
+                recorder.stop()
+                t1 = _cpu()
+                walls[timer].append(t1 - t0)
+                if timer == "mode":
+                    records = recorder.take()
+                    resolved = namers[timer].resolve(records)
+                    resolve[timer].append((_cpu() - t1) / max(len(resolved), 1))
+                    ops = sum(1 for r in records if type(r) is OpCall and r.op.namespace != "profiler")
+                    continue
+                (taken,) = native.take_step()  # the native step's rows, unmerged (as the agent takes them)
+                if timer != timers[2][0]:
+                    continue
+                t1 = _cpu()
+                resolved = namers["native"].resolve(taken.records())  # before: merged into a record per op, walked
+                t2 = _cpu()
+                from_rows = namers["rows"].resolve([taken])  # now: from the rows (the long way on a new shape)
+                t3 = _cpu()
+                assert from_rows == resolved, "resolved from the rows, the step's ops differ from the long way's"
+                resolve["native"].append((t2 - t1) / max(len(resolved), 1))
+                resolve["rows"].append((t3 - t2) / max(len(resolved), 1))
+    finally:
+        if calls is not None:
+            calls.use(None)
+            calls.calls.uninstall()
+        lib.fx_inner(INNER_WAYS[ways[0]])
     plain = statistics.median(walls["plain"])
-    print(f"\n{name}: {ops} ops a step (the mode's count), plain step {plain / 1e6:.2f} ms of CPU; {load()}")
+    seen = "the agent's module calls" if agent else "global module hooks"
+    print(f"\n{name}: {ops} ops a step (the mode's count), plain step {plain / 1e6:.2f} ms of CPU; {seen}; {load()}")
     print(
-        f"  {'timer':<7} {'µs/op':>7} {'sampled÷unsampled':>18} {'resolve µs/op: records':>23} {'rows':>6}"
+        f"  {'timer':<17} {'µs/op':>7} {'sampled÷unsampled':>18} {'resolve µs/op: records':>23} {'rows':>6}"
         f" {'sampled/min at 2%':>18}"
     )
-    for timer in ("mode", "native"):
-        wall = statistics.median(walls[timer])
-        ratio = wall / plain
+    for timer, _, _ in timers[1:]:
+        # paired with the plain step of the same round (a busy machine drifts over a run: the median of each round's
+        # difference moves less than the difference of two medians)
+        extra = statistics.median(w - p for w, p in zip(walls[timer], walls["plain"], strict=True))
+        ratio = statistics.median(w / p for w, p in zip(walls[timer], walls["plain"], strict=True))
         every = min(200, max(5, math.ceil(max(ratio - 1, 0) / BUDGET)))
         per_minute = 60e9 / (every * plain)
-        rows = f"{statistics.median(resolve['rows']) / 1e3:.2f}" if timer == "native" else "-"
+        first = timer in ("mode", timers[2][0])
+        kind = "mode" if timer == "mode" else "native"
+        records = f"{statistics.median(resolve[kind]) / 1e3:.2f}" if first else "-"
+        rows = f"{statistics.median(resolve['rows']) / 1e3:.2f}" if timer == timers[2][0] else "-"
         print(
-            f"  {timer:<7} {(wall - plain) / 1e3 / max(ops, 1):>7.2f} {ratio:>18.2f} "
-            f"{statistics.median(resolve[timer]) / 1e3:>23.2f} {rows:>6} {per_minute:>18.1f}"
+            f"  {timer:<17} {extra / 1e3 / max(ops, 1):>7.2f} {ratio:>18.2f} "
+            f"{records:>23} {rows:>6} {per_minute:>18.1f}"
         )
 
 
@@ -346,6 +422,19 @@ def main() -> None:
     parser.add_argument("--skip-lbfgs", action="store_true")
     parser.add_argument("--skip-per-op", action="store_true")
     parser.add_argument("--skip-agreement", action="store_true")
+    parser.add_argument(
+        "--inner",
+        nargs="+",
+        choices=sorted(INNER_WAYS),
+        default=["callback", "rf-off"],
+        help="part 1: the native timer's ways of passing an op's inner ops by, interleaved (the first: the default)",
+    )
+    parser.add_argument(
+        "--calls",
+        choices=("agent", "hooks", "both"),
+        default="agent",
+        help="part 1: module calls seen as the agent sees them, or through global module hooks",
+    )
     parser.add_argument("--agree-ms", type=float, default=1.0, help="modules above this op time a step (part 4)")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -357,8 +446,9 @@ def main() -> None:
     native = NativeRecorder(lib)
     torch.manual_seed(0)
     if not args.skip_per_op:
-        per_op("char-level GPT training step", gpt_step(), args.rounds, native)
-        per_op("VAE training step", vae_step(), args.rounds, native)
+        for agent in (True, False) if args.calls == "both" else (args.calls == "agent",):
+            per_op("char-level GPT training step", gpt_step(), args.rounds, lib, args.inner, agent)
+            per_op("VAE training step", vae_step(), args.rounds, lib, args.inner, agent)
     if not args.skip_agreement:
         for name, make_step in (("char-level GPT", gpt_step), ("VAE", vae_step)):
             step = make_step()
