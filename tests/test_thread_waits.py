@@ -83,7 +83,7 @@ def test_a_sampled_step_whose_pool_waited_is_left_out_of_the_node_figures() -> N
     ops = [(1, 5 * MS, "8", 0)]
     # Its own thread waited 2% (under the 10% threshold); its pool's 30% makes it a disturbed step.
     kf.add(Step(1, "train", 10 * MS, (0, 0, 0, 0, 10 * MS), True, False, ops, start_ns=2 * S, wait_ns=200_000))
-    assert kf.waits.sampled[-1].disturbed
+    assert kf.waits.steps()[-1].disturbed
 
 
 def _step(index: int, kind: str, first: bool = False) -> Step:
