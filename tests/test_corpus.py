@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -107,12 +108,20 @@ CASES: dict[str, Case] = {
 
 @dataclass
 class Runs:
-    """A program's run under python and under fxtui (and how to run it again under fxtui)."""
+    """A program's run under python and under fxtui, and its second run under fxtui (made once, when a figure first
+    needs it). The run under python of the program at a size of its own is made only if a test reads it."""
 
     name: str
-    python: ProgramRun
+    python_run: ProgramRun | None
     fxtui: ProgramRun
     again: Callable[[], ProgramRun]
+    make_python: Callable[[], ProgramRun]
+
+    @property
+    def python(self) -> ProgramRun:
+        if self.python_run is None:
+            self.python_run = self.make_python()
+        return self.python_run
 
     @property
     def kinds(self) -> dict[str, KindTally]:
@@ -157,11 +166,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str],
                 pytest.skip(f"{name} needs {', '.join(missing)}")
             cwd = tmp_path_factory.mktemp(name)
             env = {**os.environ, **ONE_THREAD}
+            # Under python first (a program's files, data or checkpoints, are then made by its plain run), except
+            # at a size of its own (``changes``), which no test compares with python.
             made[key] = Runs(
                 name,
-                run_python(command, cwd, env),
+                None if changes else run_python(command, cwd, env),
                 run_fxtui(command, cwd, case.options, env),
-                lambda: run_fxtui(command, cwd, case.options, env),
+                cache(lambda: run_fxtui(command, cwd, case.options, env)),  # one second run, for every figure
+                lambda: run_python(command, cwd, env),
             )
         return made[key]
 
@@ -409,8 +421,9 @@ def steady(runs: Runs, figure: Callable[[ProgramRun], float | None], low: float,
 
     A figure of a few sampled steps is one reading of a noisy machine, and a profiled program's tiny ops can read
     tens of milliseconds when it waits for a core in the middle of one: when the figure is out of the band, one more
-    run (at most) is made and judged instead. When that one is still out on a busy machine the test is skipped
-    rather than failed: the load, not fxtui, is what it would measure. Out twice on a quiet machine fails.
+    run (at most; a program's figures share its second run) is judged instead. When that one is still out on a busy
+    machine the test is skipped rather than failed: the load, not fxtui, is what it would measure. Out twice on a
+    quiet machine fails.
     """
     value = figure(runs.fxtui)
     if value is not None and low <= value <= high:

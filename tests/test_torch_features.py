@@ -5,18 +5,21 @@ Each script trains a tiny model a few steps with one feature of torch that lives
 state (grad modes, autocast, the program's own dispatch and function modes, torch.func, checkpointing, saved-tensor
 hooks, anomaly mode, TorchScript, torch.compile, torch.export, the program's own profiler) and prints a digest.
 Every line must be the same under ``fxtui run --once --sample-every 1`` (every step after the warm-up sampled),
-and so must the exit status. ``grad_modes.py`` failed under fxtui before its mode kept to one context (an internal
-assert in torch's Python fallback); ``own_profiler.py`` printed doubled op counts.
+and so must the exit status. (The plain runs share one interpreter's start and import of torch, each script in a
+child forked from it: ``tests/python_twins.py``.) ``grad_modes.py`` failed under fxtui before its mode kept to one
+context (an internal assert in torch's Python fallback); ``own_profiler.py`` printed doubled op counts.
 """
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from tests.program_runs import ProgramRun, run_fxtui, run_python
+from tests.program_runs import ProgramRun, run_fxtui
+from tests.python_twins import run_python_twins
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,14 +30,22 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 SCRIPTS = sorted(p.stem for p in FEATURES.glob("*.py") if p.stem != "feature_kit")
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, **ONE_THREAD}
+
+
+@cache
+def plain_runs() -> dict[str, ProgramRun]:
+    """Every script run as under python, from one interpreter that imported torch once (``tests/python_twins.py``:
+    the import is most of a plain run of a script this small)."""
+    runs = run_python_twins([(str(FEATURES / f"{name}.py"),) for name in SCRIPTS], FEATURES, _env())
+    return dict(zip(SCRIPTS, runs, strict=True))
+
+
 @cache
 def runs(name: str) -> tuple[ProgramRun, ProgramRun]:
     """The script run under python and under fxtui (once per test session)."""
-    import os
-
-    env = {**os.environ, **ONE_THREAD}
-    command = (str(FEATURES / f"{name}.py"),)
-    return run_python(command, FEATURES, env), run_fxtui(command, FEATURES, OPTIONS, env)
+    return plain_runs()[name], run_fxtui((str(FEATURES / f"{name}.py"),), FEATURES, OPTIONS, _env())
 
 
 def test_the_corpus_holds_every_feature_of_the_issue() -> None:
