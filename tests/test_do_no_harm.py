@@ -27,8 +27,12 @@ PY = sys.executable
 RUN = [PY, "-m", "fxtui", "run", "--once", "--warmup-steps", "2", "--sample-every", "2", "--top", "3"]
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _default_signals() -> None:
+    """The signals a program started from a terminal gets with their default actions. A runner started under
+    ``nohup`` (or a shell's background job) passes SIGHUP (or SIGINT) on ignored, and the program would then never
+    end by it, under python as under fxtui."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def write(directory: Path, name: str, body: str) -> Path:
@@ -258,7 +262,7 @@ def test_signals_reach_the_program_and_its_status_is_its_own(
         # has its children ignore SIGINT, and then python itself never raises KeyboardInterrupt).
         p = subprocess.Popen([*argv, "signalled.py", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True,
-                             preexec_fn=_default_sigint)  # fmt: skip
+                             preexec_fn=_default_signals)  # fmt: skip
         assert p.stdout is not None
         ready = p.stdout.readline()
         assert ready == "ready\n"
