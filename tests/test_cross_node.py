@@ -4,6 +4,7 @@ with their figures kept."""
 
 from __future__ import annotations
 
+import json
 import time
 from multiprocessing import AuthenticationError
 from pathlib import Path
@@ -18,6 +19,7 @@ from fxtui.jobs.cross_node import CrossNode, Packers, _dumps, _local_ranks
 from fxtui.jobs.job_secret import fingerprint, job_key, read_secret
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.rank_snapshots import keeps_ops, stride
+from fxtui.report.api import Report
 from fxtui.wire.agent_contract import connect
 from fxtui.wire.agent_messages import Hello, Step
 from fxtui.wire.job_link import JoinLead, LeadAsk, lead_value, parse_lead
@@ -72,6 +74,8 @@ def test_the_lead_takes_a_member_with_the_job_s_key_and_refuses_another(tmp_path
     assert 1 in gone.other_ranks and any(
         s.median_s > 0 for s in gone.other_ranks[1].nodes.values()
     )  # its last figures, whole
+    saved = Report.from_dict(json.loads(Report.from_snapshot(gone).to_json()))  # as an adopter reads them back
+    assert saved.snapshot.rank_summary is not None and saved.snapshot.rank_summary.ranks[1].gone_since > 0
     lead.close()
 
 

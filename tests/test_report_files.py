@@ -7,7 +7,9 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import sys
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,9 @@ import pytest
 import fxtui
 from fxtui.core.errors import FxtuiError
 from fxtui.core.findings import Disturbance, Hint
+from fxtui.core.nodes import Spread
 from fxtui.core.program_run import ProgramState, RankStats, RankSummary, StepSummary
-from fxtui.core.snapshot import Snapshot
+from fxtui.core.snapshot import RunSpreads, Snapshot
 from fxtui.report.api import Report
 from fxtui.report.json_schema import fields_from_metadata, metadata_json
 from fxtui.report.shapes import shape_list, shape_text
@@ -177,6 +180,53 @@ def test_a_field_added_to_the_snapshot_is_saved_and_read_back_with_no_line_for_i
                                                                   report.snapshot.eager_median_s)  # fmt: skip
     with pytest.raises(AttributeError, match="no attribute 'runz'"):
         _ = report.runz
+
+
+def test_a_figure_that_is_not_finite_is_written_null_and_read_back_wherever_it_stands() -> None:
+    """A rank on another node reports before its phases are measured, a spread has no eager run yet: NaN is
+    written ``null``, and every float the file holds, set to ``null``, reads back (a collector's kept profile
+    of a job in its first seconds must load when a new collector adopts the job)."""
+    nan = math.nan
+    report = two_ranks()
+    steps = StepSummary("train", steps=3, warmup=1, sampled=1, phase_median_s=(0.001, nan, 0.002, 0.003, 0.0),
+                        history=array("d", [0.01, nan]))  # fmt: skip
+    ranks = RankSummary(0, (RankStats(0, steps=3, phase_median_s=(nan,) * 5), RankStats(1, node=1)))
+    shown = dataclasses.replace(report.snapshot, steps=steps, rank_summary=ranks,
+                                spreads=RunSpreads(eager=Spread(nan, nan, nan)))  # fmt: skip
+    data = json.loads(Report.from_snapshot(shown).to_json())
+    assert data["metadata"]["eager_range_s"] == [None, None, None]
+    assert data["metadata"]["steps"]["history_s"] == [0.01, None]
+    loaded = Report.from_dict(data)
+    assert math.isnan(loaded.snapshot.steps.history[1]) and math.isnan(loaded.snapshot.spreads.eager.median)
+    assert all(map(math.isnan, loaded.snapshot.rank_summary.ranks[0].phase_median_s))
+    floats = [path for path in _paths(data) if isinstance(_at(data, path), float)]
+    tried = set()
+    for path in floats:
+        pattern = tuple(p if isinstance(p, str) else "#" for p in path)
+        if pattern in tried or pattern in _WHAT_MAKES_A_ROW:
+            continue
+        tried.add(pattern)
+        changed = json.loads(json.dumps(data))
+        *parent, last = path
+        _at(changed, tuple(parent))[last] = None
+        Report.from_dict(changed)  # loads: no "damaged"
+    assert len(tried) > 25  # the steps, the ranks, the spreads and the rows: what a live job writes
+
+
+#: The figures that make a node row and a module row what they are: a file without them is not a report.
+_WHAT_MAKES_A_ROW = {("rows", "#", "median_s"), ("modules", "#", "inclusive_s")}
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path to every value in nested JSON data."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [path] + [p for k, v in items for p in _paths(v, (*path, k))]
+
+
+def _at(value: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        value = value[key]
+    return value
 
 
 # -- every rank's rows ----------------------------------------------------------------------------------------

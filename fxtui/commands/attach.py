@@ -85,12 +85,16 @@ def run(args: argparse.Namespace) -> int:
         say(lost_text(job))
         profile = job_dir(job.id) / PROFILE
         if profile.exists():
+            from fxtui.commands.program_report import print_report
             from fxtui.report.api import Report
 
-            say(f"its last figures, kept in {profile}:")
-            from fxtui.commands.program_report import print_report
-
-            print_report(Report.load(str(profile)), output)
+            try:  # what the dead collector kept must not stand between the job and a new collector
+                kept = Report.load(str(profile))
+            except FxtuiError as e:
+                say(f"its last figures cannot be shown: {e}")
+            else:
+                say(f"its last figures, kept in {profile}:")
+                print_report(kept, output)
         if not still_runs(job.program_pid):
             return 0
         job = start_adopting(job)

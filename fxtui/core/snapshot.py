@@ -15,6 +15,7 @@ Two kinds of object travel:
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -179,7 +180,7 @@ class RunSpreads:
             value = meta.get(key)
             if not isinstance(value, list) or len(value) != 3:
                 return None
-            q25, median, q75 = (float(v) for v in value)
+            q25, median, q75 = (math.nan if v is None else float(v) for v in value)  # null: not finite
             return Spread(median, q25, q75)
 
         return cls(*(get(f"{key}_range{unit}") for key, unit, _ in cls()._items()))

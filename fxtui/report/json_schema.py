@@ -44,7 +44,15 @@ from fxtui.core.nodes import GraphBreak
 from fxtui.core.program_run import STEP_PHASES, KindSummary, ProgramState, RankSummary, StepSummary
 from fxtui.core.snapshot import RunError, RunSpreads
 from fxtui.report.json_v1 import upgrade_from_v1
-from fxtui.report.json_values import decode, decode_fields, encode, encode_fields, field_types, missing_as_null
+from fxtui.report.json_values import (
+    as_float,
+    decode,
+    decode_fields,
+    encode,
+    encode_fields,
+    field_types,
+    missing_as_null,
+)
 from fxtui.report.shapes import shape_list
 
 #: Identifies fxtui's JSON files; ``version`` changes when a field changes meaning.
@@ -121,14 +129,14 @@ def _steps_encode(steps: StepSummary | None) -> dict[str, Any] | None:
     if steps is None:
         return None
     recent = [
-        {**dict(zip(STEP_PHASES, steps.recent_step(i), strict=True)), "sampled": bool(steps.recent_sampled[i])}
+        {**dict(zip(STEP_PHASES, encode(steps.recent_step(i)), strict=True)), "sampled": bool(steps.recent_sampled[i])}
         for i in range(steps.recent_steps)
     ]
     out = encode_fields(steps, frozenset({"recent", "recent_sampled", "history"}))
-    out["phase_median_s"] = dict(zip(STEP_PHASES, steps.phase_median_s, strict=False))
+    out["phase_median_s"] = dict(zip(STEP_PHASES, encode(steps.phase_median_s), strict=False))
     out["kinds"] = [_kind_encode(kind) for kind in steps.kinds]
     out["recent"] = recent
-    out["history_s"] = list(steps.history)
+    out["history_s"] = encode(steps.history)
     return out
 
 
@@ -141,7 +149,7 @@ def _kind_encode(kind: KindSummary) -> dict[str, Any]:
     out = encode_fields(kind, frozenset(_KIND_PHASES))
     for name in _KIND_PHASES:
         values = getattr(kind, name)
-        out[name] = dict(zip(STEP_PHASES, values, strict=True)) if values else None
+        out[name] = dict(zip(STEP_PHASES, encode(values), strict=True)) if values else None
     return out
 
 
@@ -169,7 +177,7 @@ def _steps_decode(data: Mapping[str, Any]) -> StepSummary:
         phase_median_s=tuple(float(medians.get(p) or 0.0) for p in STEP_PHASES) if medians else (),
         recent=array("d", (float(r.get(p) or 0.0) for r in recent for p in STEP_PHASES)),
         recent_sampled=bytes(int(bool(r.get("sampled"))) for r in recent),
-        history=array("d", (float(v) for v in data.get("history_s") or [])),
+        history=array("d", map(as_float, data.get("history_s") or [])),
         kinds=tuple(_kind_decode(k) for k in data.get("kinds") or ()),
     )
     return steps
@@ -194,7 +202,7 @@ def _shapes_encode(shapes: Mapping[str, tuple[tuple[str, int, float], ...]]) -> 
 
 def _shapes_decode(data: Mapping[str, Any]) -> dict[str, tuple[tuple[str, int, float], ...]]:
     return {
-        str(name): tuple((str(r.get("shape_text") or ""), int(r["count"]), float(r["median_s"])) for r in runs)
+        str(name): tuple((str(r.get("shape_text") or ""), int(r["count"]), as_float(r["median_s"])) for r in runs)
         for name, runs in data.items()
     }
 
@@ -225,7 +233,7 @@ CODECS: dict[str, _Codec] = {
     "what_ifs": _under(
         "what_ifs", lambda v: [_what_if_encode(w) for w in v], lambda v: tuple(decode(WhatIf, w) for w in v)
     ),
-    "spreads": _Codec(lambda v: v.to_dict(), RunSpreads.from_dict),
+    "spreads": _Codec(lambda v: encode(v.to_dict()), RunSpreads.from_dict),
     "program": _under(
         "program",
         lambda v: encode_fields(v, frozenset({"log_tail"})) if v else None,  # running: a live job's profile says so

@@ -12,7 +12,8 @@ read back with no line here:
 * a part of a whole is a fraction 0–1 named ``…_frac`` (:data:`RENAMED` turns the engine's percents
   and shares into them); a ratio that may pass 1 (``fidelity``, ``overhead``) keeps its plain name;
 * reading back, ``null`` or a missing key gives the field's default, and each value is made the
-  field's type (tuples from lists, numbers from JSON numbers, nested dataclasses from objects).
+  field's type (tuples from lists, numbers from JSON numbers, nested dataclasses from objects); a
+  ``null`` where a float stands inside a list or a record is NaN again (:func:`as_float`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def json_key(kind: type, name: str) -> str:
     """The key field ``name`` of ``kind`` is written under."""
     renamed = RENAMED.get(kind, {}).get(name)
     return renamed.key if renamed else name
+
+
+def as_float(value: Any) -> float:
+    """A JSON number as a float; ``null`` (how a float that is not finite was written) as NaN."""
+    return math.nan if value is None else float(value)
 
 
 def missing_as_null(name: str, value: Any) -> Any:
@@ -207,7 +213,9 @@ def _converter(kind: Any) -> Callable[[Any], Any]:
     if origin in (dict, Mapping) or kind in (dict, Mapping):
         key, item = (_converter(args[0]), _converter(args[1])) if len(args) == 2 else (_identity, _identity)
         return lambda v: {key(k): item(x) for k, x in v.items()}
-    if kind in (bool, int, float, str, bytes):
+    if kind is float:
+        return as_float
+    if kind in (bool, int, str, bytes):
         return kind
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         return kind
