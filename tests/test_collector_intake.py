@@ -1,6 +1,6 @@
-"""The collector's intake at scale, in this process: a sampled step's ops summed as arrays when its layout repeats
-(``jobs.op_layout``), the lag between a step's end and its intake, and what the collector leaves out while it is
-behind the program (``jobs.intake_lag``, ``jobs.job_state``)."""
+"""The collector's intake at scale, in this process: a sampled step's per-node sums folded as arrays when its layout
+repeats (``jobs.op_layout``), the lag between a step's end and its intake, and what the collector leaves out while it
+is behind the program (``jobs.intake_lag``, ``jobs.job_state``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from fxtui.core.op_nodes import EagerNode, RootModule
+from fxtui.core.op_sums import sums_of
 from fxtui.core.program_run import STEP_PHASES
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.intake_lag import BEHIND_SNAPSHOT_S, CAUGHT_UP_S, SHED_S, IntakeLag
 from fxtui.jobs.job_state import JobState
-from fxtui.jobs.op_layout import PhaseIndex, split
+from fxtui.jobs.op_layout import PhaseIndex
 from fxtui.wire.agent_messages import Hello, Step
 
 pytestmark = pytest.mark.unit
@@ -88,10 +89,10 @@ def test_phase_sums_follow_the_nodes_phases_and_a_node_described_later() -> None
     ops = ops_of(1)
     known = {n.id: n for n in NODES[:2]}  # mm not described yet: its time is in no phase
     forward, backward = STEP_PHASES.index("forward"), STEP_PHASES.index("backward")
-    first = phases.sums(split(ops), known)
+    first = phases.sums(sums_of(ops), known)
     assert first[forward] == 110 and first[backward] == 0
     known[3] = NODES[2]
-    again = phases.sums(split(ops), known)
+    again = phases.sums(sums_of(ops), known)
     assert again[forward] == 110 and again[backward] == 120 and sum(again) == 230
 
 
@@ -222,13 +223,13 @@ def test_a_kind_s_step_windows_are_allocated_whole_at_its_first_steps_and_never_
     from fxtui.jobs.kind_tally import FIGURES_WINDOW, TIMELINE, KindTally
 
     figures = KindTally("train")
-    columns = split(ops_of(1))
+    sums = sums_of(ops_of(1))
     phase_ops = (0, 200, 100, 0, 0)
 
     def add(i: int) -> None:
         if i % 5 == 4:
             step = Step(i, "train", 2_000, PHASES, True, False, ops=ops_of(1 + i % 3), wait_ns=10)
-            figures.add(step, phase_ops, columns=columns)
+            figures.add(step, phase_ops, sums=sums)
         else:
             figures.add(Step(i, "train", 1_000, PHASES, False, False, wait_ns=10))
 

@@ -47,6 +47,7 @@ from fxtui.agent.sender import Sender
 from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.op_nodes import OpTime
+from fxtui.core.op_sums import NodeSums, sums_of
 from fxtui.core.step_aside import CONTEXT, MODE, OP_LIMIT, OPS, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
@@ -394,15 +395,18 @@ class Agent:
         if self.model.enabled and not self.alive():
             self.model.enabled = False  # the collector is gone: nothing is sampled any more
         calls = self.generate.take() if step.kind == "generate" else []
-        ops: list[OpTime] = []
+        sums: NodeSums | None = None
         faults = -1
         if step.sampled:
-            ops = resolve_step(self.namer, step.records, calls)
+            ops: list[OpTime] = resolve_step(self.namer, step.records, calls)
             faults = self.recording.take_faults()
             if self.namer.all_described(node for node, *_ in ops):
                 self._described_kinds.add(step.kind)
             else:
                 self._described_kinds.discard(step.kind)
+            # Per node, with the first ops raw: the per-op tuples die here, not in the sender's queue.
+            sums = sums_of(ops)
+            del ops
         nodes, roots = self.namer.take_new()
         self.send(
             Step(
@@ -412,7 +416,7 @@ class Agent:
                 step.phases_ns,
                 step.sampled,
                 step.describing,
-                ops,
+                [],
                 nodes,
                 roots,
                 start_ns=step.start,
@@ -425,6 +429,7 @@ class Agent:
                 aside=step.aside,
                 wait_ns=step.wait_ns,
                 timer=getattr(self.recorder, "ran", "mode") if step.sampled else "",
+                sums=sums,
             )
         )
 

@@ -21,7 +21,7 @@ from fxtui.core.rollup import module_table
 from fxtui.core.snapshot import GraphInfo, RunSpreads, Snapshot, State
 from fxtui.jobs.generation_figures import generation_kind, generation_medians, generation_spreads
 from fxtui.jobs.kind_tally import KindTally
-from fxtui.jobs.op_layout import PhaseIndex, split
+from fxtui.jobs.op_layout import PhaseIndex
 from fxtui.jobs.step_shapes import shapes_in_a_step
 from fxtui.jobs.thread_waits import ThreadWaits
 from fxtui.wire.agent_messages import Bye, Hello, Step
@@ -71,8 +71,8 @@ class Collector:
             self._replace(dropped=step.dropped)
         figures = self.kinds.get(step.kind)
         if figures is not None:
-            columns = split(step.ops) if step.sampled and ops_taken else None
-            figures.add(step, self._phases.sums(columns, self.nodes) if columns else (), ops_taken, columns)
+            sums = step.node_sums() if step.sampled and ops_taken else None
+            figures.add(step, self._phases.sums(sums, self.nodes) if sums is not None else (), ops_taken, sums)
 
     def started(self, pid: int, log: str) -> None:
         """The program runs as ``pid``, its output going to ``log``."""
@@ -139,9 +139,17 @@ class Collector:
         """The latest sampled step as ``(node name, start s, duration s)``, the clock's own seconds (one clock for
         every process of a machine: ranks line up)."""
         kind = kind or self.kind
-        _, ops = self.kinds[kind].trace
+        _, sums = self.kinds[kind].trace
+        if sums is None:
+            return []
         names = dict(zip(sorted(self.kinds[kind].nodes), (n.name for n in self.graph(kind).nodes), strict=False))
-        return [(names[node], began / 1e9, ns / 1e9) for node, ns, _shape, began in ops if node in names]
+        return [(names[node], began / 1e9, ns / 1e9) for node, ns, _shape, began in sums.raw() if node in names]
+
+    def trace_left_out(self, kind: str | None = None) -> int:
+        """The latest sampled step's ops left out of :meth:`trace` (its first :data:`~fxtui.core.op_sums.RAW_OPS`
+        are drawn): 0 when the trace is the whole step."""
+        _, sums = self.kinds[kind or self.kind].trace
+        return sums.left_out if sums is not None else 0
 
     # -- snapshots ----------------------------------------------------------------------------
 

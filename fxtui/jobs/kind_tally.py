@@ -30,11 +30,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from fxtui.core.nodes import Spread
-from fxtui.core.op_nodes import OpTime
+from fxtui.core.op_sums import MAX_STEP_SHAPES, SHAPE_JOIN, NodeSums, step_shapes
 from fxtui.core.program_run import STEP_PHASES, KindSummary, StepSummary
 from fxtui.core.sample_window import SampleWindow, WindowStats
 from fxtui.jobs.generate_calls import GenerationCalls
-from fxtui.jobs.op_layout import OpColumns, OpLayout, layout_of, split
+from fxtui.jobs.op_layout import OpLayout
 from fxtui.jobs.step_rings import PHASES, Ring, Timeline, phase_medians
 from fxtui.jobs.step_wait import StepWaits
 from fxtui.jobs.thread_waits import ThreadWaits
@@ -49,10 +49,6 @@ FIGURES_WINDOW = 256
 HISTORY = 512
 #: Different mixes of calls (forwards, backwards, optimizer steps) a kind's steps are counted by, at most.
 MIXES = 16
-#: Output shapes of one node in one step named in its column, at most (a loop over growing tensors names a few).
-MAX_STEP_SHAPES = 3
-#: Joins the output shapes a node ran at in one step (a module called at two shapes: ``4×64×32×32 + 4×32×32×32``).
-SHAPE_JOIN = " + "
 
 
 class KindTally:
@@ -98,25 +94,25 @@ class KindTally:
         self.holds: tuple[tuple[str, int], ...] = ()
         self._held: Counter[tuple[tuple[str, int], ...]] = Counter()
         """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
-        self.trace: tuple[int, list[OpTime]] = (0, [])
-        """The latest sampled step's ops, for a trace: its start, and each op's node, ns, shape and start."""
+        self.trace: tuple[int, NodeSums | None] = (0, None)
+        """The latest sampled step, for a trace: its start, and its ops (their first ones raw, :meth:`NodeSums.raw`)."""
         self.waits = StepWaits(self.keep_disturbed, self.beside)
         """Its steps as ops, Python and waiting for a CPU (:mod:`fxtui.jobs.step_wait`)."""
 
     # -- steps ----------------------------------------------------------------------------------
 
     def add(
-        self, step: Step, phase_ops: tuple[int, ...] = (), ops_taken: bool = True, columns: OpColumns | None = None
+        self, step: Step, phase_ops: tuple[int, ...] = (), ops_taken: bool = True, sums: NodeSums | None = None
     ) -> None:
         """One step of this kind, as the agent sent it (``phase_ops``: a sampled step's Σ op ns per phase;
         ``ops_taken`` False: a sampled step whose ops the collector left out, a rank outside the ranks it compares
         or a collector behind the program: a step of a sampled step's wall time, no sample of its nodes;
-        ``columns``: its ops as :func:`~fxtui.jobs.op_layout.split` gives them, when the caller has them)."""
+        ``sums``: its :meth:`~fxtui.wire.agent_messages.Step.node_sums`, when the caller has them)."""
         if step.restart:
             self.reset()
         if step.sampled and ops_taken:
-            columns = columns or split(step.ops)
-            self.nodes.update(columns[0])
+            sums = sums if sums is not None else step.node_sums()
+            self.nodes.update(sums.node_ids().tolist())
         if not step.warm:
             self.warmup += 1
             return
@@ -146,54 +142,42 @@ class KindTally:
                 self._sampled.add((step.wall_ns,))
             return
         self.sampled += 1
-        assert columns is not None
-        waited = self.waits.add_sampled(step.wall_ns, step.wait_ns, sum(columns[1]), phase_ops, step.start_ns)
+        assert sums is not None
+        waited = self.waits.add_sampled(step.wall_ns, step.wait_ns, sums.total_ns(), phase_ops, step.start_ns)
         if not step.describing:  # its ops count (each read around its own call); its wall time does not
             self._sampled.add((step.wall_ns,))
         if step.faults >= 0:
             self._faults.add((step.faults,))
-        self._add_ops(step.ops, columns, waited)
-        self.trace = (step.start_ns, step.ops)
+        self._add_ops(sums, waited)
+        self.trace = (step.start_ns, sums)
 
-    def _add_ops(self, ops: list[OpTime], columns: OpColumns, disturbed: bool = False) -> None:
-        """A sampled step's ops: per node, the sum of all its calls' times (one sample) and their count, in the
-        column of the shapes it ran at in this step (:func:`step_shapes`); a step of the same ops as the one before
-        as arrays (:mod:`fxtui.jobs.op_layout`)."""
-        nodes, durations, shapes = columns
+    def _add_ops(self, sums: NodeSums, disturbed: bool = False) -> None:
+        """A sampled step's per-node sums: per node, the sum of all its calls' times (one sample) and their count, in
+        the column of the shapes it ran at in this step (:func:`step_shapes`); a step of the same layout as the one
+        before as arrays (:mod:`fxtui.jobs.op_layout`)."""
         layout = self._layout
-        if layout is None or not layout.same(nodes, shapes):
+        if layout is None or not layout.same(sums):
             self._fold()
-            layout = self._layout = self._new_layout(ops, nodes, shapes)
+            layout = self._layout = self._new_layout(sums)
         layout.repeats += 1
-        sums = layout.sums(durations)
-        self.window.add(layout.columns, sums, disturbed)
-        self._sampled_ops.add((int(sums.sum()),))
+        values = sums.sums()
+        self.window.add(layout.columns, values, disturbed)
+        self._sampled_ops.add((int(values.sum()),))
 
-    def _new_layout(
-        self, ops: list[tuple[int, int, str, int]], nodes: tuple[int, ...], shapes: tuple[str, ...]
-    ) -> OpLayout:
-        """The columns of a step of new ops, made where new (the long way: op by op)."""
-        seen: dict[int, list[str]] = {}  # node → its output shapes in this step, in the order they came
-        for node, _duration, shape, _began in ops:
-            kept = seen.get(node)
-            if kept is None:
-                seen[node] = [shape]
-            elif shape not in kept and len(kept) <= MAX_STEP_SHAPES:
-                kept.append(shape)
-        column_of: dict[int, int] = {}
+    def _new_layout(self, sums: NodeSums) -> OpLayout:
+        """The columns of a step of a new layout, made where new (node by node)."""
         columns: list[int] = []
         new = 0
-        for node, its_shapes in seen.items():
-            key = (node, step_shapes(its_shapes))
+        for node, shapes in zip(sums.node_ids().tolist(), sums.shape_keys(), strict=True):
+            key = (node, shapes)
             column = self._columns.get(key)
             if column is None:
                 column = self._columns[key] = len(self._columns)
                 self._column_keys.append(key)
                 new += 1
-            column_of[node] = len(columns)
             columns.append(column)
         self.window.add_columns(new)
-        return layout_of(nodes, shapes, column_of, columns)
+        return OpLayout(sums.layout, np.asarray(columns, dtype=np.int64), sums.call_counts().copy())
 
     def _fold(self) -> None:
         """Count the steps of the latest layout in its columns' shape and call counts (read by :meth:`node_columns`
@@ -341,20 +325,6 @@ class KindTally:
         return self._held.most_common(1)[0][1] / counted if counted else 1.0
 
 
-def step_shapes(shapes: list[str]) -> str:
-    """The text of the output shapes a node ran at in one step: one shape as it is, several joined in the order they
-    came (beyond :data:`MAX_STEP_SHAPES`, the first ones and ``…``).
-
-    A node's step is one sample whatever shapes its calls had: a module called at two shapes in every step (one
-    activation after convolutions of different widths) holds the time of all its calls in one figure, while a step
-    whose calls differ from the others' (a last smaller batch) is kept apart, never mixed into the node's median.
-    """
-    if len(shapes) == 1:
-        return shapes[0]
-    named = shapes[:MAX_STEP_SHAPES]
-    return SHAPE_JOIN.join(named) + (SHAPE_JOIN + "…" if len(shapes) > MAX_STEP_SHAPES else "")
-
-
 def _spread(values: Iterable[float]) -> Spread | None:
     """Median and quartiles of ``values`` given in ns (ratios as they are), in seconds."""
     data = list(values)
@@ -368,4 +338,4 @@ def _spread(values: Iterable[float]) -> Spread | None:
 
 
 # Every phase a step's wall time splits into, for this module's readers.
-__all__ = ["STEP_PHASES", "KindTally"]
+__all__ = ["MAX_STEP_SHAPES", "SHAPE_JOIN", "STEP_PHASES", "KindTally", "step_shapes"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
+from fxtui.core.op_sums import NodeSums, sums_of
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class Step:
     """Sampled, and noting new nodes' inputs and source lines: its ops' times count (each is read around the op's
     own call), its wall time does not (it is slower)."""
     ops: list[OpTime] = field(default_factory=list)
-    """(node id, ns, output shape, clock at its start) per op, in the order they ran."""
+    """(node id, ns, output shape, clock at its start) per op, in the order they ran: a step made without
+    :attr:`sums` (the collector sums them itself). The agent sends :attr:`sums` and leaves this empty."""
     nodes: list[EagerNode] = field(default_factory=list)
     roots: list[RootModule] = field(default_factory=list)
     dropped: int = 0
@@ -90,6 +92,12 @@ class Step:
     -1 where the kernel does not say."""
     timer: str = ""
     """The per-op timer that timed a sampled step: ``mode`` (the dispatch mode) or ``native`` (``""``: unsampled)."""
+    sums: NodeSums | None = None
+    """A sampled step's ops per node, and a bounded sample of them raw (:mod:`fxtui.core.op_sums`)."""
+
+    def node_sums(self) -> NodeSums:
+        """The step's ops per node: as sent, or summed from :attr:`ops`."""
+        return self.sums if self.sums is not None else sums_of(self.ops)
 
 
 @dataclass(frozen=True)
