@@ -1,0 +1,142 @@
+"""A sampled step's ops as the agent sends them (``core.op_sums``): per node Σ ns, calls and shapes key equal to what
+the collector computed op by op, a bounded raw sample for the trace, and no Python object per op left behind."""
+
+from __future__ import annotations
+
+import gc
+import io
+import pickle
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
+from fxtui.core.op_sums import MAX_STEP_SHAPES, RAW_OPS, sums_of
+from fxtui.core.snapshot import State
+from fxtui.jobs.collector import Collector
+from fxtui.jobs.kind_tally import step_shapes
+from fxtui.wire.agent_messages import Step
+from fxtui.wire.sockets import Unpickler
+
+pytestmark = pytest.mark.unit
+
+SHAPES = ("8×32", "4×32", "8×64", "1", "2×2", "")
+node_id = st.one_of(st.integers(0, 30), st.sampled_from([2**40, 2**41]))  # ids spread wide: made dense first
+op = st.tuples(node_id, st.integers(0, 10**10), st.sampled_from(SHAPES), st.integers(0, 2**62))
+
+
+def keys_op_by_op(ops: list[OpTime]) -> dict[int, str]:
+    """Each node's shapes key as the collector made it from the raw ops before (``KindTally._new_layout``), in the
+    order the nodes first ran."""
+    seen: dict[int, list[str]] = {}
+    for node, _ns, shape, _began in ops:
+        kept = seen.get(node)
+        if kept is None:
+            seen[node] = [shape]
+        elif shape not in kept and len(kept) <= MAX_STEP_SHAPES:
+            kept.append(shape)
+    return {node: step_shapes(shapes) for node, shapes in seen.items()}
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(ops=st.lists(op, max_size=300), raw=st.integers(0, 400))
+def test_per_node_sums_equal_the_sum_of_the_raw_op_times(ops: list[OpTime], raw: int) -> None:
+    sums = sums_of(ops, raw=raw)
+    per_node: Counter[int] = Counter()
+    calls: Counter[int] = Counter()
+    for node, ns, _shape, _began in ops:
+        per_node[node] += ns
+        calls[node] += 1
+    keys = keys_op_by_op(ops)
+    nodes = sums.node_ids().tolist()
+    assert nodes == list(keys)  # the order the nodes first ran: the order the collector makes new columns in
+    assert dict(zip(nodes, sums.sums().tolist(), strict=True)) == dict(per_node)
+    assert dict(zip(nodes, sums.call_counts().tolist(), strict=True)) == dict(calls)
+    assert dict(zip(nodes, sums.shape_keys(), strict=True)) == keys
+    assert sums.total_ns() == sum(ns for _, ns, _, _ in ops)
+    assert sums.raw() == ops[:raw] and sums.left_out == max(len(ops) - raw, 0) and sums.ops == len(ops)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(ops=st.lists(op, max_size=100))
+def test_the_sums_cross_the_collector_s_unpickler_as_they_left(ops: list[OpTime]) -> None:
+    sums = sums_of(ops)
+    step = Step(0, "train", 1, (0,), True, False, sums=sums)
+    back = Unpickler(io.BytesIO(pickle.dumps(step, protocol=pickle.HIGHEST_PROTOCOL))).load()
+    assert back == step and back.node_sums().raw() == ops
+
+
+def test_a_step_s_figures_from_its_sums_are_those_of_its_ops() -> None:
+    """The same steps fed as raw ops (old form) and as the agent's sums give the same snapshot figures."""
+    nodes = [EagerNode(i, 0, "fc", "forward" if i < 3 else "backward", "linear", i, "aten.linear") for i in range(6)]
+    roots = [RootModule(0, "Net", {"fc": "Linear"})]
+    rng = np.random.default_rng(4)
+    steps = []
+    for s in range(12):
+        count = 40 if s != 7 else 41  # one step of an extra call: another layout
+        ops = [
+            (int(rng.integers(6)), int(rng.integers(1, 10**6)), "8×32" if s % 5 else "4×32", 0) for _ in range(count)
+        ]
+        steps.append(ops)
+    snapshots = []
+    for as_sums in (False, True):
+        collector = Collector(("train.py",), warmup=0)
+        for i, ops in enumerate(steps):
+            first = dict(nodes=list(nodes), roots=list(roots)) if i == 0 else {}
+            if as_sums:
+                collector.receive(Step(i, "train", 2_000, (0,) * 5, True, False, sums=sums_of(ops), **first))
+            else:
+                collector.receive(Step(i, "train", 2_000, (0,) * 5, True, False, ops=ops, **first))
+            collector.receive(Step(i, "train", 1_000, (0,) * 5, False, False))
+        snapshots.append(collector.snapshot(State.DONE))
+        assert collector.trace() and collector.trace_left_out() == 0
+    old, new = snapshots
+    for column in ("median_s", "calls_per_step"):
+        assert np.array_equal(old.nodes.column(column), new.nodes.column(column), equal_nan=True)
+    assert old.shapes == new.shapes and old.steps.phase_median_s == new.steps.phase_median_s
+
+
+def tracked_after_a_message(count: int, nodes: int = 50, as_ops: bool = False) -> int:
+    """The objects the garbage collector tracks, more than before, once a sampled step of ``count`` ops (over
+    ``nodes`` nodes) is resolved and its message built, and the step's ops let go, as the agent does (``as_ops``: the
+    message the agent sent before, every op a tuple in it).
+
+    Counted with the collector off: a young tuple of ints and strings is tracked until a collection untracks it,
+    and that first scan of every op's tuple is the cost to the program (a collection it runs while the message waits
+    in the sender's queue)."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        shapes = [f"8×{n}" for n in range(nodes)]
+        ops = [(i % nodes, 1_000 + i, shapes[i % nodes], i) for i in range(count)]
+        if as_ops:
+            message = Step(0, "train", 1, (0,), True, False, ops=ops)
+        else:
+            message = Step(0, "train", 1, (0,), True, False, sums=sums_of(ops))
+        del ops, shapes
+        grown = len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+    assert message.node_sums().ops == count
+    return grown
+
+
+def test_the_tracked_objects_a_sampled_step_leaves_do_not_grow_with_its_ops() -> None:
+    tracked_after_a_message(10)  # anything made once (numpy's caches) made before counting
+    small, large = tracked_after_a_message(1_000), tracked_after_a_message(100_000)
+    assert large - small < 10, (small, large)
+    assert large < 50, large  # a handful of objects: the message, its tuples of shapes; none per op or per node
+    # The counting sees per-op objects where there are: the old message's tuples.
+    assert tracked_after_a_message(100_000, as_ops=True) > 100_000
+
+
+def test_a_huge_step_sends_only_its_first_ops_raw_and_says_how_many_were_left_out() -> None:
+    ops = [(i % 7, i, "4", i) for i in range(3 * RAW_OPS)]
+    sums = sums_of(ops)
+    assert sums.raw() == ops[:RAW_OPS] and sums.left_out == 2 * RAW_OPS
+    small = pickle.dumps(sums_of(ops[: RAW_OPS + 7]))
+    assert len(pickle.dumps(sums)) == len(small)  # beyond the sample, the bytes are the nodes', not the ops'
