@@ -140,3 +140,26 @@ def test_a_huge_step_sends_only_its_first_ops_raw_and_says_how_many_were_left_ou
     assert sums.raw() == ops[:RAW_OPS] and sums.left_out == 2 * RAW_OPS
     small = pickle.dumps(sums_of(ops[: RAW_OPS + 7]))
     assert len(pickle.dumps(sums)) == len(small)  # beyond the sample, the bytes are the nodes', not the ops'
+
+
+def test_a_trace_of_a_huge_step_is_drawn_from_its_first_ops_and_says_so() -> None:
+    from fxtui.jobs.ranks import JobCollector
+    from fxtui.report.chrome_trace import chrome_trace
+    from fxtui.report.data import ReportData
+
+    nodes = [EagerNode(i, 0, f"l{i}", "forward", "linear", 1, "aten.linear") for i in range(3)]
+    job = JobCollector(("train.py",), warmup=0)
+    job.receive(Step(0, "train", 1_000, (0,) * 5, False, False, nodes=nodes, roots=[RootModule(0, "Net", {})]))
+    for count, index in ((RAW_OPS, 1), (RAW_OPS + 500, 2)):
+        ops = [(i % 3, 10, "8", 10**9 + i * 20) for i in range(count)]
+        job.receive(Step(index, "train", 2_000, (0,) * 5, True, False, sums=sums_of(ops)))
+        snapshot = job.snapshot(State.DONE)
+        (trace,) = snapshot.timelines.values()
+        assert len(trace) == RAW_OPS
+        names = [e["args"]["name"] for e in chrome_trace(ReportData.from_snapshot(snapshot))["traceEvents"]
+                 if e["name"] == "process_name"]  # fmt: skip
+        if count == RAW_OPS:  # the whole step: a plain trace
+            assert snapshot.trace_left_out == {} and names == ["fxtui train.py"]
+        else:
+            assert snapshot.trace_left_out == {0: 500}
+            assert names == [f"fxtui train.py (the step's first {RAW_OPS:,} ops drawn, 500 more left out)"]

@@ -282,6 +282,9 @@ class Snapshot(RunSummaryMixin):
     """A program's last profile as its collector sends it at the end (``State.DONE``): the figures of each other kind
     of step it ran (training steps, evaluation calls, ``generate()`` calls), so that the app's ``k`` still shows
     them once the collector is gone."""
+    trace_left_out: Mapping[int, int] = field(default_factory=dict)
+    """Per rank of :attr:`timelines` whose step ran more ops than its agent sends raw (its first
+    :data:`~fxtui.core.op_sums.RAW_OPS`): the ops its trace leaves out."""
 
     def shown_after(self, before: Snapshot | None) -> Snapshot:
         """What to show when this snapshot follows ``before``: itself, or, when a source that failed after

@@ -123,6 +123,7 @@ class JobCollector:
             self.program = dataclasses.replace(self.program, timer=timer)
         remote = self.remote.snapshots(kind, state, {r for r, _ in ranked}) if self.remote else {}
         traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
+        left = {r if r < 10_000 else 0: n for r, c in ranked if (n := c.trace_left_out(kind))} if traces else {}
         if len(ranked) <= 1 and not remote:
             collector = ranked[0][1] if ranked else self._any()
             snapshot = collector.snapshot(state, kind=kind)
@@ -131,7 +132,9 @@ class JobCollector:
             if hello is not None and hello.rank is not None and not keeps_ops(hello.rank, hello.world_size):
                 said = untimed_sentence(hello.rank, hello.world_size)  # one rank of a large job, by its own collector
                 snapshot = dataclasses.replace(snapshot, message="; ".join(s for s in (snapshot.message, said) if s))
-            return dataclasses.replace(snapshot, program=self.program, timelines=traces, steps=steps)
+            return dataclasses.replace(
+                snapshot, program=self.program, timelines=traces, steps=steps, trace_left_out=left
+            )
         collectives = bool(remote) or has_collectives(c for _, c in ranked)
         untimed: list[RankStats] = []
         if collectives:
@@ -168,6 +171,7 @@ class JobCollector:
         return dataclasses.replace(
             base, graph=graph, nodes=nodes.with_columns(node=[node] * len(nodes)), program=self.program,
             rank_summary=summary, timelines=traces, steps=with_load(base.steps, self.program), message=said,
+            trace_left_out=left,
             other_ranks={r: s for r, s in snapshots.items() if r != shown} if state is State.DONE else {},
         )  # fmt: skip
 

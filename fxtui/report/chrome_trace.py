@@ -3,7 +3,8 @@
 
 The run is the one whose wall time was the median of a few (``timeline``); a program's is the latest
 sampled step of each rank, on one clock. Spans nest as the module tree does (module → node), a training
-step's phases around its modules.
+step's phases around its modules. A step of more ops than its agent sends raw is drawn from its first ones, and its
+process's name says so.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def chrome_trace(report: ReportData) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     for pid, (rank, spans) in enumerate(sorted(timelines.items()), start=1):
         label = f"fxtui {report.model}" + (f" rank {rank}" if report.timelines and len(timelines) > 1 else "")
+        if left := report.trace_left_out.get(rank, 0) if report.timelines else 0:
+            label += f" (the step's first {len(spans):,} ops drawn, {left:,} more left out)"
         events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}})
         events += _spans(report, [(n, s - origin, d) for n, s, d in spans], pid)
     return {"traceEvents": events, "displayTimeUnit": "ms"}

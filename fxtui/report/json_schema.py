@@ -66,7 +66,7 @@ READS_VERSIONS = (1, 2)
 #: ``warnings``, the representative run that only a trace export draws).
 LEFT_OUT = frozenset(
     {"graph", "state", "seq", "nodes", "modules", "message", "what_if_progress", "what_if_options", "timelines",
-     "ranks", "value_warnings", "other_ranks", "other_kinds"}
+     "ranks", "value_warnings", "other_ranks", "other_kinds", "trace_left_out"}
 )  # fmt: skip
 #: Values for required fields a very old or hand-written file lacks.
 REQUIRED_DEFAULTS: dict[str, Any] = {"model": "", "inputs": (), "dtype": "", "threads": 0}
