@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fxtui
+from fxtui.core.op_sums import OpArrays, sums_of
 from fxtui.ops import native_build, native_steps
 from fxtui.ops.namer import OpNamer
 from fxtui.ops.native_recorder import NativeRecorder
@@ -420,6 +421,8 @@ def test_per_node_sums_equal_the_sum_of_raw_op_times(lib: Any, depth: int, width
             per_node[node] += ns
         nodes, sums = node_sums(ops)
         assert dict(zip(nodes.tolist(), sums.tolist(), strict=True)) == dict(per_node)
+        arrays = namer.resolve_arrays([taken])  # a known shape now: the rows as arrays, no tuple per op
+        assert isinstance(arrays, OpArrays) and sums_of(arrays) == sums_of(ops)  # the agent's message either way
         assert sum(per_node.values()) == int((taken.rows[:, 2] - taken.rows[:, 1]).sum())
         assert len(ops) == len(taken.rows)
 

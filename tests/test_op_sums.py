@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
-from fxtui.core.op_sums import MAX_STEP_SHAPES, RAW_OPS, sums_of
+from fxtui.core.op_sums import MAX_STEP_SHAPES, RAW_OPS, OpArrays, sums_of
 from fxtui.core.snapshot import State
 from fxtui.jobs.collector import Collector
 from fxtui.jobs.kind_tally import step_shapes
@@ -58,6 +58,15 @@ def test_per_node_sums_equal_the_sum_of_the_raw_op_times(ops: list[OpTime], raw:
     assert dict(zip(nodes, sums.shape_keys(), strict=True)) == keys
     assert sums.total_ns() == sum(ns for _, ns, _, _ in ops)
     assert sums.raw() == ops[:raw] and sums.left_out == max(len(ops) - raw, 0) and sums.ops == len(ops)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(ops=st.lists(op, max_size=300), raw=st.integers(0, 400))
+def test_ops_as_arrays_give_the_sums_of_their_tuples(ops: list[OpTime], raw: int) -> None:
+    """The native timer's rows of a known step (columns, no tuple per op) and the same ops as tuples: one message."""
+    columns = [np.array([o[i] for o in ops], dtype=np.int64) for i in (0, 1, 3)]
+    arrays = OpArrays(columns[0], columns[1], [o[2] for o in ops], columns[2])
+    assert sums_of(arrays, raw=raw) == sums_of(ops, raw=raw)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)

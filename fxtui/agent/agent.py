@@ -47,7 +47,7 @@ from fxtui.agent.sender import Sender
 from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.op_nodes import OpTime
-from fxtui.core.op_sums import NodeSums, sums_of
+from fxtui.core.op_sums import NodeSums, OpArrays, sums_of
 from fxtui.core.step_aside import CONTEXT, MODE, OP_LIMIT, OPS, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
@@ -398,15 +398,15 @@ class Agent:
         sums: NodeSums | None = None
         faults = -1
         if step.sampled:
-            ops: list[OpTime] = resolve_step(self.namer, step.records, calls)
+            ops: list[OpTime] | OpArrays = resolve_step(self.namer, step.records, calls)
             faults = self.recording.take_faults()
-            if self.namer.all_described(node for node, *_ in ops):
+            # Per node, with the first ops raw: the per-op tuples (if any) die here, not in the sender's queue.
+            sums = sums_of(ops)
+            del ops
+            if self.namer.all_described(sums.node_ids().tolist()):
                 self._described_kinds.add(step.kind)
             else:
                 self._described_kinds.discard(step.kind)
-            # Per node, with the first ops raw: the per-op tuples die here, not in the sender's queue.
-            sums = sums_of(ops)
-            del ops
         nodes, roots = self.namer.take_new()
         self.send(
             Step(

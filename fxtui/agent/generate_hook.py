@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fxtui.core.op_nodes import OpTime
+from fxtui.core.op_sums import OpArrays
 from fxtui.ops.after_import import AfterImport, after_import, forget
 from fxtui.ops.dynamo_skip import run_eagerly, run_eagerly_here
 from fxtui.ops.namer import OpNamer
@@ -163,7 +164,7 @@ class _Call:
         )
 
 
-def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) -> list[OpTime]:
+def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) -> list[OpTime] | OpArrays:
     """A sampled step's ops, its ``generate()`` calls' split into the prefill and decode steps, decode ops per token.
 
     Records outside the calls resolve as any step's; each forward's records inside a call are
@@ -171,8 +172,8 @@ def resolve_step(namer: OpNamer, records: list[Record], calls: Sequence[_Call]) 
     step, sent once with its time over the steps ÷ their number (and no shape: it grows with the cache).
     """
     spans = [c for c in calls if c.start >= 0 and c.end >= c.start]
-    if not spans:
-        return namer.resolve(records)
+    if not spans:  # a native step of a known shape stays arrays
+        return namer.resolve_arrays(records)
     out: list[OpTime] = []
     at = 0
     for call in spans:

@@ -104,7 +104,21 @@ class NodeSums:
 EMPTY = NodeSums()
 
 
-def sums_of(ops: Sequence[OpTime], raw: int = RAW_OPS) -> NodeSums:
+@dataclass(frozen=True)
+class OpArrays:
+    """A step's ops as columns, in the order they ran: what the native timer's rows resolve to when the step ran as
+    one before it (:func:`fxtui.ops.native_steps.resolve_arrays`), summed by :func:`sums_of` with no tuple per op."""
+
+    node: np.ndarray
+    ns: np.ndarray
+    shapes: Sequence[str]
+    start: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+def sums_of(ops: Sequence[OpTime] | OpArrays, raw: int = RAW_OPS) -> NodeSums:
     """``ops`` (one step's, in the order they ran; node ids ≥ 0) per node, with the first ``raw`` of them kept raw.
 
     Time proportional to the ops, in C: each field taken by ``itemgetter`` into an array (``zip(*ops)`` took 50 ms
@@ -115,9 +129,15 @@ def sums_of(ops: Sequence[OpTime], raw: int = RAW_OPS) -> NodeSums:
     n = len(ops)
     if not n:
         return EMPTY
-    node = np.fromiter(map(itemgetter(0), ops), dtype=np.int64, count=n)
-    ns = np.fromiter(map(itemgetter(1), ops), dtype=np.int64, count=n)
-    shape_list = list(map(itemgetter(2), ops))
+    head = min(n, raw)
+    if isinstance(ops, OpArrays):
+        node, ns, shape_list = ops.node.astype(np.int64), ops.ns.astype(np.int64), ops.shapes
+        start = ops.start[:head].astype(np.int64)
+    else:
+        node = np.fromiter(map(itemgetter(0), ops), dtype=np.int64, count=n)
+        ns = np.fromiter(map(itemgetter(1), ops), dtype=np.int64, count=n)
+        shape_list = list(map(itemgetter(2), ops))
+        start = np.fromiter(map(itemgetter(3), ops[:head]), dtype=np.int64, count=head)
     shape = np.empty(n, dtype=object)
     shape[:] = shape_list
     low, high = int(node.min()), int(node.max())
@@ -150,8 +170,6 @@ def sums_of(ops: Sequence[OpTime], raw: int = RAW_OPS) -> NodeSums:
         dtype=np.int32,
         count=len(ran),
     )
-    head = min(n, raw)
-    start = np.fromiter(map(itemgetter(3), ops[:head]), dtype=np.int64, count=head)
     base = int(start.min()) if head else 0
     shape_index = {s: i for i, s in enumerate(dict.fromkeys(shape_list[:head]))}
     codes = np.fromiter(map(shape_index.__getitem__, shape_list[:head]), dtype=np.int64, count=head)

@@ -47,6 +47,7 @@ import torch
 
 from fxtui.core.compilation import common_ancestor
 from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
+from fxtui.core.op_sums import OpArrays
 from fxtui.ops import native_steps
 from fxtui.ops.native_steps import NativeStep
 from fxtui.ops.recorder import GRADIENT
@@ -274,6 +275,14 @@ class OpNamer:
                 return native_steps.resolve(self, records[0], self._walk)  # type: ignore[arg-type]
             records = native_steps.expand(records)
         return self._walk(records)
+
+    def resolve_arrays(self, records: Iterable[Record]) -> list[OpTime] | OpArrays:
+        """:meth:`resolve`, but a native step of a shape resolved before as arrays (no tuple per op, for
+        :func:`~fxtui.core.op_sums.sums_of`)."""
+        records = list(records)
+        if len(records) == 1 and type(records[0]) is NativeStep:
+            return native_steps.resolve_arrays(self, records[0], self._walk)
+        return self.resolve(records)
 
     def _walk(self, records: list[Record]) -> list[OpTime]:
         return _Resolution(self).run(records)

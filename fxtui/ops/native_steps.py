@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from fxtui.core.op_nodes import OpTime
+from fxtui.core.op_sums import OpArrays
 from fxtui.ops.records import (
     UNKNOWN_SHAPE,
     CompiledCall,
@@ -326,9 +327,19 @@ class _Known:
 
 
 def resolve(namer: Any, step: NativeStep, walk: Callable[[list[Record]], list[OpTime]]) -> list[OpTime]:
-    """``step``'s ops: from its rows if it has the shape of a step resolved the long way before (one of the last
-    :data:`KNOWN_SHAPES`), else the long way (``walk``: the namer's walk over records), keeping its node per row for
-    the next step of its shape (a training loop's steps alternate with evaluation calls)."""
+    """``step``'s ops, one tuple each (:func:`resolve_arrays`)."""
+    ops = resolve_arrays(namer, step, walk)
+    if isinstance(ops, OpArrays):
+        return list(zip(ops.node.tolist(), ops.ns.tolist(), ops.shapes, ops.start.tolist(), strict=True))
+    return ops
+
+
+def resolve_arrays(
+    namer: Any, step: NativeStep, walk: Callable[[list[Record]], list[OpTime]]
+) -> OpArrays | list[OpTime]:
+    """``step``'s ops: from its rows, as arrays, if it has the shape of a step resolved the long way before (one of
+    the last :data:`KNOWN_SHAPES`), else the long way (``walk``: the namer's walk over records), keeping its node per
+    row for the next step of its shape (a training loop's steps alternate with evaluation calls)."""
     shape = shape_of(step, namer)
     shapes: dict[tuple[Any, ...], _Known] = namer.__dict__.setdefault("_native_known", {})
     known = shapes.get(shape) if shape is not None else None
@@ -337,7 +348,7 @@ def resolve(namer: Any, step: NativeStep, walk: Callable[[list[Record]], list[Op
         kept = known.kept
         t0 = rows[:, T0] if kept is None else rows[kept, T0]
         ns = (rows[:, T1] if kept is None else rows[kept, T1]) - t0
-        return list(zip(known.node.tolist(), ns.tolist(), known.texts, t0.tolist(), strict=True))
+        return OpArrays(known.node, ns, known.texts, t0)
     ops = walk(step.records())
     if shape is None:
         shape = shape_of(step, namer)  # a root first seen in this step is known now
