@@ -471,13 +471,13 @@ def test_a_watched_programs_native_steps_resolve_from_their_rows(lib: Any, monke
     its rows, none merged into records."""
     resolved: list[Any] = []
     walked: list[Any] = []
-    resolve = native_steps.resolve
+    resolve = native_steps.resolve_arrays  # the agent's way: a known step's rows stay arrays up to its message
 
     def counted(namer: OpNamer, step: Any, walk: Any) -> Any:
         resolved.append(step)
         return resolve(namer, step, lambda records: walked.append(step) or walk(records))
 
-    monkeypatch.setattr(native_steps, "resolve", counted)
+    monkeypatch.setattr(native_steps, "resolve_arrays", counted)
     _watched("native")
     assert len(resolved) >= 3 and len(walked) == 1, (len(resolved), len(walked))
 
