@@ -9,6 +9,8 @@ are), ``now`` (summed from the op tuples the namer resolves: the dispatch mode, 
 new shape) and ``arrays`` (summed from a native step's rows resolved as arrays, a step of a known shape):
 
 - **bytes**: the pickled message (the socket's bytes, what the collector unpickles);
+- **tracked**: objects the program's garbage collector tracks, more than before the step, once its message is built
+  (and, now, its ops let go): what every collection scans until the message is sent;
 - **build ms**: in the program, from the step's resolved ops to the message (``sums_of`` now; nothing before);
 - **pickle ms**: in the program's sender thread, the message pickled;
 - **gc ms**: one full collection of the program's garbage collector while the message waits in the sender's queue
@@ -58,15 +60,37 @@ def as_arrays(ops: list[OpTime]) -> OpArrays:
     )
 
 
+def build(ops: list[OpTime] | OpArrays, form: str) -> Step:
+    if form == "before":
+        return Step(1, "train", 10**8, (0, 0, 0, 0, 0), True, False, ops)  # type: ignore[arg-type]
+    return Step(1, "train", 10**8, (0, 0, 0, 0, 0), True, False, sums=sums_of(ops))
+
+
+def tracked(count: int, nodes: int, form: str) -> int:
+    """The objects a step's message leaves tracked by the garbage collector (its ops let go, now), counted with
+    the collector off (a young tuple is tracked until a collection untracks it)."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        ops: list[OpTime] | OpArrays = step_ops(count, nodes, 0)
+        if form == "arrays":
+            ops = as_arrays(ops)  # type: ignore[arg-type]
+        message = build(ops, form)
+        del ops
+        kept = len(gc.get_objects()) - before
+        assert message.sampled  # held until counted
+        return kept
+    finally:
+        gc.enable()
+
+
 def one(count: int, nodes: int, form: str, round_: int, collector: Collector) -> tuple[float, ...]:
     ops: list[OpTime] | OpArrays = step_ops(count, nodes, round_)
     if form == "arrays":
         ops = as_arrays(ops)  # type: ignore[arg-type]
     t0 = time.perf_counter()
-    if form == "before":
-        m = Step(1, "train", 10**8, (0, 0, 0, 0, 0), True, False, ops)  # type: ignore[arg-type]
-    else:
-        m = Step(1, "train", 10**8, (0, 0, 0, 0, 0), True, False, sums=sums_of(ops))
+    m = build(ops, form)
     t1 = time.perf_counter()
     if form != "before":  # the agent lets the step's ops go once its message is built
         del ops
@@ -93,8 +117,8 @@ def main() -> None:
     p.add_argument("--nodes", type=int, nargs="+", default=[120, 400])
     a = p.parse_args()
     print(f"load {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"{'ops':>8} {'form':>7} {'bytes':>10} {'build ms':>9} {'pickle ms':>9} {'gc ms':>7} {'free ms':>8} "
-          f"{'agent ms':>8} {'intake ms':>9}")  # fmt: skip
+    print(f"{'ops':>8} {'form':>7} {'bytes':>10} {'tracked':>8} {'build ms':>9} {'pickle ms':>9} {'gc ms':>7} "
+          f"{'free ms':>8} {'agent ms':>8} {'intake ms':>9}")  # fmt: skip
     for count, nodes in zip(a.ops, a.nodes, strict=True):
         made = [EagerNode(i, 0, f"m{i}", "forward", "linear", 1, "aten.linear") for i in range(nodes)]
         collectors = {}
@@ -109,10 +133,11 @@ def main() -> None:
         for form in FORMS:
             columns = list(zip(*rows[form], strict=True))
             size = int(statistics.median(columns[0]))
-            build, pickled, collected, freed, intake = (statistics.median(c) for c in columns[1:])
+            built, pickled, collected, freed, intake = (statistics.median(c) for c in columns[1:])
+            kept = tracked(count, nodes, form)
             agent = statistics.median(sum(r[1:5]) for r in rows[form])
-            print(f"{count:>8} {form:>7} {size:>10,} {build:>9.2f} {pickled:>9.2f} {collected:>7.2f} {freed:>8.2f} "
-                  f"{agent:>8.2f} {intake:>9.2f}")  # fmt: skip
+            print(f"{count:>8} {form:>7} {size:>10,} {kept:>8,} {built:>9.2f} {pickled:>9.2f} {collected:>7.2f} "
+                  f"{freed:>8.2f} {agent:>8.2f} {intake:>9.2f}")  # fmt: skip
         print(f"load {os.getloadavg()[0]:.1f}", flush=True)
 
 
