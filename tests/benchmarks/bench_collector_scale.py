@@ -88,7 +88,7 @@ def untimed(steps: list[Any]) -> list[Any]:
         if step.sampled and plain:
             near = min(plain, key=lambda j: abs(j - i))
             step = dataclasses.replace(steps[near], index=step.index, start_ns=step.start_ns)
-        out.append(dataclasses.replace(step, nodes=[], ops=[], sampled=False, describing=False, timer=""))
+        out.append(dataclasses.replace(step, nodes=[], ops=[], sums=None, sampled=False, describing=False, timer=""))
     return out
 
 
@@ -290,7 +290,7 @@ def step_bytes(messages_path: Path) -> tuple[float, float, int]:
     again = [dataclasses.replace(s, nodes=[], roots=[]) for s in steps]
     sizes = [len(pickle.dumps(s)) for s in again]
     sampled = [len(pickle.dumps(s)) for s in again if s.sampled]
-    ops = max(len(s.ops) for s in steps)
+    ops = max((s.node_sums().ops for s in steps if s.sampled), default=0)
     return statistics.mean(sizes), statistics.mean(sampled) if sampled else 0.0, ops
 
 
