@@ -9,7 +9,7 @@ calls), so the agent sends that: :class:`NodeSums`, a few arrays as bytes and on
 grows with the step's nodes, not its ops. Only the trace export draws ops one by one; it gets the step's first
 :data:`RAW_OPS` ops (as arrays too), and the count of those left out, so that it can say it is a sample.
 
-Torch-free, numpy only: made in the program (:mod:`fxtui.agent.step_message`), read in the collector
+Torch-free, numpy only: made in the program (:meth:`fxtui.agent.agent.Agent._emit`), read in the collector
 (:mod:`fxtui.jobs.kind_tally`).
 """
 
