@@ -10,8 +10,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from fxtui.core.op_nodes import EagerNode, OpTime
-from fxtui.ops.namer import LOSS, SCRIPT, OpNamer
+from fxtui.ops.namer import OpNamer
 from fxtui.ops.recorder import OpRecorder
+from fxtui.ops.step_walk import LOSS, SCRIPT
 
 pytestmark = pytest.mark.unit
 
