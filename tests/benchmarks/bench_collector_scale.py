@@ -214,7 +214,41 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
     if profile is not None:
         profile.disable()
         profile.dump_stats(os.environ["FXTUI_BENCH_PROFILE"])
+    if os.environ.get("FXTUI_BENCH_CENSUS"):  # the objects the garbage collector tracks, by type, to that file
+        census(Path(os.environ["FXTUI_BENCH_CENSUS"]))
     job.close()
+
+
+def census(path: Path) -> None:
+    """Write to ``path`` the objects the garbage collector tracks in this process, by type, the snapshot tables'
+    columns held as lists of objects, and the commonest type's objects by length; a traceback if that fails."""
+    import collections
+    import gc
+    import traceback
+
+    try:
+        objects = gc.get_objects()
+        counts = collections.Counter(type(o).__qualname__ for o in objects)
+        common = counts.most_common(1)[0][0]
+        lengths = collections.Counter(
+            len(o) for o in objects if type(o).__qualname__ == common and hasattr(o, "__len__")
+        )
+        tables = collections.Counter(  # columns of the snapshots' tables held as lists of objects (not arrays)
+            f"{o.kind.__name__}.{name}: {type(stored[1][0]).__qualname__ if stored[1] else '-'}"
+            for o in objects
+            if type(o).__qualname__ == "ColumnTable"
+            for name, stored in o.columns.items()
+            if stored[0] == "o"
+        )
+        path.write_text(
+            f"tracked {sum(counts.values())}, frozen {gc.get_freeze_count()}\n"
+            + "".join(f"{count:>9} tables' column {name}\n" for name, count in tables.most_common(8))
+            + "".join(f"{count:>9} {name}\n" for name, count in counts.most_common(40))
+            + f"the {common} objects by length:\n"
+            + "".join(f"{count:>9} of {length}\n" for length, count in lengths.most_common(10))
+        )
+    except Exception:
+        path.write_text(traceback.format_exc())
 
 
 class RawSender:
