@@ -148,7 +148,6 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
 
     from fxtui.core.settings import ProgramSettings
     from fxtui.core.snapshot import State
-    from fxtui.jobs import collector_gc
     from fxtui.jobs.cross_node import Packers, _dumps, _local_ranks
     from fxtui.jobs.job_state import JobState
     from fxtui.jobs.launch import ProgramJob
@@ -157,7 +156,10 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
     state = JobState(ProgramSettings(("sim.py",), warmup=2))
     job = ProgramJob(("sim.py",), state.receive, directory=Path(directory), key=key)
     job.listen()
-    if gc_policy == "collector":
+    collector_gc: Any = None
+    if gc_policy == "collector":  # (imported only here: --gc python runs an fxtui from before it too)
+        from fxtui.jobs import collector_gc
+
         collector_gc.take_over()  # as the daemon does as it starts
     pipe.send(job.agent_address)
     tracked = (0, 0)
@@ -209,7 +211,7 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
                        pauses.worst_cpu_s, tracked))  # fmt: skip
             builds, build_gc = [], []
             pauses.worst_s[2] = pauses.worst_cpu_s = 0.0  # each tick's own worst
-        if gc_policy == "collector":
+        if collector_gc is not None:
             collector_gc.collect_if_due()  # as the daemon's loop does after its snapshots
     if profile is not None:
         profile.disable()
