@@ -1,14 +1,14 @@
 """The collector process's cyclic garbage collector: full passes between snapshots, and over what is new only.
 
-Measured at 256 ranks (``tests/benchmarks/bench_collector_scale.py``, and ``JobState`` fed in-process): the
-collector's state holds ~80,000 objects the garbage collector tracks (a third of them the modules' functions and
-descriptors, the rest each rank's windows, rings and statistics, the nodes the ranks share), and that count does
-not grow with the steps taken. Yet CPython ran a full pass every few seconds: each sampled step's messages and each
-snapshot's rows live long enough to be promoted to the oldest generation and die there, so its rule for a full
-pass (ten young passes of the middle generation, and a quarter as many objects promoted since the last as survived
-it) is met over and over. Every full pass walked the whole state (35–60 ms of CPU here, several times that in wall
-time on a loaded machine), stopped every thread of the collector, the intake too, and freed nothing: the state
-makes no garbage cycles. The slowest snapshots were the ones a full pass landed in.
+Measured at 256 ranks (``tests/benchmarks/bench_collector_scale.py``: its census of the objects the garbage
+collector tracks, and the full passes' time in the CPU time of their thread): the collector holds ~85,000 tracked
+objects (~37,000 of them the modules' functions, types and descriptors; the rest each rank's windows, rings and
+statistics, the nodes the ranks share), a count that does not grow with the steps taken. Yet CPython ran a full pass
+every ten seconds or so: the intake's messages and the snapshots' rows live long enough to be promoted to the oldest
+generation and die there, which meets its rule for a full pass (ten passes of the middle generation, and a quarter
+as many objects promoted since the last as survived it) again and again. Every full pass walked the whole state,
+stopped every thread of the collector, the intake too, and freed nothing (the state makes no garbage cycles), and
+the slowest snapshots were the ones a pass landed in.
 
 So, in the collector's process only (the program's own garbage collector is never touched; the collector beside
 the program applies this after its fork):

@@ -25,6 +25,8 @@ garbage collector tracks at the end (and how many of them frozen), and the machi
 
 The collector takes the daemon's policy for its garbage collector (:mod:`fxtui.jobs.collector_gc`); ``--gc python``
 leaves CPython's own, ``--gc both`` runs each size with CPython's and then with the collector's, one after the other.
+``FXTUI_BENCH_CENSUS=FILE`` writes the collector's tracked objects at the end, by type, to that file
+(:func:`census`).
 
 Above 256 ranks the ranks outside the job's sample send their steps as their agents do (:mod:`fxtui.wire.rank_sample`:
 unsampled, without ops); ``--all-ops`` makes every rank send its sampled steps' ops, as agents did before.
@@ -433,6 +435,7 @@ def run_size(
         "full_gc_worst_cpu_ms": 1e3 * max((t[15] for t in ticks if t[1] > after_minute[1]), default=0.0),
         "tracked": last[16],
         "gc": gc_policy,
+        "behind_every_10s": [t[8] for t in ticks if int(t[1]) % 10 == 0],
     }
 
 
@@ -493,6 +496,8 @@ def main() -> None:
               f"({r['full_gc_worst_ms']:>5.0f} / {r['full_gc_worst_cpu_ms']:>4.0f} ms)      "
               f"{r['tracked'][0]:>8} ({r['tracked'][1]:>6}) {r['gc']:>9}  "  # type: ignore[index]
               f"{os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
+        trend = " ".join(f"{b:.1f}" for b in r["behind_every_10s"])  # type: ignore[attr-defined]
+        print(f"{'':>6} behind, every 10 s (does it grow?): {trend} s", flush=True)
 
 
 if __name__ == "__main__":
