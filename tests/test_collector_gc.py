@@ -7,18 +7,22 @@ Each test restores this process's own garbage collector (CPython's thresholds, n
 from __future__ import annotations
 
 import gc
+import os
+import threading
 import types
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
 from fxtui.core.settings import ProgramSettings
 from fxtui.core.snapshot import State
-from fxtui.jobs import collector_gc
+from fxtui.jobs import adopt, collector_gc, daemon
 from fxtui.jobs.job_state import JobState
 from fxtui.wire.agent_messages import Hello, Step
+from fxtui.wire.job_directory import JobInfo
 
 pytestmark = pytest.mark.unit
 
@@ -164,3 +168,63 @@ def test_the_collector_state_tracks_no_object_a_node_of_each_rank() -> None:
     many = _tracked_reachable(_fed(ranks, large, range(60)))
     per_node_and_rank = (many - few) / ((large - small) * ranks)
     assert per_node_and_rank < 0.5, (few, many)
+
+
+# -- the collector's processes take it ------------------------------------------------------------------------------
+
+
+class _Started(Exception):
+    """Raised where a collector process would set up its job: the test has seen what it needed."""
+
+
+def test_the_daemon_and_the_adopter_take_the_policy_before_they_set_up_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(collector_gc, "take_over", lambda: calls.append("take over"))
+
+    def set_up(*args: object, **kwargs: object) -> None:
+        calls.append("job")
+        raise _Started
+
+    monkeypatch.setattr(daemon, "detached_job", set_up)
+    monkeypatch.setattr(adopt, "detached_job", set_up)
+    with pytest.raises(_Started):
+        daemon.run(tmp_path)
+    assert calls == ["take over", "job"]
+    calls.clear()
+    lost = JobInfo("1", ("train.py",), str(tmp_path), pid=0, program_pid=os.getpid(), started=0.0)
+    monkeypatch.setattr(adopt, "read_info", lambda directory: lost)
+    with pytest.raises(_Started):
+        adopt.adopt(tmp_path)
+    assert calls == ["take over", "job"]
+
+
+def test_a_job_that_cannot_be_adopted_leaves_the_gc_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(collector_gc, "take_over", lambda: calls.append("take over"))
+    monkeypatch.setattr(adopt, "read_info", lambda directory: None)
+    assert adopt.adopt(tmp_path) == 1
+    assert calls == []
+
+
+def test_the_collectors_loop_offers_the_due_pass_after_each_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: list[str] = []
+    monkeypatch.setattr(collector_gc, "collect_if_due", lambda: order.append("due pass") or False)
+    monkeypatch.setattr(daemon, "INTERVAL", 0.001)
+
+    class Server:
+        def __init__(self) -> None:
+            self.viewers = [object()]
+
+        def publish(self, make: object) -> None:
+            order.append("snapshot")
+
+    looks = iter(range(3))
+    state = JobState(ProgramSettings(("train.py",)))
+    info = JobInfo("1", ("train.py",), str(tmp_path), 1, 2, 0.0)
+    stop, leave = threading.Event(), threading.Event()
+    daemon.watch(lambda: next(looks, None) is not None, state, Server(), None, tmp_path, info, stop, leave)  # type: ignore[arg-type]
+    assert order == ["snapshot", "due pass"] * 3
