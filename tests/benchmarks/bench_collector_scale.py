@@ -166,6 +166,8 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
     pipe.send(job.agent_address)
     tracked = (0, 0)
     """Objects the garbage collector tracks, and how many of them are frozen (counted every 15 s)."""
+    walked = 0
+    """The most objects a due pass of the collector's policy walked, since the last tick."""
     builds: list[float] = []
     build_gc: list[float] = []
     """The collector's garbage collection during each build (seconds)."""
@@ -210,10 +212,12 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
             pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
                        state.received, builds, report_bytes[-1], shown, *lag,
                        time.thread_time() - main0, build_gc, pauses.count[2], pauses.worst_s[2],
-                       pauses.worst_cpu_s, tracked))  # fmt: skip
-            builds, build_gc = [], []
+                       pauses.worst_cpu_s, tracked, walked))  # fmt: skip
+            builds, build_gc, walked = [], [], 0
             pauses.worst_s[2] = pauses.worst_cpu_s = 0.0  # each tick's own worst
         if collector_gc is not None:
+            if gc.get_count()[2] >= collector_gc.DUE_AFTER:  # what the due pass walks: the objects not frozen
+                walked = max(walked, len(gc.get_objects()))
             collector_gc.collect_if_due()  # as the daemon's loop does after its snapshots
     if profile is not None:
         profile.disable()
@@ -436,6 +440,7 @@ def run_size(
         "tracked": last[16],
         "gc": gc_policy,
         "behind_every_10s": [t[8] for t in ticks if int(t[1]) % 10 == 0],
+        "walked": max((t[17] for t in ticks if t[1] > after_minute[1]), default=0),
     }
 
 
@@ -497,7 +502,8 @@ def main() -> None:
               f"{r['tracked'][0]:>8} ({r['tracked'][1]:>6}) {r['gc']:>9}  "  # type: ignore[index]
               f"{os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
         trend = " ".join(f"{b:.1f}" for b in r["behind_every_10s"])  # type: ignore[attr-defined]
-        print(f"{'':>6} behind, every 10 s (does it grow?): {trend} s", flush=True)
+        print(f"{'':>6} behind, every 10 s (does it grow?): {trend} s; the most objects a due pass walked after the "
+              f"first minute: {r['walked']}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
