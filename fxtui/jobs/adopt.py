@@ -32,6 +32,7 @@ from pathlib import Path
 
 from fxtui.core.errors import FxtuiError
 from fxtui.core.snapshot import State
+from fxtui.jobs import collector_gc
 from fxtui.jobs.daemon import finish, leave_on_sigterm, watch
 from fxtui.jobs.job_setup import detached_job
 from fxtui.jobs.job_start import ADOPTER, start_collector
@@ -86,6 +87,7 @@ def adopt(directory: Path) -> int:
         if message.pid == pid:
             said.append(message)
 
+    collector_gc.take_over()  # this process is the collector's alone: full passes between snapshots
     made = detached_job(directory, agents_on=info.agents, on_exit=on_exit)
     state, server, job, stop = made.state, made.server, made.job, made.stop
     made.cross.resume(directory)  # a node of a job across nodes: its part in it, as far as it can be taken up

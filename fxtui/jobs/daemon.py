@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.snapshot import State
+from fxtui.jobs import collector_gc
 from fxtui.jobs.job_setup import detached_job
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.profile_keeper import ProfileKeeper
@@ -51,6 +52,7 @@ LINGER = 10.0
 
 def run(directory: Path) -> int:
     """Run the job described in ``directory``; the program's exit status."""
+    collector_gc.take_over()  # this process is the collector's alone: full passes between snapshots
     made = detached_job(directory)
     settings, cwd, state, server, job, stop = made.settings, made.cwd, made.state, made.server, made.job, made.stop
     cross = made.cross
@@ -128,6 +130,7 @@ def watch(
         if now - saved >= PROFILE_EVERY and state.received != saved_at:
             saved, saved_at = now, state.received
             keeper.keep(state.snapshot(State.RUNNING))
+        collector_gc.collect_if_due()  # the moment furthest from the next snapshot
     return info
 
 

@@ -19,8 +19,14 @@ whether every message sent was received, how far behind the program the collecto
 between a step's end, stamped by its sender, and its intake, as the collector itself reads it:
 :mod:`fxtui.jobs.intake_lag`; median over the run, worst, and at the end), the sampled steps whose ops it left out
 while behind, the garbage collector's time inside the slowest snapshot and its full collections after the first
-minute (how many, the longest: every thread of the collector stops for one), and the machine's load average beside
-them.
+minute (how many, the longest in wall time and in the CPU time of the thread it ran in: every thread of the collector
+stops for one; at ``nice -n 19`` on a loaded machine the wall time is mostly waiting for a core), the objects the
+garbage collector tracks at the end (and how many of them frozen), and the machine's load average beside them.
+
+The collector takes the daemon's policy for its garbage collector (:mod:`fxtui.jobs.collector_gc`); ``--gc python``
+leaves CPython's own, ``--gc both`` runs each size with CPython's and then with the collector's, one after the other.
+``FXTUI_BENCH_CENSUS=FILE`` writes the collector's tracked objects at the end, by type, to that file
+(:func:`census`).
 
 Above 256 ranks the ranks outside the job's sample send their steps as their agents do (:mod:`fxtui.wire.rank_sample`:
 unsampled, without ops); ``--all-ops`` makes every rank send its sampled steps' ops, as agents did before.
@@ -117,23 +123,31 @@ class GcPauses:
 
         self.total_s = 0.0
         self.worst_s = [0.0, 0.0, 0.0]
+        self.worst_cpu_s = 0.0
+        """The longest full pass in its thread's CPU time (the wall time less the waits for a core)."""
         self.count = [0, 0, 0]
         self._began = 0.0
+        self._began_cpu = 0.0
         gc.callbacks.append(self._heard)
 
     def _heard(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._began = time.perf_counter()
+            self._began, self._began_cpu = time.perf_counter(), time.thread_time()
             return
         took = time.perf_counter() - self._began
         generation = info.get("generation", 2)
         self.total_s += took
         self.count[generation] += 1
         self.worst_s[generation] = max(self.worst_s[generation], took)
+        if generation == 2:
+            self.worst_cpu_s = max(self.worst_cpu_s, time.thread_time() - self._began_cpu)
 
 
-def collector(directory: str, key: bytes, pipe: Connection) -> None:
-    """The collector under test: the daemon's receiving and snapshot path, and a member's report to its lead."""
+def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "collector") -> None:
+    """The collector under test: the daemon's receiving and snapshot path, and a member's report to its lead; its
+    garbage collector the daemon's (``gc_policy`` "collector") or CPython's own ("python")."""
+    import gc
+
     from fxtui.core.settings import ProgramSettings
     from fxtui.core.snapshot import State
     from fxtui.jobs.cross_node import Packers, _dumps, _local_ranks
@@ -144,7 +158,16 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
     state = JobState(ProgramSettings(("sim.py",), warmup=2))
     job = ProgramJob(("sim.py",), state.receive, directory=Path(directory), key=key)
     job.listen()
+    collector_gc: Any = None
+    if gc_policy == "collector":  # (imported only here: --gc python runs an fxtui from before it too)
+        from fxtui.jobs import collector_gc
+
+        collector_gc.take_over()  # as the daemon does as it starts
     pipe.send(job.agent_address)
+    tracked = (0, 0)
+    """Objects the garbage collector tracks, and how many of them are frozen (counted every 15 s)."""
+    walked = 0
+    """The most objects a due pass of the collector's policy walked, since the last tick."""
     builds: list[float] = []
     build_gc: list[float] = []
     """The collector's garbage collection during each build (seconds)."""
@@ -184,15 +207,56 @@ def collector(directory: str, key: bytes, pipe: Connection) -> None:
             cpu = os.times()
             with state.lock:
                 lag = (state.lag.behind_s, state.lag.worst_s, state.lag.shed)
+            if not tracked[0] or int(now - started) % 15 == 0:
+                tracked = (len(gc.get_objects()) + gc.get_freeze_count(), gc.get_freeze_count())
             pipe.send(("tick", now - started, cpu.user + cpu.system - cpu0.user - cpu0.system, _rss_mb(),
                        state.received, builds, report_bytes[-1], shown, *lag,
-                       time.thread_time() - main0, build_gc, pauses.count[2], pauses.worst_s[2]))  # fmt: skip
-            builds, build_gc = [], []
-            pauses.worst_s[2] = 0.0  # each tick's own worst
+                       time.thread_time() - main0, build_gc, pauses.count[2], pauses.worst_s[2],
+                       pauses.worst_cpu_s, tracked, walked))  # fmt: skip
+            builds, build_gc, walked = [], [], 0
+            pauses.worst_s[2] = pauses.worst_cpu_s = 0.0  # each tick's own worst
+        if collector_gc is not None:
+            if gc.get_count()[2] >= collector_gc.DUE_AFTER:  # what the due pass walks: the objects not frozen
+                walked = max(walked, len(gc.get_objects()))
+            collector_gc.collect_if_due()  # as the daemon's loop does after its snapshots
     if profile is not None:
         profile.disable()
         profile.dump_stats(os.environ["FXTUI_BENCH_PROFILE"])
+    if os.environ.get("FXTUI_BENCH_CENSUS"):  # the objects the garbage collector tracks, by type, to that file
+        census(Path(os.environ["FXTUI_BENCH_CENSUS"]))
     job.close()
+
+
+def census(path: Path) -> None:
+    """Write to ``path`` the objects the garbage collector tracks in this process, by type, the snapshot tables'
+    columns held as lists of objects, and the commonest type's objects by length; a traceback if that fails."""
+    import collections
+    import gc
+    import traceback
+
+    try:
+        objects = gc.get_objects()
+        counts = collections.Counter(type(o).__qualname__ for o in objects)
+        common = counts.most_common(1)[0][0]
+        lengths = collections.Counter(
+            len(o) for o in objects if type(o).__qualname__ == common and hasattr(o, "__len__")
+        )
+        tables = collections.Counter(  # columns of the snapshots' tables held as lists of objects (not arrays)
+            f"{o.kind.__name__}.{name}: {type(stored[1][0]).__qualname__ if stored[1] else '-'}"
+            for o in objects
+            if type(o).__qualname__ == "ColumnTable"
+            for name, stored in o.columns.items()
+            if stored[0] == "o"
+        )
+        path.write_text(
+            f"tracked {sum(counts.values())}, frozen {gc.get_freeze_count()}\n"
+            + "".join(f"{count:>9} tables' column {name}\n" for name, count in tables.most_common(8))
+            + "".join(f"{count:>9} {name}\n" for name, count in counts.most_common(40))
+            + f"the {common} objects by length:\n"
+            + "".join(f"{count:>9} of {length}\n" for length, count in lengths.most_common(10))
+        )
+    except Exception:
+        path.write_text(traceback.format_exc())
 
 
 class RawSender:
@@ -295,7 +359,13 @@ def step_bytes(messages_path: Path) -> tuple[float, float, int]:
 
 
 def run_size(
-    ranks: int, seconds: float, messages: Path, processes: int, raw: bool = False, all_ops: bool = False
+    ranks: int,
+    seconds: float,
+    messages: Path,
+    processes: int,
+    raw: bool = False,
+    all_ops: bool = False,
+    gc_policy: str = "collector",
 ) -> dict[str, object]:
     import secrets
 
@@ -305,7 +375,7 @@ def run_size(
     key = secrets.token_bytes(32)
     directory = tempfile.mkdtemp(prefix="bench-", dir=private_dir())
     ours, theirs = ctx.Pipe()
-    coll = ctx.Process(target=collector, args=(directory, key, theirs), daemon=True)
+    coll = ctx.Process(target=collector, args=(directory, key, theirs, gc_policy), daemon=True)
     coll.start()
     address = ours.recv()
     pipes, procs = [], []
@@ -366,6 +436,11 @@ def run_size(
         "worst_gc_ms": 1e3 * steady_gc[worst] if worst < len(steady_gc) else 0.0,
         "full_gcs": last[13] - after_minute[13],
         "full_gc_worst_ms": 1e3 * max((t[14] for t in ticks if t[1] > after_minute[1]), default=0.0),
+        "full_gc_worst_cpu_ms": 1e3 * max((t[15] for t in ticks if t[1] > after_minute[1]), default=0.0),
+        "tracked": last[16],
+        "gc": gc_policy,
+        "behind_every_10s": [t[8] for t in ticks if int(t[1]) % 10 == 0],
+        "walked": max((t[17] for t in ticks if t[1] > after_minute[1]), default=0),
     }
 
 
@@ -393,6 +468,13 @@ def main() -> None:
         help="every rank sends its sampled steps' ops, also those outside a large job's sample (as agents did before "
         "they left them out)",
     )
+    p.add_argument(
+        "--gc",
+        choices=("collector", "python", "both"),
+        default="collector",
+        help="the collector's garbage collector: the daemon's policy (fxtui.jobs.collector_gc), CPython's own, or "
+        "each size with both, CPython's first",
+    )
     a = p.parse_args()
     messages = a.messages or Path(tempfile.gettempdir()) / f"fxtui-bench-scale-{a.sample_every}.pickle"
     if not messages.exists():
@@ -403,10 +485,11 @@ def main() -> None:
           f"({sampled / 1e3:.1f} kB a sampled step), one step in {a.sample_every} sampled")  # fmt: skip
     print(f"{'ranks':>6} {'cpu':>6} {'snap+rep':>8} {'rss@1m':>8} {'rss end':>8} {'growth':>7} {'snap med':>9} "
           f"{'snap max':>9} {'after 3m':>8} {'lead B/rank/step':>16} {'dropped':>8} {'recv/sent':>14} {'late':>5} "
-          f"{'behind med/worst/end':>21} {'ops left out':>12} {'gc in worst':>11} {'full gcs >1m':>16}  load  "
-          "compared")  # fmt: skip
-    for ranks in a.ranks:
-        r = run_size(ranks, 60 * a.minutes, messages, a.processes, a.raw, a.all_ops)
+          f"{'behind med/worst/end':>21} {'ops left out':>12} {'gc in worst':>11} "
+          f"{'full gcs >1m (longest wall/cpu)':>31} {'tracked (frozen)':>18} {'gc':>9}  load  compared")  # fmt: skip
+    policies = ("python", "collector") if a.gc == "both" else (a.gc,)
+    for ranks, policy in [(ranks, policy) for ranks in a.ranks for policy in policies]:
+        r = run_size(ranks, 60 * a.minutes, messages, a.processes, a.raw, a.all_ops, policy)
         per_rank_step = float(r["report_bytes"]) / ranks / STEPS_PER_S  # type: ignore[arg-type]
         later = float(r["rss_end"]) - float(r["rss_three"])  # type: ignore[arg-type]
         print(f"{ranks:>6} {r['cpu']:>6.2f} {r['main_cpu']:>8.2f} {r['rss_minute']:>7.0f}M {r['rss_end']:>7.0f}M "
@@ -414,8 +497,13 @@ def main() -> None:
               f"{r['build_max_ms']:>7.0f}ms {later:>+7.0f}M {per_rank_step:>16.0f} {r['dropped']:>8} "
               f"{r['received']:>6}/{r['sent']:<7} {r['late']:>5} "
               f"{r['behind_median_s']:>7.2f}/{r['behind_worst_s']:>6.2f}/{r['behind_end_s']:>5.2f} s "
-              f"{r['shed']:>12} {r['worst_gc_ms']:>9.0f}ms {r['full_gcs']:>6} ({r['full_gc_worst_ms']:>4.0f} ms)  "
+              f"{r['shed']:>12} {r['worst_gc_ms']:>9.0f}ms {r['full_gcs']:>6} "
+              f"({r['full_gc_worst_ms']:>5.0f} / {r['full_gc_worst_cpu_ms']:>4.0f} ms)      "
+              f"{r['tracked'][0]:>8} ({r['tracked'][1]:>6}) {r['gc']:>9}  "  # type: ignore[index]
               f"{os.getloadavg()[0]:.1f}  {r['shown']}", flush=True)  # fmt: skip
+        trend = " ".join(f"{b:.1f}" for b in r["behind_every_10s"])  # type: ignore[attr-defined]
+        print(f"{'':>6} behind, every 10 s (does it grow?): {trend} s; the most objects a due pass walked after the "
+              f"first minute: {r['walked']}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
