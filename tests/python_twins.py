@@ -10,7 +10,8 @@ sees another's. The runs under fxtui stay runs of their own (fxtui's agent must 
 
 So it stands in for ``python`` only for a script whose behaviour does not hang on what it does before its own
 ``import torch`` (setting a variable torch reads as it loads, say): a feature script seeds torch and sets its
-threads after importing it. The corpus of whole programs (``tests/test_corpus.py``) is run under python itself.
+threads after importing it. The corpus of whole programs (``tests/test_corpus.py``) is run so too, but for its
+torchrun job (the launcher's own ranks) and a program run at a size of its own.
 
 Run as a program (this file, by path) with the scripts to run as JSON; :func:`run_python_twins` does that.
 """
@@ -32,15 +33,21 @@ if TYPE_CHECKING:  # run by path as the scripts' interpreter, this file imports 
 
 
 def run_python_twins(
-    commands: Sequence[Sequence[str]], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 900
+    commands: Sequence[Sequence[str]],
+    cwd: Path | Sequence[Path],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 900,
 ) -> list[ProgramRun]:
-    """Each of ``commands`` (a script and its arguments) run as ``python COMMAND…`` in ``cwd`` would run it."""
+    """Each of ``commands`` (a script and its arguments) run as ``python COMMAND…`` in ``cwd`` would run it (or in
+    its own of ``cwd``'s directories, one a command)."""
     from tests.program_runs import ProgramRun
 
+    cwds = [cwd] * len(commands) if isinstance(cwd, Path) else list(cwd)
+    assert len(cwds) == len(commands)
     with tempfile.TemporaryDirectory(prefix="fxtui-twins-") as directory:
         jobs = [
-            {"argv": list(command), "cwd": str(cwd), "out": f"{directory}/{i}.out", "err": f"{directory}/{i}.err"}
-            for i, command in enumerate(commands)
+            {"argv": list(command), "cwd": str(where), "out": f"{directory}/{i}.out", "err": f"{directory}/{i}.err"}
+            for i, (command, where) in enumerate(zip(commands, cwds, strict=True))
         ]
         done = subprocess.run(
             [sys.executable, __file__, json.dumps(jobs)],

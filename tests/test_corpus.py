@@ -1,7 +1,8 @@
 """fxtui run on the corpus of training loops (tests/programs): what a user of each needs from the profile.
 
 Each program runs once under ``python`` and once under ``fxtui run --once --json`` (small sizes; the runs are
-shared by the tests of a program). A test asserts one promise of issue 37 (steps of the right kind, phases where
+shared by the tests of a program; the plain runs of the scripts share one start of Python and torch, see
+:func:`corpus`). A test asserts one promise of issue 37 (steps of the right kind, phases where
 they happen, fidelity, root share, bounded nodes) or issue 36 (the program behaves as under python). They were
 written against the fxtui these programs broke, as strict xfails, and each mark went when the agent kept its
 promise.
@@ -14,6 +15,7 @@ each is judged again on a second run when the machine was busy (see :func:`stead
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -33,6 +35,7 @@ from tests.program_runs import (
     run_python,
     step_kinds,
 )
+from tests.python_twins import run_python_twins
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -149,10 +152,50 @@ def _missing(case: Case) -> list[str]:
     return [m for m in case.needs if importlib.util.find_spec(m) is None]
 
 
+def _twin(case: Case) -> bool:
+    """The program's plain run may be a twin's (``tests/python_twins.py``): a script (not ``-m``, torchrun) whose
+    modules are here."""
+    return not case.command[0].startswith("-") and not _missing(case)
+
+
+def wanted(items: list[pytest.Item]) -> list[str]:
+    """The programs the selected tests of this file read (by their ``name`` parameter or a ``corpus("…")`` call)."""
+    names: dict[str, None] = {}
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.module is None or item.module.__name__ != __name__:
+            continue
+        params = getattr(item, "callspec", None)
+        if params is not None and params.params.get("name") in CASES:
+            names[params.params["name"]] = None
+        for name in re.findall(r'corpus\("(\w+)"', inspect.getsource(item.function)):
+            names[name] = None
+    return list(names)
+
+
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Runs]]:
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Runs]]:
     """``corpus(name)``: the program's two runs, made once per test session."""
     made: dict[str, Runs] = {}
+    env = {**os.environ, **ONE_THREAD}
+    # The plain runs of the selected programs (each a script run as ``python SCRIPT``) are made together, at the
+    # first program's turn, from one interpreter that imported torch once (``tests/python_twins.py``): the import
+    # is a third of a small program's run. A torchrun job, and a program at a size of its own, run under python.
+    plain: dict[str, tuple[Path, ProgramRun]] = {}
+    batched: list[str] = []
+
+    def plain_run(name: str) -> tuple[Path, ProgramRun]:
+        """The program's directory and its run under python (its files made there)."""
+        if not batched:
+            batched[:] = [n for n in wanted(request.session.items) if _twin(CASES[n])]
+            cwds = [tmp_path_factory.mktemp(n) for n in batched]
+            if batched:
+                runs = run_python_twins([CASES[n].command for n in batched], cwds, env)
+                plain.update(zip(batched, zip(cwds, runs, strict=True), strict=True))
+            batched.append("")  # made once, whatever the selection held
+        if name not in plain:
+            cwd = tmp_path_factory.mktemp(name)
+            plain[name] = cwd, run_python(list(CASES[name].command), cwd, env)
+        return plain[name]
 
     def get(name: str, **changes: str) -> Runs:
         case = CASES[name]
@@ -164,13 +207,15 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str],
             missing = _missing(case)
             if missing:
                 pytest.skip(f"{name} needs {', '.join(missing)}")
-            cwd = tmp_path_factory.mktemp(name)
-            env = {**os.environ, **ONE_THREAD}
             # Under python first (a program's files, data or checkpoints, are then made by its plain run), except
             # at a size of its own (``changes``), which no test compares with python.
+            if changes:
+                cwd, python = tmp_path_factory.mktemp(name), None
+            else:
+                cwd, python = plain_run(name)
             made[key] = Runs(
                 name,
-                None if changes else run_python(command, cwd, env),
+                python,
                 run_fxtui(command, cwd, case.options, env),
                 cache(lambda: run_fxtui(command, cwd, case.options, env)),  # one second run, for every figure
                 lambda: run_python(command, cwd, env),

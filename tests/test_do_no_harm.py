@@ -298,31 +298,6 @@ def test_a_profile_of_a_killed_program_follows_it(tmp_path: Path) -> None:
     assert "ended without a status" in out and "steps" in out
 
 
-def test_job_json_follows_the_program(tmp_path: Path) -> None:
-    write(tmp_path, "loop.py", LOOP)
-    info, directory = start_detached(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
-    try:
-        wait_until(lambda: json.loads((directory / "job.json").read_text())["steps"] > 50, "steps in job.json")
-        first = json.loads((directory / "job.json").read_text())["steps"]
-        wait_until(lambda: json.loads((directory / "job.json").read_text())["steps"] > first, "job.json to move on")
-    finally:
-        (tmp_path / "stop").write_text("0")
-    wait_until(lambda: not json.loads((directory / "job.json").read_text())["running"], "the job's end")
-    assert job_dir(info.id) == directory
-
-
-def test_a_detached_programs_output_is_its_log_on_its_own_descriptors(tmp_path: Path) -> None:
-    write(tmp_path, "loop.py", LOOP)
-    info, directory = start_detached(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
-    try:
-        wait_until(lambda: "step" in (directory / LOG).read_text(), "the program's output")
-        if Path(f"/proc/{info.program_pid}/fd").is_dir():
-            for fd in (1, 2):  # no pipe whose reader could die: the file itself, as `>> output.log 2>&1` gives
-                assert os.readlink(f"/proc/{info.program_pid}/fd/{fd}") == str(directory / LOG)
-    finally:
-        (tmp_path / "stop").write_text("0")
-
-
 def test_a_full_disk_meets_the_program_as_under_python(tmp_path: Path) -> None:
     from fxtui.jobs.launch import ProgramJob
 
@@ -339,16 +314,36 @@ def test_a_full_disk_meets_the_program_as_under_python(tmp_path: Path) -> None:
         job.close()
 
 
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One detached job of the loop for the tests below that watch it (each would wait for a program's start-up
+    otherwise, and a running loop keeps a core busy): its folder, its info and its job directory. The last of
+    them, job.json's, ends it."""
+    folder = tmp_path_factory.mktemp("watched")
+    write(folder, "loop.py", LOOP)
+    info, directory = start_detached(ProgramSettings((str(folder / "loop.py"),), warmup=2, every=2))
+    yield folder, info, directory
+    (folder / "stop").write_text("0")
+
+
+def test_a_detached_programs_output_is_its_log_on_its_own_descriptors(watched) -> None:  # type: ignore[no-untyped-def]
+    _, info, directory = watched
+    wait_until(lambda: "step" in (directory / LOG).read_text(), "the program's output")
+    if Path(f"/proc/{info.program_pid}/fd").is_dir():
+        for fd in (1, 2):  # no pipe whose reader could die: the file itself, as `>> output.log 2>&1` gives
+            assert os.readlink(f"/proc/{info.program_pid}/fd/{fd}") == str(directory / LOG)
+
+
 def _loads_torch(pid: int) -> bool:
     return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
-def test_the_collectors_never_load_torch(tmp_path: Path) -> None:
+def test_the_collectors_never_load_torch(watched, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A collector importing torch costs the program seconds of a core as it starts (its agent's first message
     once carried torch's own version class)."""
+    _, info, _ = watched
     write(tmp_path, "loop.py", LOOP)
-    info, _ = start_detached(ProgramSettings((str(tmp_path / "loop.py"),), warmup=2, every=2))
     once = subprocess.Popen([*RUN, "loop.py"], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     try:
         figures(info, at_least=5)
@@ -360,6 +355,18 @@ def test_the_collectors_never_load_torch(tmp_path: Path) -> None:
     finally:
         (tmp_path / "stop").write_text("0")
         once.communicate(timeout=300)
+
+
+def test_job_json_follows_the_program(watched) -> None:  # type: ignore[no-untyped-def]
+    folder, info, directory = watched
+    try:
+        wait_until(lambda: json.loads((directory / "job.json").read_text())["steps"] > 50, "steps in job.json")
+        first = json.loads((directory / "job.json").read_text())["steps"]
+        wait_until(lambda: json.loads((directory / "job.json").read_text())["steps"] > first, "job.json to move on")
+    finally:
+        (folder / "stop").write_text("0")
+    wait_until(lambda: not json.loads((directory / "job.json").read_text())["running"], "the job's end")
+    assert job_dir(info.id) == directory
 
 
 def _cmdline(pid: int) -> str:

@@ -13,9 +13,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from helpers import DDP_PROGRAM, DDP_RUN_OPTIONS, NEEDS_GLOO, free_port, fxtui_run, write_secret
+
+from fxtui.core.errors import FxtuiError
+from fxtui.core.program_run import RankStats
+from fxtui.wire.attach_source import AttachSource
+from fxtui.wire.job_directory import find_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, NEEDS_GLOO]
 
@@ -89,6 +95,32 @@ def _wait_for(path: Path, seconds: float = 300) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path.name} never came"
         time.sleep(0.2)
+
+
+def _seen_ranks(job: Job, node: int, job_id: str) -> dict[int, RankStats]:
+    """The ranks node ``node``'s collector of ``job_id`` shows a viewer now, as ``fxtui attach`` there would see
+    them (taken in this process: a viewer of its own would start a Python for each look)."""
+    with mock.patch.dict(os.environ, {"XDG_RUNTIME_DIR": str(job.run_dir(node))}):
+        try:
+            snapshot = AttachSource(find_job(job_id)).take()
+        except FxtuiError:  # between a collector's death and its adopter's start
+            return {}
+    summary = snapshot.rank_summary if snapshot is not None else None
+    return {r.rank: r for r in summary.ranks} if summary is not None else {}
+
+
+def _wait_for_news(job: Job, node: int, job_id: str, rank: int, fresh: bool = True, seconds: float = 120) -> None:
+    """Until node ``node``'s collector has figures of ``rank``, and it is not gone; when ``fresh``, steps past those
+    it showed at first (figures that came after this call, not kept ones)."""
+    first = _seen_ranks(job, node, job_id).get(rank) if fresh else None
+    before = first.steps if first is not None else 0
+    deadline = time.monotonic() + seconds
+    while True:
+        now = _seen_ranks(job, node, job_id).get(rank)
+        if now is not None and now.steps > before and not now.gone_since:
+            return
+        assert time.monotonic() < deadline, f"node {node} had no news of rank {rank} in {seconds:g} s"
+        time.sleep(0.5)
 
 
 def test_every_node_s_rank_is_in_node_0_s_profile_and_the_straggler_is_named_with_its_node(tmp_path: Path) -> None:
@@ -242,7 +274,8 @@ def test_a_member_s_collector_killed_and_adopted_reports_to_the_lead_again(tmp_p
         time.sleep(2)
         attach = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
         adopted = subprocess.run(attach, cwd=tmp_path, env=job.env(1), capture_output=True, text=True, timeout=120)
-        time.sleep(5)  # the adopter's reports reach the lead
+        # The adopter's reports reach the lead: the lead answers a member that has viewers with the job's other ranks.
+        _wait_for_news(job, 1, job_id, 0)
         seen = subprocess.run([*attach, "--json", "a1.json"], cwd=tmp_path, env=job.env(1), capture_output=True,
                               text=True, timeout=120)  # fmt: skip
         stop.touch()
@@ -270,12 +303,12 @@ def test_the_lead_s_collector_killed_and_adopted_takes_the_members_reports_again
         _wait_for(tmp_path / "STEPPED.1")
         kept = job.run_dir(0) / "fxtui" / f"job-{job_id}"
         _wait_for(kept / "link.json", 60)
-        time.sleep(2)  # node 1 reports to the lead
+        _wait_for_news(job, 0, job_id, 1, fresh=False)  # node 1 reports to the lead
         os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the lead; its rank runs on
         time.sleep(2)
         attach = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
         adopted = subprocess.run(attach, cwd=tmp_path, env=job.env(0), capture_output=True, text=True, timeout=120)
-        time.sleep(8)  # node 1 finds its lead again and reports
+        _wait_for_news(job, 0, job_id, 1)  # node 1 finds its lead again and reports
         seen = subprocess.run([*attach, "--json", "a0.json"], cwd=tmp_path, env=job.env(0), capture_output=True,
                               text=True, timeout=120)  # fmt: skip
         stop.touch()

@@ -6,7 +6,9 @@ Other engineers' work may load the machine further: it only adds waiting, so eac
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
 import re
 import subprocess
@@ -17,8 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from program_runs import load_text, run_fxtui
+from program_runs import ProgramRun, load_text, run_fxtui
 
+from fxtui.commands.program_report import print_report
+from fxtui.core.settings import OutputSettings
 from fxtui.report.data import ReportData
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -50,7 +54,19 @@ def busy(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
             p.wait()
 
 
-def test_beside_three_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_not_called_python() -> None:
+@dataclasses.dataclass
+class BesideBusy:
+    """The program's run under fxtui beside three busy processes, and what the busy processes used each time."""
+
+    run: ProgramRun
+    cores: float
+    readings: list[str]
+
+
+@pytest.fixture(scope="module")
+def beside_busy() -> BesideBusy:
+    """One run for the split's checks and the header's width (run once a file: a run beside busy processes takes
+    both cores from the tests on the other worker while it lasts)."""
     # One thread of the program against three busy ones on two cores: two tasks a core, so the program shares its
     # core. (Beside two, the kernel may leave it a core of its own and put both loops on the other: no wait at all.)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -66,7 +82,16 @@ def test_beside_three_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_n
         readings.append(f"busy processes used {cores:.2f} cores; waiting {waiting}, python {python}, ops {ops}")
         if waiting is not None and waiting >= 0.15:
             break
-    said = f"{load_text()}; " + " | ".join(readings)
+    return BesideBusy(run, cores, readings)
+
+
+def test_beside_three_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_not_called_python(
+    beside_busy: BesideBusy,
+) -> None:
+    run, cores = beside_busy.run, beside_busy.cores
+    meta = run.meta
+    waiting, python, ops = meta.get("waiting_share"), meta.get("python_share"), meta.get("ops_share")
+    said = f"{load_text()}; " + " | ".join(beside_busy.readings)
     # The kernel may keep the loops off the program's core (or, on a machine loaded by other work, off the CPU):
     # then only a program that waited all the same has a wait to check. Other work only adds to the wait.
     if (waiting is None or waiting < 0.15) and cores < 1.3:
@@ -93,12 +118,23 @@ def test_beside_three_busy_processes_the_step_waits_for_a_cpu_and_that_wait_is_n
     assert "sampled steps waited for a CPU" in line and "(T)" in line, line
 
 
-def test_the_header_fits_eighty_columns() -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "80"}
-    with busy(1):
-        run = run_fxtui(PROGRAM, ROOT, options=("--top", "5"), env=env)
+def test_the_header_fits_eighty_columns(beside_busy: BesideBusy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profile of the run beside busy processes (its header at its longest: the wait, the other processes) as
+    ``fxtui attach --once`` prints a job's saved profile, at the full width of a pipe and at ``COLUMNS=80``."""
+    run = beside_busy.run
     assert run.status == 0, run.stderr
-    report = run.stdout[run.stdout.index("\nprogram ") + 1 :]
-    report = report[: report.index("\nnext")]  # the header and the table; the command to copy stays whole
+    saved = ReportData.from_dict(run.report or {})
+
+    def printed() -> str:
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # as the pipe fxtui run printed to
+        with contextlib.redirect_stdout(out):
+            print_report(saved, OutputSettings(top=5))
+        out.seek(0)
+        return out.read().strip("\n")  # the header and the table
+
+    # Read back from its JSON, the profile prints as fxtui run printed it: what it prints at 80 columns is the run's.
+    assert printed() in run.stdout
+    monkeypatch.setenv("COLUMNS", "80")
+    report = printed()
     longest = max(report.splitlines(), key=len)
     assert len(longest) <= 80, longest
