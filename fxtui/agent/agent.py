@@ -47,7 +47,7 @@ from fxtui.agent.sender import Sender
 from fxtui.agent.steps import DATA, OPTIMIZER, ClosedStep, Recording, StepModel
 from fxtui.agent.wrappers import wrap_call
 from fxtui.core.op_nodes import OpTime
-from fxtui.core.op_sums import NodeSums, OpArrays, sums_of
+from fxtui.core.op_sums import RAW_EVERY_S, RAW_OPS, NodeSums, OpArrays, sums_of
 from fxtui.core.step_aside import CONTEXT, MODE, OP_LIMIT, OPS, PROFILER
 from fxtui.ops import mode_context
 from fxtui.ops.dynamo_skip import run_eagerly
@@ -163,6 +163,7 @@ class Agent:
         self._undo: list[Callable[[], None]] = []
         self._thread = threading.get_ident()
         self._described_kinds: set[str] = set()
+        self._raw_at: dict[str, float] = {}  # per kind: when a sampled step last sent its ops raw (monotonic s)
         """Kinds whose latest sampled step met no node left undescribed (the next one need not describe)."""
         self.failed = ""
 
@@ -401,7 +402,7 @@ class Agent:
             ops: list[OpTime] | OpArrays = resolve_step(self.namer, step.records, calls)
             faults = self.recording.take_faults()
             # Per node, with the first ops raw: the per-op tuples (if any) die here, not in the sender's queue.
-            sums = sums_of(ops)
+            sums = sums_of(ops, raw=RAW_OPS if self._raw_due(step.kind) else 0)
             del ops
             if self.namer.all_described(sums.node_ids().tolist()):
                 self._described_kinds.add(step.kind)
@@ -432,6 +433,15 @@ class Agent:
                 sums=sums,
             )
         )
+
+    def _raw_due(self, kind: str) -> bool:
+        """Whether a sampled step of ``kind`` sends its first ops raw, for the trace: the kind's first, then one
+        every :data:`~fxtui.core.op_sums.RAW_EVERY_S` (the steps between send their per-node sums alone)."""
+        now = time.monotonic()
+        if now - self._raw_at.get(kind, -RAW_EVERY_S) < RAW_EVERY_S:
+            return False
+        self._raw_at[kind] = now
+        return True
 
     def _timer_note(self) -> str:
         """Once, when the native timer was asked for and cannot be used: why (the dispatch mode times ops)."""

@@ -27,6 +27,10 @@ from fxtui.core.op_nodes import OpTime
 #: A training step of small ops runs ~1,000, all sent; a step of a million ops (an unrolled LSTM under LBFGS) sends
 #: ~100 KB of them rather than ~25 MB.
 RAW_OPS = 4096
+#: Seconds between the sampled steps of one kind that carry raw ops, at least (the kind's first always does). The
+#: collector keeps one step's raw ops for the trace, so the steps between send their sums alone: a sampled step of
+#: ~1,000 ops is then ~8 kB rather than ~22 kB, against ~19 kB as one tuple an op.
+RAW_EVERY_S = 5.0
 #: Output shapes of one node in one step named in its column, at most (a loop over growing tensors names a few).
 MAX_STEP_SHAPES = 3
 #: Joins the output shapes a node ran at in one step (a module called at two shapes: ``4×64×32×32 + 4×32×32×32``).
@@ -41,15 +45,15 @@ class NodeSums:
     Arrays travel as bytes: their pickle is one copy, not an object per element."""
 
     nodes: bytes = b""
-    """Each node's id (int64)."""
+    """Each node's id (in :attr:`node_types`' first type)."""
     ns: bytes = b""
-    """Each node's Σ ns over its calls in the step (int64)."""
+    """Each node's Σ ns over its calls in the step (its second)."""
     calls: bytes = b""
-    """Each node's calls in the step (int64)."""
+    """Each node's calls in the step (its third)."""
     keys: tuple[str, ...] = ()
     """The distinct shapes keys (:func:`step_shapes`) of the step's nodes."""
     key_of: bytes = b""
-    """Each node's shapes key, as its index in :attr:`keys` (int32)."""
+    """Each node's shapes key, as its index in :attr:`keys` (in :attr:`node_types`' fourth type)."""
     sample: tuple[bytes, ...] = ()
     """The step's first ops, in the order they ran, as four columns: node id, ns, start clock − :attr:`sample_base`,
     output shape's index in :attr:`sample_shapes`; each in the narrowest integer type that holds it
@@ -59,30 +63,34 @@ class NodeSums:
     sample_shapes: tuple[str, ...] = ()
     ops: int = 0
     """The step's ops (the sample holds the first :data:`RAW_OPS` of them)."""
+    node_types: tuple[str, str, str, str] = ("<i8", "<i8", "<i8", "<i4")
+    """The integer types :attr:`nodes`, :attr:`ns`, :attr:`calls` and :attr:`key_of` travel in: each the narrowest
+    that holds its values (a 1,000-op step's per-node arrays took 24 kB as int64 and int32, 7 kB narrowed); read
+    back as int64."""
 
     def node_ids(self) -> np.ndarray:
-        return np.frombuffer(self.nodes, dtype=np.int64)
+        return _wide(self.nodes, self.node_types[0])
 
     def sums(self) -> np.ndarray:
-        return np.frombuffer(self.ns, dtype=np.int64)
+        return _wide(self.ns, self.node_types[1])
 
     def call_counts(self) -> np.ndarray:
-        return np.frombuffer(self.calls, dtype=np.int64)
+        return _wide(self.calls, self.node_types[2])
 
     def shape_keys(self) -> list[str]:
         """Each node's shapes key (one text per node)."""
         keys = self.keys
-        return [keys[i] for i in np.frombuffer(self.key_of, dtype=np.int32).tolist()]
+        return [keys[i] for i in np.frombuffer(self.key_of, dtype=self.node_types[3]).tolist()]
 
     def total_ns(self) -> int:
         """Σ ns of the step's ops."""
         return int(self.sums().sum())
 
     @property
-    def layout(self) -> tuple[bytes, bytes, tuple[str, ...], bytes]:
+    def layout(self) -> tuple[bytes, bytes, tuple[str, ...], bytes, tuple[str, str, str, str]]:
         """What decides the collector's columns and call counts: a step of the same layout as the one before is
         folded as arrays."""
-        return self.nodes, self.calls, self.keys, self.key_of
+        return self.nodes, self.calls, self.keys, self.key_of, self.node_types
 
     def _columns(self) -> list[np.ndarray]:
         return [np.frombuffer(b, dtype=t) for b, t in zip(self.sample, self.sample_types, strict=True)]
@@ -174,24 +182,32 @@ def sums_of(ops: Sequence[OpTime] | OpArrays, raw: int = RAW_OPS) -> NodeSums:
     shape_index = {s: i for i, s in enumerate(dict.fromkeys(shape_list[:head]))}
     codes = np.fromiter(map(shape_index.__getitem__, shape_list[:head]), dtype=np.int64, count=head)
     sample = [_narrow(c) for c in (node[:head], ns[:head], start - base, codes)] if head else []
+    per_node = [_narrow(c) for c in (ids[ran], sums[ran], calls[ran], key_of)]
     return NodeSums(
-        nodes=ids[ran].tobytes(),
-        ns=sums[ran].tobytes(),
-        calls=calls[ran].astype(np.int64).tobytes(),
+        nodes=per_node[0].tobytes(),
+        ns=per_node[1].tobytes(),
+        calls=per_node[2].tobytes(),
         keys=tuple(key_index),
-        key_of=key_of.tobytes(),
+        key_of=per_node[3].tobytes(),
         sample=tuple(c.tobytes() for c in sample),
         sample_types=tuple(c.dtype.str for c in sample),
         sample_base=base,
         sample_shapes=tuple(shape_index),
         ops=n,
+        node_types=(per_node[0].dtype.str, per_node[1].dtype.str, per_node[2].dtype.str, per_node[3].dtype.str),
     )
 
 
+def _wide(data: bytes, kind: str) -> np.ndarray:
+    """An array sent in type ``kind`` as int64 (read-only when it already was)."""
+    values = np.frombuffer(data, dtype=kind)
+    return values if values.dtype == np.int64 else values.astype(np.int64)
+
+
 def _narrow(values: np.ndarray) -> np.ndarray:
-    """``values`` in the narrowest of int16, int32, int64 that holds them all."""
+    """``values`` in the narrowest of int8, int16, int32, int64 that holds them all."""
     low, high = int(values.min()), int(values.max())
-    for kind in (np.int16, np.int32):
+    for kind in (np.int8, np.int16, np.int32):
         info = np.iinfo(kind)
         if info.min <= low and high <= info.max:
             return values.astype(kind)

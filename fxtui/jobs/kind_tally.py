@@ -97,7 +97,8 @@ class KindTally:
         self._held: Counter[tuple[tuple[str, int], ...]] = Counter()
         """How many warm steps held each mix of calls (bounded: a few mixes in a program)."""
         self.trace: tuple[int, NodeSums | None] = (0, None)
-        """The latest sampled step, for a trace: its start, and its ops (their first ones raw, :meth:`NodeSums.raw`)."""
+        """The latest sampled step that sent raw ops, for a trace (:data:`~fxtui.core.op_sums.RAW_EVERY_S`): its start,
+        and its ops (their first ones raw, :meth:`NodeSums.raw`)."""
         self.waits = StepWaits(self.keep_disturbed, self.beside)
         """Its steps as ops, Python and waiting for a CPU (:mod:`fxtui.jobs.step_wait`)."""
 
@@ -151,7 +152,8 @@ class KindTally:
         if step.faults >= 0:
             self._faults.add((step.faults,))
         self._add_ops(sums, waited)
-        self.trace = (step.start_ns, sums)
+        if sums.sample or self.trace[1] is None:  # the latest step that carried raw ops (its agent paces them)
+            self.trace = (step.start_ns, sums)
 
     def _add_ops(self, sums: NodeSums, disturbed: bool = False) -> None:
         """A sampled step's per-node sums: per node, the sum of all its calls' times (one sample) and their count, in

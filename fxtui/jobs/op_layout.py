@@ -44,13 +44,13 @@ class PhaseIndex:
     the steps run the same nodes (the nodes' phases are facts: a node, once described, keeps its phase)."""
 
     def __init__(self) -> None:
-        self._nodes = b""
+        self._nodes: tuple[bytes, str] = (b"", "")
         self._known = -1
         self._phase: np.ndarray = np.zeros(0, dtype=np.int64)
 
     def sums(self, sums: NodeSums, described: Mapping[int, EagerNode]) -> tuple[int, ...]:
         """The Σ ns of a step's nodes per phase (0 where none ran), by the ``described`` nodes' phases."""
-        if sums.nodes != self._nodes or len(described) != self._known:
+        if (sums.nodes, sums.node_types[0]) != self._nodes or len(described) != self._known:
             index = {p: i for i, p in enumerate(STEP_PHASES)}
             nodes = sums.node_ids().tolist()
             self._phase = np.fromiter(
@@ -58,7 +58,7 @@ class PhaseIndex:
                 dtype=np.int64,
                 count=len(nodes),
             )
-            self._nodes, self._known = sums.nodes, len(described)
+            self._nodes, self._known = (sums.nodes, sums.node_types[0]), len(described)
         if not sums.nodes:
             return (0,) * len(STEP_PHASES)
         by_phase = np.zeros(len(STEP_PHASES) + 1, dtype=np.int64)
