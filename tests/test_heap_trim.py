@@ -54,8 +54,17 @@ def test_the_collectors_loop_trims_the_heap_after_a_full_pass_only(
 ) -> None:
     order: list[str] = []
     due = iter([False, True, False])
-    monkeypatch.setattr(collector_gc, "collect_if_due", lambda: order.append("due pass") or next(due))
-    monkeypatch.setattr(heap_trim, "trim", lambda: order.append("trim") or True)
+
+    def due_pass() -> bool:
+        order.append("due pass")
+        return next(due)
+
+    def trim() -> bool:
+        order.append("trim")
+        return True
+
+    monkeypatch.setattr(collector_gc, "collect_if_due", due_pass)
+    monkeypatch.setattr(heap_trim, "trim", trim)
     monkeypatch.setattr(daemon, "INTERVAL", 0.001)
 
     class Server:
