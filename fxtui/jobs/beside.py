@@ -146,13 +146,14 @@ class _Beside:
             self.ready.set()
             self.job.listen()
             threading.Thread(target=_warm, daemon=True, name="fxtui-report-imports").start()
-            from fxtui.jobs import collector_gc
+            from fxtui.jobs import collector_gc, heap_trim
 
             collector_gc.take_over()  # in the forked collector only: the program's own collector is never touched
             ended = watch_pid(program)
             while not self.exited.wait(POLL_S) and not ended(0):
                 self.state.watch_load()
-                collector_gc.collect_if_due()
+                if collector_gc.collect_if_due():
+                    heap_trim.trim()  # in the forked collector only, as its garbage collector's policy
             self.job.drain(AGENTS_END_S)  # the agents' last messages (the program's own said its last already)
             self.cross.finish(self.exit.code if self.exit is not None else None)  # a job across nodes: theirs too
             self._print()

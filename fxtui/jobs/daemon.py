@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxtui.core.snapshot import State
-from fxtui.jobs import collector_gc
+from fxtui.jobs import collector_gc, heap_trim
 from fxtui.jobs.job_setup import detached_job
 from fxtui.jobs.job_state import JobState
 from fxtui.jobs.profile_keeper import ProfileKeeper
@@ -130,7 +130,8 @@ def watch(
         if now - saved >= PROFILE_EVERY and state.received != saved_at:
             saved, saved_at = now, state.received
             keeper.keep(state.snapshot(State.RUNNING))
-        collector_gc.collect_if_due()  # the moment furthest from the next snapshot
+        if collector_gc.collect_if_due():  # the moment furthest from the next snapshot
+            heap_trim.trim()  # what the snapshots' arrays freed goes back to the system (fxtui/jobs/heap_trim.py)
     return info
 
 

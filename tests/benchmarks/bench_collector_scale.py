@@ -159,10 +159,15 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
     job = ProgramJob(("sim.py",), state.receive, directory=Path(directory), key=key)
     job.listen()
     collector_gc: Any = None
+    heap_trim: Any = None
     if gc_policy == "collector":  # (imported only here: --gc python runs an fxtui from before it too)
         from fxtui.jobs import collector_gc
 
         collector_gc.take_over()  # as the daemon does as it starts
+        try:
+            from fxtui.jobs import heap_trim
+        except ImportError:  # an fxtui from before the trims
+            heap_trim = None
     pipe.send(job.agent_address)
     tracked = (0, 0)
     """Objects the garbage collector tracks, and how many of them are frozen (counted every 15 s)."""
@@ -218,7 +223,8 @@ def collector(directory: str, key: bytes, pipe: Connection, gc_policy: str = "co
         if collector_gc is not None:
             if gc.get_count()[2] >= collector_gc.DUE_AFTER:  # what the due pass walks: the objects not frozen
                 walked = max(walked, len(gc.get_objects()))
-            collector_gc.collect_if_due()  # as the daemon's loop does after its snapshots
+            if collector_gc.collect_if_due() and heap_trim is not None:  # as the daemon's loop does after its
+                heap_trim.trim()  # snapshots, and the heap's free pages given back after a full pass, as it does
     if profile is not None:
         profile.disable()
         profile.dump_stats(os.environ["FXTUI_BENCH_PROFILE"])
