@@ -102,7 +102,7 @@ def test_the_dispatch_mode_stops_at_the_op_limit_and_the_step_is_set_aside() -> 
 
 
 def test_a_watched_step_of_too_many_ops_is_set_aside(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("fxtui.agent.agent.OP_LIMIT", 40)
+    monkeypatch.setattr("fxtui.agent.step_recording.OP_LIMIT", 40)
     model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(30)])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with fxtui.watch(warmup=1, every=1) as w:
