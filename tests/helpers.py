@@ -190,3 +190,27 @@ def write_secret(path: Path, fill: str = "ab") -> Path:
     path.write_text(fill * 32 + "\n")
     path.chmod(0o600)
     return path
+
+
+def watch_three_snapshots(directory: Path, said: list[str]) -> None:
+    """The collector daemon's loop (``fxtui.jobs.daemon.watch``) run for three looks at a program, with one viewer
+    whose every snapshot is noted in ``said`` as ``"snapshot"`` (what the loop does around them the caller notes)."""
+    import threading
+
+    from fxtui.core.settings import ProgramSettings
+    from fxtui.jobs import daemon
+    from fxtui.jobs.job_state import JobState
+    from fxtui.wire.job_directory import JobInfo
+
+    class Server:
+        def __init__(self) -> None:
+            self.viewers = [object()]
+
+        def publish(self, make: object) -> None:
+            said.append("snapshot")
+
+    looks = iter(range(3))
+    state = JobState(ProgramSettings(("train.py",)))
+    info = JobInfo("1", ("train.py",), str(directory), 1, 2, 0.0)
+    stop, leave = threading.Event(), threading.Event()
+    daemon.watch(lambda: next(looks, None) is not None, state, Server(), None, directory, info, stop, leave)  # type: ignore[arg-type]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
 import types
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import watch_three_snapshots
 
 from fxtui.core.op_nodes import EagerNode, OpTime, RootModule
 from fxtui.core.settings import ProgramSettings
@@ -215,16 +215,5 @@ def test_the_collectors_loop_offers_the_due_pass_after_each_snapshot(
     monkeypatch.setattr(collector_gc, "collect_if_due", lambda: order.append("due pass") or False)
     monkeypatch.setattr(daemon, "INTERVAL", 0.001)
 
-    class Server:
-        def __init__(self) -> None:
-            self.viewers = [object()]
-
-        def publish(self, make: object) -> None:
-            order.append("snapshot")
-
-    looks = iter(range(3))
-    state = JobState(ProgramSettings(("train.py",)))
-    info = JobInfo("1", ("train.py",), str(tmp_path), 1, 2, 0.0)
-    stop, leave = threading.Event(), threading.Event()
-    daemon.watch(lambda: next(looks, None) is not None, state, Server(), None, tmp_path, info, stop, leave)  # type: ignore[arg-type]
+    watch_three_snapshots(tmp_path, order)
     assert order == ["snapshot", "due pass"] * 3

@@ -5,15 +5,12 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
+from helpers import watch_three_snapshots
 
-from fxtui.core.settings import ProgramSettings
 from fxtui.jobs import collector_gc, daemon, heap_trim
-from fxtui.jobs.job_state import JobState
-from fxtui.wire.job_directory import JobInfo
 
 pytestmark = pytest.mark.unit
 
@@ -67,16 +64,5 @@ def test_the_collectors_loop_trims_the_heap_after_a_full_pass_only(
     monkeypatch.setattr(heap_trim, "trim", trim)
     monkeypatch.setattr(daemon, "INTERVAL", 0.001)
 
-    class Server:
-        def __init__(self) -> None:
-            self.viewers = [object()]
-
-        def publish(self, make: object) -> None:
-            order.append("snapshot")
-
-    looks = iter(range(3))
-    state = JobState(ProgramSettings(("train.py",)))
-    info = JobInfo("1", ("train.py",), str(tmp_path), 1, 2, 0.0)
-    stop, leave = threading.Event(), threading.Event()
-    daemon.watch(lambda: next(looks, None) is not None, state, Server(), None, tmp_path, info, stop, leave)  # type: ignore[arg-type]
+    watch_three_snapshots(tmp_path, order)
     assert order == ["snapshot", "due pass", "snapshot", "due pass", "trim", "snapshot", "due pass"]
