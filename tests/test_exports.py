@@ -136,7 +136,9 @@ def tiny(tmp_path: Path) -> Path:
 
 
 def bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    fxtui = f"{sys.executable} -m fxtui tiny.py:make --once --runs 1 --warmup 0"
+    # One run, kept even when another process disturbs it (a disturbed run would otherwise be replaced by another):
+    # these tests are of the exports, and the report they write is of exactly one run.
+    fxtui = f"{sys.executable} -m fxtui tiny.py:make --once --runs 1 --warmup 0 --keep-disturbed"
     return subprocess.run(
         ["bash", "-c", script.replace("FXTUI", fxtui)], cwd=cwd, capture_output=True, text=True, timeout=300
     )
