@@ -1,5 +1,7 @@
 """A training loop for the tests of long jobs (attach, detach, a collector killed): it trains until a file ``stop``
-appears beside it, printing its steps, then exits with the status written in that file."""
+appears beside it, printing every tenth step (a test that waits for its output, or for it to go on printing, waits
+tens of steps, not hundreds: a sampled step takes tens of milliseconds on a busy machine), then exits with the status
+written in that file."""
 
 LOOP = """
 import pathlib, sys, torch
@@ -9,7 +11,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 step = 0
 while not (here / "stop").exists():
     opt.zero_grad(); model(torch.randn(8, 16)).sum().backward(); opt.step(); step += 1
-    if step % 100 == 0:
+    if step % 10 == 0:
         print("step", step, flush=True)
 print("done at step", step)
 sys.exit(int((here / "stop").read_text() or 0))

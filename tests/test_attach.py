@@ -47,7 +47,8 @@ def job(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """One job the tests that only watch it share (each waits for the program's start-up otherwise)."""
+    """One job the tests that only watch it share (each waits for the program's start-up otherwise); the last of
+    them, in the module's order, ends it, and the tests after it start jobs of their own."""
     yield from _started(tmp_path_factory.mktemp("shared"))
 
 
@@ -67,7 +68,7 @@ def figures(info: JobInfo, at_least: int = 1, timeout: float = 120):  # type: ig
         snapshot = AttachSource(info).take()
         if snapshot is not None and snapshot.steps is not None and snapshot.steps.steps >= at_least:
             return snapshot
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"job {info.id} showed fewer than {at_least} steps in {timeout} s")
 
 
@@ -94,47 +95,6 @@ def test_attach_once_writes_the_running_jobs_profile(shared: JobInfo, tmp_path: 
     meta = json.loads(out.read_text())["metadata"]
     assert meta["mode"] == "run" and meta["steps"]["steps"] >= 5 and meta["program"]["exit_code"] is None
     assert find_job(shared.id).alive  # the job goes on
-
-
-def test_a_job_that_ends_while_watched_leaves_its_last_figures_and_its_status(job: JobInfo, tmp_path: Path) -> None:
-    figures(job, at_least=3)
-    source = AttachSource(job)
-    seen: list[object] = []
-    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
-    watcher.start()
-    until(lambda: seen, "the viewer's first snapshot")
-    (tmp_path / "stop").write_text("3")
-    watcher.join(60)
-    assert source.last is not None and source.last.state is State.DONE
-    assert source.exit_code == 3 and source.last.program is not None and source.last.program.exit_code == 3
-    assert (job_dir(job.id) / "profile.json").exists()  # an ended job offers its saved profile
-    done = subprocess.run([sys.executable, "-m", "fxtui", "attach", job.id], capture_output=True, text=True)
-    # The table names the module (0) and the op (addmm) once each.
-    assert done.returncode == 0 and "exited 3" in done.stdout and re.search(r" 0 +addmm ", done.stdout)
-
-
-def test_a_viewer_can_stop_the_program(job: JobInfo) -> None:
-    figures(job, at_least=3)
-    source = AttachSource(job)
-    source.send(StopProgram())
-    source.run(lambda snapshot: None)
-    assert source.exit_code == -signal.SIGINT  # as Ctrl+C would
-    assert source.last is not None and source.last.program is not None and not source.last.program.running
-
-
-def test_a_killed_collector_leaves_the_viewer_its_last_figures(job: JobInfo) -> None:
-    figures(job, at_least=3)
-    source = AttachSource(job)
-    seen: list[object] = []
-    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
-    watcher.start()
-    until(lambda: seen, "the viewer's first snapshot")
-    os.kill(job.pid, signal.SIGKILL)
-    watcher.join(30)
-    last = seen[-1]
-    assert last.state is State.ERROR and "ended unexpectedly" in last.message  # type: ignore[attr-defined]
-    assert last.graph is not None and last.steps is not None  # type: ignore[attr-defined]
-    os.kill(job.program_pid, signal.SIGKILL)
 
 
 def test_a_killed_viewer_costs_the_job_nothing_and_two_viewers_both_work(shared: JobInfo) -> None:
@@ -191,6 +151,49 @@ def test_a_jobs_files_are_its_users_alone(shared: JobInfo) -> None:
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
+def test_a_job_that_ends_while_watched_leaves_its_last_figures_and_its_status(shared: JobInfo) -> None:
+    """The shared job's end: the tests above watched it running (its loop would spin beside the tests below)."""
+    job = shared
+    figures(job, at_least=3)
+    source = AttachSource(job)
+    seen: list[object] = []
+    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
+    watcher.start()
+    until(lambda: seen, "the viewer's first snapshot")
+    Path(job.command[0]).with_name("stop").write_text("3")  # beside the loop's script
+    watcher.join(60)
+    assert source.last is not None and source.last.state is State.DONE
+    assert source.exit_code == 3 and source.last.program is not None and source.last.program.exit_code == 3
+    assert (job_dir(job.id) / "profile.json").exists()  # an ended job offers its saved profile
+    done = subprocess.run([sys.executable, "-m", "fxtui", "attach", job.id], capture_output=True, text=True)
+    # The table names the module (0) and the op (addmm) once each.
+    assert done.returncode == 0 and "exited 3" in done.stdout and re.search(r" 0 +addmm ", done.stdout)
+
+
+def test_a_viewer_can_stop_the_program(job: JobInfo) -> None:
+    figures(job, at_least=3)
+    source = AttachSource(job)
+    source.send(StopProgram())
+    source.run(lambda snapshot: None)
+    assert source.exit_code == -signal.SIGINT  # as Ctrl+C would
+    assert source.last is not None and source.last.program is not None and not source.last.program.running
+
+
+def test_a_killed_collector_leaves_the_viewer_its_last_figures(job: JobInfo) -> None:
+    figures(job, at_least=3)
+    source = AttachSource(job)
+    seen: list[object] = []
+    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
+    watcher.start()
+    until(lambda: seen, "the viewer's first snapshot")
+    os.kill(job.pid, signal.SIGKILL)
+    watcher.join(30)
+    last = seen[-1]
+    assert last.state is State.ERROR and "ended unexpectedly" in last.message  # type: ignore[attr-defined]
+    assert last.graph is not None and last.steps is not None  # type: ignore[attr-defined]
+    os.kill(job.program_pid, signal.SIGKILL)
+
+
 def _free_port() -> int:
     import socket
 
@@ -226,7 +229,7 @@ def test_a_rank_on_another_server_reports_over_tcp_and_a_viewer_watches_over_tcp
                 snapshot = AttachSource(remote_job(info.listen), token).take()  # a viewer over TCP, with the token
                 if snapshot is not None and snapshot.graph is not None and snapshot.graph.ranks == (0, 1):
                     break
-                time.sleep(1)
+                time.sleep(0.2)
             assert snapshot is not None and snapshot.graph is not None and snapshot.graph.ranks == (0, 1)
             assert snapshot.rank_summary is not None and len(snapshot.rank_summary.ranks) == 2
         finally:

@@ -4,6 +4,7 @@ own on this machine (``--nnodes N --node-rank K``, gloo, one rank a node), found
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from helpers import DDP_PROGRAM, DDP_RUN_OPTIONS, NEEDS_GLOO, free_port, fxtui_r
 from fxtui.core.errors import FxtuiError
 from fxtui.core.program_run import RankStats
 from fxtui.wire.attach_source import AttachSource
-from fxtui.wire.job_directory import find_job
+from fxtui.wire.job_directory import find_job, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, NEEDS_GLOO]
 
@@ -97,6 +98,14 @@ def _wait_for(path: Path, seconds: float = 300) -> None:
         time.sleep(0.2)
 
 
+def _wait_until_gone(pid: int, seconds: float = 60) -> None:
+    """Until the killed collector ``pid`` is gone, so that ``fxtui attach`` finds its job lost and adopts it."""
+    deadline = time.monotonic() + seconds
+    while running(pid):
+        assert time.monotonic() < deadline, f"the killed collector {pid} still runs after {seconds:g} s"
+        time.sleep(0.05)
+
+
 def _seen_ranks(job: Job, node: int, job_id: str) -> dict[int, RankStats]:
     """The ranks node ``node``'s collector of ``job_id`` shows a viewer now, as ``fxtui attach`` there would see
     them (taken in this process: a viewer of its own would start a Python for each look)."""
@@ -149,28 +158,77 @@ def test_every_node_s_rank_is_in_node_0_s_profile_and_the_straggler_is_named_wit
     assert "gone" not in saved["metadata"]["ranks"]["straggler"] and all(not r["gone_since"] for r in ranks.values())
 
 
-def test_fxtui_attach_on_node_1_shows_the_whole_job(tmp_path: Path) -> None:
-    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
-    stop = tmp_path / "STOP"
+@dataclasses.dataclass
+class MemberAdopted:
+    """One job of two nodes, node 0 the lead (``--once``), node 1 detached: what ``fxtui attach`` on node 1 showed
+    while its first collector ran, then what it showed once that collector was killed and the job adopted, and how
+    the nodes ended."""
+
+    tmp: Path
+    attach: subprocess.CompletedProcess[str]
+    adopted: subprocess.CompletedProcess[str]
+    seen: subprocess.CompletedProcess[str]
+    done: dict[int, tuple[int, str, str]]
+
+
+@pytest.fixture(scope="module")
+def member_adopted(tmp_path_factory: pytest.TempPathFactory) -> MemberAdopted:
+    """The job of the two tests below, run once for both (a job of two nodes is four Pythons importing torch): node
+    1's attach comes first, with its first collector; then that collector dies while its rank runs on, ``fxtui
+    attach`` adopts the job, and the adopter joins node 0's lead again (the agents said where it is once, to the
+    collector that died)."""
+    tmp = tmp_path_factory.mktemp("member")
+    job = Job(tmp, 2, 1, write_secret(tmp / "secret"))
+    stop = tmp / "STOP"
     try:
         job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
         job_id = job.detach(1, STOP=str(stop))
-        _wait_for(tmp_path / "STEPPED.1")
+        _wait_for(tmp / "STEPPED.1")
         attach = subprocess.run([sys.executable, "-m", "fxtui", "attach", job_id, "--once", "--json", "a1.json"],
-                                cwd=tmp_path, env=job.env(1), capture_output=True, text=True, timeout=120)  # fmt: skip
+                                cwd=tmp, env=job.env(1), capture_output=True, text=True, timeout=120)  # fmt: skip
+        kept = job.run_dir(1) / "fxtui" / f"job-{job_id}"
+        _wait_for(kept / "link.json", 60)
+        collector = json.loads((kept / "job.json").read_text())["pid"]
+        os.kill(collector, signal.SIGKILL)  # the collector; its rank runs on
+        _wait_until_gone(collector)
+        once = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
+        adopted = subprocess.run(once, cwd=tmp, env=job.env(1), capture_output=True, text=True, timeout=120)
+        # The adopter's reports reach the lead: the lead answers a member that has viewers with the job's other ranks.
+        _wait_for_news(job, 1, job_id, 0)
+        seen = subprocess.run([*once, "--json", "adopted.json"], cwd=tmp, env=job.env(1), capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
         stop.touch()
         done = job.finish()
     finally:
         stop.touch()
         job.kill()
+    return MemberAdopted(tmp, attach, adopted, seen, done)
+
+
+def test_fxtui_attach_on_node_1_shows_the_whole_job(member_adopted: MemberAdopted) -> None:
+    attach, done = member_adopted.attach, member_adopted.done
     assert attach.returncode == 0, attach.stderr[-2000:]
-    seen = json.loads((tmp_path / "a1.json").read_text())
+    seen = json.loads((member_adopted.tmp / "a1.json").read_text())
     ranks = _ranks(seen)
     assert sorted(ranks) == [0, 1] and ranks[0]["node"] == 0 and ranks[1]["node"] == 1
     # a running job's rows are the shown rank's: rank 0's, whose figures node 1 has only from node 0
     assert {(r["rank"], r["node"]) for r in seen["rows"]} == {(0, 0)}
     assert seen["metadata"]["ranks"]["straggler"].startswith("rank 1 on node 1 (")
     assert done[0][0] == 0, done[0][2][-2000:]
+
+
+def test_a_member_s_collector_killed_and_adopted_reports_to_the_lead_again(member_adopted: MemberAdopted) -> None:
+    """Node 1's detached collector dies while its rank runs on; ``fxtui attach`` adopts the job, and the adopter
+    joins node 0's lead again (the agents said where it is once, to the collector that died)."""
+    adopted, seen, done = member_adopted.adopted, member_adopted.seen, member_adopted.done
+    assert adopted.returncode == 0 and "a new collector watches it" in adopted.stdout, adopted.stderr[-2000:]
+    assert seen.returncode == 0, seen.stderr[-2000:]
+    adopters = json.loads((member_adopted.tmp / "adopted.json").read_text())
+    assert sorted(_ranks(adopters)) == [0, 1]  # the adopter sees the job
+    assert done[0][0] == 0, done[0][2][-2000:]
+    ranks = _ranks(json.loads((member_adopted.tmp / "n0.json").read_text()))
+    assert sorted(ranks) == [0, 1] and ranks[1]["node"] == 1
+    assert ranks[1]["gone_since"] == 0  # lost when its collector died, back with the adopter's reports
 
 
 def _collector_of(node: int, program: int) -> int:
@@ -259,39 +317,6 @@ def test_fxtui_run_inside_each_rank_of_torchrun_is_one_profile(tmp_path: Path) -
     assert "rank 1's figures are in rank 0's profile" in done.stderr
 
 
-def test_a_member_s_collector_killed_and_adopted_reports_to_the_lead_again(tmp_path: Path) -> None:
-    """Node 1's detached collector dies while its rank runs on; ``fxtui attach`` adopts the job, and the adopter
-    joins node 0's lead again (the agents said where it is once, to the collector that died)."""
-    job = Job(tmp_path, 2, 1, write_secret(tmp_path / "secret"))
-    stop = tmp_path / "STOP"
-    try:
-        job.start(0, "--once", "--json", "n0.json", STOP=str(stop))
-        job_id = job.detach(1, STOP=str(stop))
-        _wait_for(tmp_path / "STEPPED.1")
-        kept = job.run_dir(1) / "fxtui" / f"job-{job_id}"
-        _wait_for(kept / "link.json", 60)
-        os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the collector; its rank runs on
-        time.sleep(2)
-        attach = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
-        adopted = subprocess.run(attach, cwd=tmp_path, env=job.env(1), capture_output=True, text=True, timeout=120)
-        # The adopter's reports reach the lead: the lead answers a member that has viewers with the job's other ranks.
-        _wait_for_news(job, 1, job_id, 0)
-        seen = subprocess.run([*attach, "--json", "a1.json"], cwd=tmp_path, env=job.env(1), capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
-        stop.touch()
-        done = job.finish()
-    finally:
-        stop.touch()
-        job.kill()
-    assert adopted.returncode == 0 and "a new collector watches it" in adopted.stdout, adopted.stderr[-2000:]
-    assert seen.returncode == 0, seen.stderr[-2000:]
-    assert sorted(_ranks(json.loads((tmp_path / "a1.json").read_text()))) == [0, 1]  # the adopter sees the job
-    assert done[0][0] == 0, done[0][2][-2000:]
-    ranks = _ranks(json.loads((tmp_path / "n0.json").read_text()))
-    assert sorted(ranks) == [0, 1] and ranks[1]["node"] == 1
-    assert ranks[1]["gone_since"] == 0  # lost when its collector died, back with the adopter's reports
-
-
 def test_the_lead_s_collector_killed_and_adopted_takes_the_members_reports_again(tmp_path: Path) -> None:
     """Node 0's detached collector (the lead) dies; its adopter listens where the job's store says the lead is, and
     node 1's collector, which looks for its lost lead every two seconds, reports to it."""
@@ -304,8 +329,9 @@ def test_the_lead_s_collector_killed_and_adopted_takes_the_members_reports_again
         kept = job.run_dir(0) / "fxtui" / f"job-{job_id}"
         _wait_for(kept / "link.json", 60)
         _wait_for_news(job, 0, job_id, 1, fresh=False)  # node 1 reports to the lead
-        os.kill(json.loads((kept / "job.json").read_text())["pid"], signal.SIGKILL)  # the lead; its rank runs on
-        time.sleep(2)
+        collector = json.loads((kept / "job.json").read_text())["pid"]
+        os.kill(collector, signal.SIGKILL)  # the lead; its rank runs on
+        _wait_until_gone(collector)
         attach = [sys.executable, "-m", "fxtui", "attach", job_id, "--once"]
         adopted = subprocess.run(attach, cwd=tmp_path, env=job.env(0), capture_output=True, text=True, timeout=120)
         _wait_for_news(job, 0, job_id, 1)  # node 1 finds its lead again and reports

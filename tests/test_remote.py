@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -59,42 +60,61 @@ def start(target: str, **kwargs) -> tuple[ProcessSource, Collector, threading.Th
     return source, collector, worker
 
 
-@pytest.fixture
-def model_file(tmp_path: Path) -> str:
-    path = tmp_path / "small.py"
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("model") / "small.py"
     path.write_text(MODEL)
     return f"{path}:make"
 
 
-def test_snapshots_carry_the_graph_and_commands_reach_the_child(model_file: str) -> None:
+@dataclasses.dataclass
+class Commanded:
+    """One engine's snapshots, from its start through pause, reset, resume and stop."""
+
+    got: Collector
+    running: Snapshot
+    paused: Snapshot
+    cleared: Snapshot
+    stopped: bool
+    """The engine's thread ended once stopped."""
+
+
+@pytest.fixture(scope="module")
+def commanded(model_file: str) -> Commanded:
+    """An engine (one thread) run once for the two tests below, each of which would start a Python importing torch
+    of its own: it runs until its analysis filled in the graph, then is paused, reset, resumed and stopped."""
     source, got, worker = start(model_file, threads=(1,))
     running = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
-    assert running.graph is not None and running.graph.threads == 1
-    assert {n.name for n in running.graph.nodes} >= {"_0", "_1", "_2"}
-    assert running.nodes["_0"].count == running.runs
+    got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)
     source.send(Pause())
     paused = got.wait_for(lambda s: s.state is State.PAUSED, COMMAND_S)
     source.send(Reset())
     cleared = got.wait_for(lambda s: s.seq > paused.seq, COMMAND_S)
-    assert cleared.state is State.PAUSED and cleared.runs == 0 and not cleared.nodes  # shown at once, still paused
     source.send(Resume())
     got.wait_for(lambda s: s.state is State.RUNNING and s.seq > cleared.seq and s.runs > 0, COMMAND_S)
     source.send(Stop())
     worker.join(timeout=COMMAND_S)
-    assert not worker.is_alive()
-    assert got.snapshots[-1].state is State.DONE
+    return Commanded(got, running, paused, cleared, not worker.is_alive())
 
 
-def test_first_timings_come_before_the_analysis_which_fills_in_the_graph_later(model_file: str) -> None:
-    source, got, worker = start(model_file, threads=(1,))
-    first = got.wait_for(lambda s: s.runs > 0)
+def test_snapshots_carry_the_graph_and_commands_reach_the_child(commanded: Commanded) -> None:
+    running, cleared = commanded.running, commanded.cleared
+    assert running.graph is not None and running.graph.threads == 1
+    assert {n.name for n in running.graph.nodes} >= {"_0", "_1", "_2"}
+    assert running.nodes["_0"].count == running.runs
+    assert cleared.state is State.PAUSED and cleared.runs == 0 and not cleared.nodes  # shown at once, still paused
+    assert commanded.stopped
+    assert commanded.got.snapshots[-1].state is State.DONE
+
+
+def test_first_timings_come_before_the_analysis_which_fills_in_the_graph_later(commanded: Commanded) -> None:
+    snapshots = commanded.got.snapshots
+    first = next(s for s in snapshots if s.runs > 0)
     assert first.graph is not None and first.graph.peaks is None  # numbers first, no analysis pass yet
     assert all(n.flops is None for n in first.graph.nodes)
-    analysed = got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)
+    analysed = next(s for s in snapshots if s.graph is not None and s.graph.peaks is not None)
     assert analysed.graph is not None and analysed.graph.by_name["_0"].flops == 2 * 2 * 16 * 16
     assert analysed.runs >= first.runs
-    source.send(Stop())
-    worker.join(timeout=COMMAND_S)
 
 
 def test_a_bad_target_ends_in_an_error_snapshot() -> None:
@@ -105,30 +125,46 @@ def test_a_bad_target_ends_in_an_error_snapshot() -> None:
     assert not worker.is_alive()
 
 
-def test_a_child_that_dies_is_reported_and_its_last_figures_stay_final(model_file: str) -> None:
+@dataclasses.dataclass
+class Killed:
+    """One engine killed as the OOM killer would kill it, past its analysis."""
+
+    got: Collector
+    last: Snapshot
+    """A running snapshot of three runs or more, before the kill."""
+    error: Snapshot
+    named: list[str] | None
+    """The named semaphores the child had mapped (None: no /proc here)."""
+
+
+@pytest.fixture(scope="module")
+def killed(model_file: str) -> Killed:
+    """An engine run once for the two tests below: past its analysis (fx ran), and three runs or more, its child is
+    killed."""
     source, got, worker = start(model_file)
+    got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)  # past the analysis: fx ran
     last = got.wait_for(lambda s: s.state is State.RUNNING and s.runs >= 3)
+    maps = Path(f"/proc/{source._process.pid}/maps")
+    named = [line for line in maps.read_text().splitlines() if "/dev/shm/sem." in line] if maps.exists() else None
     os.kill(source._process.pid, signal.SIGKILL)
     error = got.wait_for(lambda s: s.state is State.ERROR)
+    worker.join(timeout=COMMAND_S)
+    return Killed(got, last, error, named)
+
+
+def test_a_child_that_dies_is_reported_and_its_last_figures_stay_final(killed: Killed) -> None:
+    got, last, error = killed.got, killed.last, killed.error
     assert "ended unexpectedly" in error.message and "out of memory" in error.message
     assert "final" in error.message
     before = got.snapshots[got.snapshots.index(error) - 1]
     assert before.runs >= last.runs and error.runs == before.runs
     assert error.graph is before.graph and list(error.nodes) == list(before.nodes)
     assert error.nodes["_0"].median_s == before.nodes["_0"].median_s > 0
-    worker.join(timeout=COMMAND_S)
 
 
-def test_a_killed_child_leaves_no_semaphore_behind(model_file: str) -> None:
+def test_a_killed_child_leaves_no_semaphore_behind(killed: Killed) -> None:
     # The resource tracker warned of a "leaked semaphore" on the user's terminal after the OOM killer struck:
     # the child's tqdm lock (torch.fx makes a progress bar) was a named semaphore. None is made now.
-    source, got, worker = start(model_file)
-    got.wait_for(lambda s: s.graph is not None and s.graph.peaks is not None)  # past the analysis: fx ran
-    maps = Path(f"/proc/{source._process.pid}/maps")
-    if not maps.exists():
+    if killed.named is None:
         pytest.skip("no /proc here")
-    named = [line for line in maps.read_text().splitlines() if "/dev/shm/sem." in line]
-    os.kill(source._process.pid, signal.SIGKILL)
-    got.wait_for(lambda s: s.state is State.ERROR)
-    worker.join(timeout=COMMAND_S)
-    assert not named
+    assert not killed.named
