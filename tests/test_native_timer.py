@@ -494,7 +494,7 @@ def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> Non
     root = Path(__file__).resolve().parents[1]
     command = (str(root / "tests" / "programs" / "reused_module.py"), "--epochs", "1", "--batches", "8")
     # The plain run forked from an interpreter that has imported torch (its start is most of a run this short).
-    (plain,) = run_python_twins([(*command, "--test-batches", "2")], root)
+    (plain,) = run_python_twins([(*command, "--test-batches", "2")], root, preload=("torch._dynamo",))
     run = run_fxtui(
         (*command, "--test-batches", "2"), root, ("--warmup-steps", "1", "--sample-every", "2", "--timer", "native")
     )

@@ -28,6 +28,8 @@ FEATURES = Path(__file__).parent / "programs" / "features"
 OPTIONS = ("--sample-every", "1")
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 SCRIPTS = sorted(p.stem for p in FEATURES.glob("*.py") if p.stem != "feature_kit")
+#: Imported once before the plain runs' forks: every script makes an optimizer, whose first one imports TorchDynamo.
+PRELOAD = ("torch._dynamo",)
 
 
 def _env() -> dict[str, str]:
@@ -38,7 +40,7 @@ def _env() -> dict[str, str]:
 def plain_runs() -> dict[str, ProgramRun]:
     """Every script run as under python, from one interpreter that imported torch once (``tests/python_twins.py``:
     the import is most of a plain run of a script this small)."""
-    runs = run_python_twins([(str(FEATURES / f"{name}.py"),) for name in SCRIPTS], FEATURES, _env())
+    runs = run_python_twins([(str(FEATURES / f"{name}.py"),) for name in SCRIPTS], FEATURES, _env(), preload=PRELOAD)
     return dict(zip(SCRIPTS, runs, strict=True))
 
 
