@@ -37,9 +37,14 @@ def run_python_twins(
     cwd: Path | Sequence[Path],
     env: Mapping[str, str] | None = None,
     timeout: float = 900,
+    preload: Sequence[str] = (),
 ) -> list[ProgramRun]:
     """Each of ``commands`` (a script and its arguments) run as ``python COMMAND…`` in ``cwd`` would run it (or in
-    its own of ``cwd``'s directories, one a command)."""
+    its own of ``cwd``'s directories, one a command).
+
+    ``preload``: modules besides torch the interpreter imports before its forks, for scripts that all import them
+    (or have torch import them: torch.optim's first optimizer imports ``torch._dynamo``, about 2 s of CPU a child).
+    Only a module whose import computes nothing and starts no thread belongs there."""
     from tests.program_runs import ProgramRun
 
     cwds = [cwd] * len(commands) if isinstance(cwd, Path) else list(cwd)
@@ -50,7 +55,7 @@ def run_python_twins(
             for i, (command, where) in enumerate(zip(commands, cwds, strict=True))
         ]
         done = subprocess.run(
-            [sys.executable, __file__, json.dumps(jobs)],
+            [sys.executable, __file__, json.dumps(jobs), json.dumps(list(preload))],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -112,9 +117,14 @@ def _run_in_child(job: Mapping[str, object]) -> int:
     return code
 
 
-def _main(jobs: list[dict[str, object]]) -> None:
+def _main(jobs: list[dict[str, object]], preload: list[str]) -> None:
     # sys.path[0] is this file's folder, as a script's is its own: each child puts its script's folder there.
+    import importlib
+
     import torch  # noqa: F401 - once, before the forks: each script's own import of it finds it loaded
+
+    for name in preload:
+        importlib.import_module(name)
 
     ended = []
     for job in jobs:
@@ -132,4 +142,4 @@ def _main(jobs: list[dict[str, object]]) -> None:
 
 
 if __name__ == "__main__":
-    _main(json.loads(sys.argv[1]))
+    _main(json.loads(sys.argv[1]), json.loads(sys.argv[2]) if len(sys.argv) > 2 else [])

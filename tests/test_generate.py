@@ -178,10 +178,6 @@ def test_a_prompt_longer_than_the_positions_is_refused() -> None:
         fxtui.profile(model, (), kwargs={"input_ids": ids}, runs=1, warmup=0, generate=4)
 
 
-def _fxtui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fxtui", *args], capture_output=True, text=True, timeout=300)
-
-
 def test_the_command_line_refuses_an_encoder_and_a_model_without_a_head(capsys: pytest.CaptureFixture[str]) -> None:
     """In this process (transformers is loaded already; the installed command's exit status is test_cli's)."""
     code, out, err = run_cli(capsys, "hf:bert", "--hf-config", "num_hidden_layers=1,hidden_size=32,"
@@ -194,14 +190,16 @@ def test_the_command_line_refuses_an_encoder_and_a_model_without_a_head(capsys: 
     assert code == 2 and "cannot be combined with --train" in err
 
 
-def test_the_command_line_profiles_a_generation(tmp_path: Path) -> None:
+def test_the_command_line_profiles_a_generation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process, as the refusals above (a process of its own spent most of its time importing transformers)."""
     out = tmp_path / "gen.json"
     config = "n_layer=1,n_embd=32,n_head=2,vocab_size=100"
-    done = _fxtui("hf:gpt2", "--hf-config", config, "--input-shape", "1,8", "--generate", "5", "--once",
-                  "--runs", "2", "--warmup", "0", "--phase", "decode", "--json", str(out))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "time to first token" in done.stdout
-    lines = done.stdout.splitlines()
+    code, stdout, err = run_cli(capsys, "hf:gpt2", "--hf-config", config, "--input-shape", "1,8", "--generate",
+                                "5", "--once", "--runs", "2", "--warmup", "0", "--phase", "decode",
+                                "--json", str(out))  # fmt: skip
+    assert code == 0, err
+    assert "time to first token" in stdout
+    lines = stdout.splitlines()
     rows = lines[next(i for i, line in enumerate(lines) if line.startswith("-----")) + 1 :]
     rows = [line for line in rows if line and not line.startswith(("…", "wrote", "next"))]
     assert rows and all(line.startswith("decode ") for line in rows)  # --phase decode

@@ -31,7 +31,8 @@ from fxtui.ops.native_recorder import NativeRecorder
 from fxtui.ops.native_steps import node_sums
 from fxtui.ops.recorder import OpRecorder
 from fxtui.ops.records import OpCall
-from tests.program_runs import run_fxtui, run_python
+from tests.program_runs import run_fxtui
+from tests.python_twins import run_python_twins
 
 pytestmark = pytest.mark.e2e
 
@@ -378,6 +379,9 @@ def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any
 
     def growth(ops: int) -> tuple[int, int]:
         gc.collect()
+        # Every object the collector tracks so far set aside (not listed, not walked): what is listed from here on
+        # is what the step added. The test process's heap (a whole suite's modules) made each look take seconds.
+        gc.freeze()
         before = gc.get_objects()  # kept: no new object takes an id of one of them
         known = {id(o) for o in before}
         native.start()
@@ -390,10 +394,13 @@ def test_a_sampled_steps_ops_add_no_object_the_garbage_collector_tracks(lib: Any
         assert len(resolved) == ops
         return during, sum(id(o) not in known for o in gc.get_objects())
 
-    for ops in (10, 1000):
-        growth(ops)
-        growth(ops)  # warm: names interned, buffers made; the long way once per shape, then from the rows
-    small, large = growth(10), growth(1000)
+    try:
+        for ops in (10, 1000):
+            growth(ops)
+            growth(ops)  # warm: names interned, buffers made; the long way once per shape, then from the rows
+        small, large = growth(10), growth(1000)
+    finally:
+        gc.unfreeze()
     assert large[0] - small[0] < 50, (small, large)
     assert large[1] - small[1] < 50, (small, large)
 
@@ -486,7 +493,8 @@ def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> Non
     """The option end to end: the program's own output as under python, its nodes timed by the C++ callback."""
     root = Path(__file__).resolve().parents[1]
     command = (str(root / "tests" / "programs" / "reused_module.py"), "--epochs", "1", "--batches", "8")
-    plain = run_python((*command, "--test-batches", "2"), root)
+    # The plain run forked from an interpreter that has imported torch (its start is most of a run this short).
+    (plain,) = run_python_twins([(*command, "--test-batches", "2")], root, preload=("torch._dynamo",))
     run = run_fxtui(
         (*command, "--test-batches", "2"), root, ("--warmup-steps", "1", "--sample-every", "2", "--timer", "native")
     )

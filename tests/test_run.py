@@ -61,9 +61,23 @@ def fxtui_run(tmp_path: Path, *args: str, json_out: bool = False) -> tuple[subpr
     return done, json.loads(out.read_text()) if json_out and out.exists() else {}
 
 
-def test_a_training_loop_is_split_into_phases_and_timed_per_node(tmp_path: Path) -> None:
-    script(tmp_path, TRAIN)
-    done, saved = fxtui_run(tmp_path, "train.py", "12", "--extra", json_out=True)
+Run = tuple[subprocess.CompletedProcess[str], dict]
+
+
+@pytest.fixture(scope="module")
+def training_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The training loop run as a module (``-m pkg.train 12 --extra``), once for the tests that read it: its phases
+    and nodes, and how a module runs (the scripts of the other tests run by path)."""
+    directory = tmp_path_factory.mktemp("training")
+    package = directory / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    script(package, TRAIN, "train.py")
+    return fxtui_run(directory, "-m", "pkg.train", "12", "--extra", json_out=True)
+
+
+def test_a_training_loop_is_split_into_phases_and_timed_per_node(training_run: Run) -> None:
+    done, saved = training_run
     assert done.returncode == 0, done.stderr
     assert "argv ['12', '--extra'] name __main__" in done.stdout  # its arguments, its __main__, its stdout
     assert done.stderr == ""  # nothing of fxtui's on the program's stderr (runpy once warned there)
@@ -209,15 +223,11 @@ def test_a_script_without_a_module_says_so(tmp_path: Path) -> None:
     assert "3.0" in done.stdout and "no module was called" in done.stdout
 
 
-def test_a_module_runs_with_dash_m(tmp_path: Path) -> None:
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    script(package, TRAIN, "train.py")
-    done, saved = fxtui_run(tmp_path, "-m", "pkg.train", "10", json_out=True)
+def test_a_module_runs_with_dash_m(training_run: Run) -> None:
+    done, saved = training_run
     assert done.returncode == 0, done.stderr
-    assert "argv ['10'] name __main__" in done.stdout
-    assert saved["metadata"]["program"]["command"] == ["-m", "pkg.train", "10"]
+    assert "argv ['12', '--extra'] name __main__" in done.stdout  # the arguments after the module are its own
+    assert saved["metadata"]["program"]["command"] == ["-m", "pkg.train", "12", "--extra"]
 
 
 @pytest.mark.parametrize(

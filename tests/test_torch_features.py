@@ -5,9 +5,10 @@ Each script trains a tiny model a few steps with one feature of torch that lives
 state (grad modes, autocast, the program's own dispatch and function modes, torch.func, checkpointing, saved-tensor
 hooks, anomaly mode, TorchScript, torch.compile, torch.export, the program's own profiler) and prints a digest.
 Every line must be the same under ``fxtui run --once --sample-every 1`` (every step after the warm-up sampled),
-and so must the exit status. (The plain runs share one interpreter's start and import of torch, each script in a
-child forked from it: ``tests/python_twins.py``.) ``grad_modes.py`` failed under fxtui before its mode kept to one
-context (an internal assert in torch's Python fallback); ``own_profiler.py`` printed doubled op counts.
+and so must the exit status. (The plain runs share one interpreter's start and import of torch and TorchDynamo,
+each script in a child forked from it: ``tests/python_twins.py``.) ``grad_modes.py`` failed under fxtui before its
+mode kept to one context (an internal assert in torch's Python fallback); ``own_profiler.py`` printed doubled op
+counts.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ FEATURES = Path(__file__).parent / "programs" / "features"
 OPTIONS = ("--sample-every", "1")
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 SCRIPTS = sorted(p.stem for p in FEATURES.glob("*.py") if p.stem != "feature_kit")
+#: Imported once before the plain runs' forks: every script makes an optimizer, whose first one imports TorchDynamo.
+PRELOAD = ("torch._dynamo",)
 
 
 def _env() -> dict[str, str]:
@@ -36,9 +39,9 @@ def _env() -> dict[str, str]:
 
 @cache
 def plain_runs() -> dict[str, ProgramRun]:
-    """Every script run as under python, from one interpreter that imported torch once (``tests/python_twins.py``:
-    the import is most of a plain run of a script this small)."""
-    runs = run_python_twins([(str(FEATURES / f"{name}.py"),) for name in SCRIPTS], FEATURES, _env())
+    """Every script run as under python, from one interpreter that imported torch and TorchDynamo once
+    (``tests/python_twins.py``: the imports are most of a plain run of a script this small)."""
+    runs = run_python_twins([(str(FEATURES / f"{name}.py"),) for name in SCRIPTS], FEATURES, _env(), preload=PRELOAD)
     return dict(zip(SCRIPTS, runs, strict=True))
 
 
