@@ -82,7 +82,7 @@ def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_th
     report = w.report()
     assert report.rows  # nodes were timed, by the dispatch mode
     text = report.header()
-    assert "the native timer is not in use (no C++ compiler" in text
+    assert "(a dispatch mode: the native timer is not in use, no C++ compiler" in text  # one line: which, and why
     assert "a C++ RecordFunction callback" not in text
 
 
@@ -105,7 +105,7 @@ def test_a_watched_step_of_too_many_ops_is_set_aside(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("fxtui.agent.step_recording.OP_LIMIT", 40)
     model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(30)])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with fxtui.watch(warmup=1, every=1) as w:
+    with fxtui.watch(warmup=1, every=1, timer="mode") as w:  # the dispatch mode's path
         for _ in range(4):
             opt.zero_grad()
             model(torch.randn(2, 4)).sum().backward()
