@@ -86,6 +86,32 @@ def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_th
     assert "a C++ RecordFunction callback" not in text
 
 
+def test_while_its_library_is_built_the_dispatch_mode_times_the_steps_and_the_capture_line_says_so(
+    no_library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run on a machine with the native timer (no library in the cache yet): the build runs in the
+    background (here it is only said to), the steps are timed as today, and one line says by what and why."""
+    builds: list[bool] = []
+    monkeypatch.setattr(native_build, "compiler", lambda: "g++")
+    monkeypatch.setattr("fxtui.ops.native_recorder.start_build", lambda: builds.append(True) or True)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with fxtui.watch(warmup=1, every=2, timer="native") as w:
+        for _ in range(8):
+            opt.zero_grad()
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+    report = w.report()
+    assert builds == [True] and report.rows
+    assert report.program is not None and report.program.timer == "mode"
+    capture = [line for line in report.header().splitlines() if line.startswith("capture")]
+    assert (
+        len(capture) == 1
+        and "(a dispatch mode: the native timer is not in use, its library is being built)" in capture[0]
+    )
+    assert "warning" not in report.header()
+
+
 def test_the_dispatch_mode_stops_at_the_op_limit_and_the_step_is_set_aside() -> None:
     mode = OpRecorder()
     mode.limit = 100
