@@ -529,3 +529,27 @@ def test_a_build_in_the_background_puts_the_library_in_place_or_says_why_it_fail
         assert native_build.why_not() == f"its build failed ({failed})"
         assert not native_build.start_build()  # later runs do not try again
     assert not list(native_build.cache_dir().glob("*.tmp*"))
+
+
+def test_a_module_reused_at_two_shapes_keeps_each_calls_shape_in_native_steps(lib: Any) -> None:
+    """The native timer reads no output shapes: each call of a node in its steps has the shape that call had in the
+    step that described it. One ReLU after a 4-channel and a 2-channel convolution: two shapes a step, forward and
+    backward, as the dispatch mode reads them (the collector lists such a node's shapes from these)."""
+    torch.manual_seed(0)
+    model, step = MODELS["reused"]()
+    step(OpRecorder())
+    namer = OpNamer()
+    namer.add_root(model)
+    native = NativeRecorder(lib)
+    relu: set[int] = set()
+    shapes = []
+    for i in range(4):
+        native.start(stacks=i == 0)  # the first describes (the dispatch mode), the others are native
+        step(native)
+        native.stop()
+        assert native.ran == "native" or i == 0
+        ops = namer.resolve(native.take_step())
+        relu |= {n.id for n in namer.take_new()[0] if n.label in ("relu", "∇threshold_backward")}
+        shapes.append([shape for node, _ns, shape, _start in ops if node in relu])
+    assert shapes[0] == ["2×4×6×6", "2×2×6×6", "2×2×6×6", "2×4×6×6"], shapes[0]  # forward twice, then backward
+    assert shapes[1:] == [shapes[0]] * 3  # resolved the long way once, then from the rows

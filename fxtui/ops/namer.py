@@ -28,6 +28,9 @@ from fxtui.ops.native_steps import NativeStep
 from fxtui.ops.records import OpCall, Record
 from fxtui.ops.step_walk import OUTSIDE, StepWalk, Where
 
+#: Calls of a node whose shapes are kept for the native timer's steps (past them, the last one's).
+CALL_SHAPES = 4096
+
 
 class OpNamer:
     """Turns one step's records into (node id, ns, shape, start); names a node once, the first time it is seen.
@@ -45,6 +48,9 @@ class OpNamer:
         self._param_at: dict[int, tuple[weakref.ref[Any], Where]] = {}
         """The same, by the parameter's TensorImpl address (``param._cdata``: the native timer's rows)."""
         self._shape_of: dict[int, str] = {}
+        self._call_shapes: dict[int, list[str]] = {}
+        """Per node, the output shape of each of its calls in the first step whose shapes were read (the dispatch
+        mode's): what the native timer, which reads none, gives its calls in order."""
         self._ids: dict[tuple[Any, ...], int] = {}
         self._ordinals: dict[tuple[Any, ...], int] = {}
         """(phase, where, label) → positions numbered so far (the ``#n`` of a node's name)."""
@@ -179,6 +185,25 @@ class OpNamer:
     def shape_of(self, node_id: int) -> str:
         """The output shape a node was first seen with."""
         return self._shape_of.get(node_id, "")
+
+    def call_shape(self, node_id: int, call: int) -> str:
+        """The output shape of a node's ``call``-th call in a step (from 0), as the first step whose shapes were read
+        saw it (its last call's past those; the node's first shape when no such step saw it)."""
+        shapes = self._call_shapes.get(node_id)
+        if not shapes:
+            return self._shape_of.get(node_id, "")
+        return shapes[min(call, len(shapes) - 1)]
+
+    def note_call_shapes(self, calls: dict[int, list[str]]) -> None:
+        """A step whose shapes were read: each node's calls' shapes, in order, kept for the nodes that have none and
+        ran at more than one (one shape is the node's own: :meth:`shape_of`). At most :data:`CALL_SHAPES` calls a
+        node, each distinct text kept once (an unrolled cell's node is called thousands of times a step)."""
+        for node_id, shapes in calls.items():
+            if node_id in self._call_shapes or len(shapes) < 2:
+                continue
+            distinct = {shape: shape for shape in shapes[:CALL_SHAPES]}
+            if len(distinct) > 1:
+                self._call_shapes[node_id] = [distinct[shape] for shape in shapes[:CALL_SHAPES]]
 
     # -- a step ----------------------------------------------------------------------------------
 
