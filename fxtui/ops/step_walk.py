@@ -293,6 +293,9 @@ class StepWalk:
                 for output in outputs:
                     self.derived[output] = root
                 return self.losses.setdefault(root, _Frame((root, LOSS)))
+            # made from nothing of a root's: what a root's output left at this tensor's id (or address) died
+            for output in outputs:
+                self.derived.pop(output, None)
         if self.outside.where != (-1, SCRIPT):
             self.outside = _Frame((-1, SCRIPT))
         return self.outside
