@@ -92,7 +92,9 @@ class OpNamer:
             self._path.setdefault(id(sub), (weakref.ref(sub), (index, name)))
             for param in sub.parameters(recurse=False):
                 self._param.setdefault(id(param), (weakref.ref(param), (index, name)))
-                self._param_at.setdefault(param._cdata, (weakref.ref(param), (index, name)))
+                with torch._C.DisableTorchFunction():  # a torch function the program's own mode would count
+                    impl = param._cdata
+                self._param_at.setdefault(impl, (weakref.ref(param), (index, name)))
         if stateless:
             self._by_class[type(module)] = index
         elif inner is not module:
@@ -180,7 +182,10 @@ class OpNamer:
         """The module owning the parameter whose TensorImpl is at ``impl`` (while it lives)."""
         found = self._param_at.get(impl)
         param = found[0]() if found is not None else None
-        return found[1] if found is not None and param is not None and param._cdata == impl else OUTSIDE
+        if found is None or param is None:
+            return OUTSIDE
+        with torch._C.DisableTorchFunction():  # a torch function the program's own mode would count
+            return found[1] if param._cdata == impl else OUTSIDE
 
     def shape_of(self, node_id: int) -> str:
         """The output shape a node was first seen with."""
