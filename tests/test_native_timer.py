@@ -519,7 +519,7 @@ def test_a_build_in_the_background_puts_the_library_in_place_or_says_why_it_fail
     assert native_build.start_build()
     assert native_build.start_build()  # one build at a time: the running one is said to run
     child = native_build._child
-    assert child is not None and child.wait(60) == 0
+    assert child is not None and child.wait(300) == 0  # at nice 19: slow to get a core on a busy machine
     target = native_build.library_path()
     failed = target.with_suffix(".failed")
     if succeeds:
