@@ -42,8 +42,9 @@ runs both sides on one intra-op thread.
 
 Printed per program: exit status under each and whether the program's output is the same (lines that print times
 left out), steps by kind, sampled steps, fidelity, overhead, the whole program's wall time under fxtui ÷ under
-python (median of the pairs, and their range), root share (Σ node medians charged to no module) and node
-count. The machine's load is printed at the start and the end: read the figures with it.
+python (median of the pairs, and their range), the same of the runs' CPU time (user and system, of the process
+and the children it waited for), root share (Σ node medians charged to no module) and node count. The machine's
+load is printed at the start and the end: read the figures with it.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -271,8 +272,8 @@ def prepare_timm_ema(c: Checkouts, work: Path) -> list[str]:
 #: The test corpus's programs (tests/programs), at sizes that run 10–20 s under python on one intra-op thread (the
 #: corpus tests run them for seconds): each with ``--corpus``, as ``corpus_NAME``.
 CORPUS_SIZES = {
-    "char_gpt": ("--iters", "150", "--eval-iters", "10", "--log-interval", "10"),
-    "vae_sampling": ("--epochs", "4", "--batches", "60", "--test-batches", "10"),
+    "char_gpt": ("--iters", "45", "--eval-iters", "10", "--log-interval", "10"),
+    "vae_sampling": ("--epochs", "2", "--batches", "40", "--test-batches", "6"),
     "word_lm": ("--words", "40000", "--epochs", "2", "--log-interval", "5"),
     "reused_module": ("--epochs", "3", "--batches", "30", "--test-batches", "5"),
     "gan": ("--iters", "60", "--ngf", "64"),
@@ -336,6 +337,7 @@ class Row:
     python: list[ProgramRun]
     fxtui: list[ProgramRun]
     varies: str = ""
+    cpu: list[float] = field(default_factory=list)  # per pair: CPU seconds under fxtui ÷ under python
 
     def cells(self) -> list[str]:
         py, fx = self.python[-1], self.fxtui[-1]
@@ -349,13 +351,15 @@ class Row:
         slowdown = statistics.median(walls)
         return [
             self.name, f"{py.status}/{fx.status}", same, steps, sampled, fidelity, overhead,
-            f"{slowdown:.3f} ({walls[0]:.3f}–{walls[-1]:.3f}; {py.wall_s:.0f}s)", f"{100 * root_share(fx.rows):.1f}%",
+            f"{slowdown:.3f} ({walls[0]:.3f}–{walls[-1]:.3f}; {py.wall_s:.0f}s)",
+            f"{statistics.median(self.cpu):.3f} ({min(self.cpu):.3f}–{max(self.cpu):.3f})" if self.cpu else "-",
+            f"{100 * root_share(fx.rows):.1f}%",
             str(len(fx.rows)),
         ]  # fmt: skip
 
 
 HEADER = ["program", "exit py/fx", "output", "steps by kind", "sampled", "fidelity", "overhead", "wall fx÷py",
-          "root", "nodes"]  # fmt: skip
+          "cpu fx÷py", "root", "nodes"]  # fmt: skip
 
 
 def table(rows: list[list[str]]) -> str:
@@ -433,13 +437,17 @@ def main(argv: list[str] | None = None) -> int:
                 if (work / SHIM).is_dir():
                     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(work / SHIM), env.get("PYTHONPATH")) if p)
                 cwd = work / program.folder
+                before = _children_cpu()
                 python = run_python(command, cwd, env=env, timeout=3600)
+                python_cpu = _children_cpu() - before
                 _progress(program.name, "python", python)
                 # the timers in turn after python, their order rotated each pair: a drift of the machine reaches each
                 for timer in a.timer[pair % len(a.timer) :] + a.timer[: pair % len(a.timer)]:
                     options = ("--timer", timer) if timer else ()
                     timed[timer].python.append(python)
+                    before = _children_cpu()
                     timed[timer].fxtui.append(run_fxtui(command, cwd, options, env=env, timeout=3600))
+                    timed[timer].cpu.append((_children_cpu() - before) / python_cpu)
                     _progress(program.name, f"fxtui {timer}".strip(), timed[timer].fxtui[-1])
                 if a.keep:
                     shutil.copytree(work, a.keep / program.name, symlinks=True, dirs_exist_ok=True)
@@ -447,8 +455,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(a.timer) == 2:  # the two timers' whole runs against each other, pair by pair
             first, second = (timed[t].fxtui for t in a.timer)
             ratios = sorted(s.wall_s / f.wall_s for f, s in zip(first, second, strict=True))
-            print(f"  {program.name}: wall under --timer {a.timer[1]} ÷ --timer {a.timer[0]}: median "
-                  f"{statistics.median(ratios):.3f} ({ratios[0]:.3f}–{ratios[-1]:.3f})")  # fmt: skip
+            cpus = sorted(s / f for f, s in zip(*(timed[t].cpu for t in a.timer), strict=True))
+            print(f"  {program.name}: under --timer {a.timer[1]} ÷ --timer {a.timer[0]}: wall median "
+                  f"{statistics.median(ratios):.3f} ({ratios[0]:.3f}–{ratios[-1]:.3f}), CPU median "
+                  f"{statistics.median(cpus):.3f} ({cpus[0]:.3f}–{cpus[-1]:.3f})")  # fmt: skip
     print()
     print(table([r.cells() for r in rows]))
     print()
@@ -459,6 +469,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped {line}")
     print(f"end: {load_text()}")
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's ended children and what they waited for: a run's, read
+    before and after it. A busy machine stretches a run's wall time far more than its CPU time."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _progress(name: str, under: str, run: ProgramRun) -> None:
