@@ -32,7 +32,7 @@ nanoGPT's data folder is a temporary copy, as its prepare.py writes beside itsel
   (``train/``, ``validation/``), two epochs.
 
 With ``--corpus``, the test corpus's programs too (``tests/programs``: ``corpus_char_gpt``, ``corpus_vae_sampling``,
-…), at sizes that run 10–20 s under python rather than the tests' few seconds, so that fxtui's fixed cost (about
+…), at sizes that run 5–20 s under python rather than the tests' few seconds, so that fxtui's fixed cost (about
 0.3 s) is not most of what is measured.
 
 Each runs under ``python`` and under ``python -m fxtui run --once --json`` with fxtui's defaults (as a user would),
@@ -269,11 +269,11 @@ def prepare_timm_ema(c: Checkouts, work: Path) -> list[str]:
             "--log-interval", "2", "--output", str(work / "output")]  # fmt: skip
 
 
-#: The test corpus's programs (tests/programs), at sizes that run 10–20 s under python on one intra-op thread (the
+#: The test corpus's programs (tests/programs), at sizes that run 5–20 s under python on one intra-op thread (the
 #: corpus tests run them for seconds): each with ``--corpus``, as ``corpus_NAME``.
 CORPUS_SIZES = {
-    "char_gpt": ("--iters", "45", "--eval-iters", "10", "--log-interval", "10"),
-    "vae_sampling": ("--epochs", "2", "--batches", "40", "--test-batches", "6"),
+    "char_gpt": ("--iters", "200", "--eval-iters", "10", "--log-interval", "10"),
+    "vae_sampling": ("--epochs", "4", "--batches", "100", "--test-batches", "6"),
     "word_lm": ("--words", "40000", "--epochs", "2", "--log-interval", "5"),
     "reused_module": ("--epochs", "3", "--batches", "30", "--test-batches", "5"),
     "gan": ("--iters", "60", "--ngf", "64"),
