@@ -41,3 +41,20 @@ from workers import longest_files_first, pytest_xdist_auto_num_workers  # noqa: 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     every_module_has_a_tier(config, items)
     longest_files_first(items)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fxtui-timer",
+        choices=("mode", "native"),
+        default="",
+        help="the per-op timer of every program the corpus tests run under fxtui run (tests/program_runs.py's "
+        "run_fxtui; default: fxtui's own)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Pass ``--fxtui-timer`` on to ``run_fxtui`` (in each xdist worker too: each configures itself)."""
+    from tests.program_runs import set_timer
+
+    set_timer(config.getoption("--fxtui-timer"))

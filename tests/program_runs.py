@@ -100,7 +100,7 @@ def run_fxtui(
     """``python -m fxtui run --once --json OUT OPTIONS… COMMAND…``; the JSON read back (None when none was written)."""
     with tempfile.TemporaryDirectory(prefix="fxtui-corpus-") as directory:
         out = Path(directory) / "run.json"
-        argv = [PY, "-m", "fxtui", "run", "--once", "--json", str(out), *options, *command]
+        argv = [PY, "-m", "fxtui", "run", "--once", "--json", str(out), *timer_options(), *options, *command]
         status, stdout, stderr, wall = _run(argv, cwd, env, timeout)
         report = json.loads(out.read_text()) if out.exists() else {}
     return ProgramRun(tuple(command), status, stdout, stderr, wall, report, os.getloadavg()[0])
@@ -198,3 +198,20 @@ def load_text() -> str:
     """The machine's load averages, as ``uptime`` prints them."""
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+# --- The per-op timer every run under fxtui uses (tests/conftest.py's ``--fxtui-timer``) --------------------------
+
+#: The per-op timer :func:`run_fxtui` asks for (``fxtui run --timer``); ``""``: fxtui's own default.
+TIMER = {"timer": ""}
+
+
+def set_timer(timer: str) -> None:
+    """Make every later :func:`run_fxtui` time its sampled steps with ``timer`` (``mode``, ``native``; ``""``:
+    fxtui's default). A run whose own options name a timer keeps it: they come after, and the last one counts."""
+    TIMER["timer"] = timer
+
+
+def timer_options() -> tuple[str, ...]:
+    """fxtui's options that choose the timer set by :func:`set_timer` (none when fxtui's default is wanted)."""
+    return ("--timer", TIMER["timer"]) if TIMER["timer"] else ()

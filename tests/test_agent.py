@@ -31,7 +31,7 @@ def test_another_threads_loader_and_model_calls_are_not_the_steps() -> None:
                 if stop.is_set():
                     return
 
-    with fxtui.watch(warmup=1, every=2) as w:
+    with fxtui.watch(warmup=1, every=2, timer="mode") as w:  # the native timer's first use would start a compiler
         thread = threading.Thread(target=prefetch, daemon=True)
         thread.start()
         for _ in range(30):

@@ -323,7 +323,7 @@ def test_the_agent_leaves_torch_as_it_found_it_and_the_programs_profiler_counts_
     import fxtui
 
     alone = _program()
-    with fxtui.watch(warmup=1, every=1) as w:
+    with fxtui.watch(warmup=1, every=1, timer="mode") as w:  # the dispatch mode's place on the program's stacks
         watched = _program()
     assert watched == alone  # losses, the profiler's op counts, FlopCounterMode's flops
     steps = w.report().steps

@@ -152,3 +152,30 @@ def test_a_describing_step_names_each_ops_source_line_and_inputs_and_its_caches_
         rec._args_text((torch.empty(n, 1),))
     assert len(rec._TENSOR_TEXT) <= rec._CACHE_ENTRIES
     assert rec._args_text((torch.empty(3, 2),)) == ("3×2 float32 stride (2, 1)",)
+
+
+def test_a_tensor_made_at_the_id_of_a_roots_dead_output_is_the_scripts() -> None:
+    """The loss rule follows tensors by id (the native timer: by TensorImpl address), and a freed tensor's id is
+    soon another's (char_gpt's evaluation calls: its next batch's indices made where the last loss had been). An op
+    outside every module that reads nothing of a root's makes a tensor of the script's, whatever lived at its id
+    before; the ops that read that tensor are the script's too, not the root's loss."""
+    from fxtui.ops.records import ModuleEnter, ModuleExit, OpCall
+
+    model, namer = nn.Linear(2, 2), OpNamer()
+    namer.add_root(model)
+    aten = torch.ops.aten
+    ops = namer.resolve(
+        [
+            ModuleEnter(model, 0, 0),
+            ModuleExit(model, 1, 0, False, (7,)),  # the root returns the tensor of id 7
+            OpCall(aten.sum.default, 2, 3, None, torch.Size([]), flow=((7,), (8,))),  # its loss
+            OpCall(aten.randint.low, 4, 5, None, torch.Size([3]), flow=((), (7,))),  # made at id 7, once freed
+            OpCall(aten.unbind.int, 6, 7, None, None, flow=((7,), (9, 10, 11))),  # reads the new one
+        ]
+    )
+    nodes = {n.id: n for n in namer.take_new()[0]}
+    assert [(nodes[node].module_path, nodes[node].label) for node, *_ in ops] == [
+        (LOSS, "sum"),
+        (SCRIPT, "randint"),
+        (SCRIPT, "unbind"),
+    ]

@@ -82,8 +82,34 @@ def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_th
     report = w.report()
     assert report.rows  # nodes were timed, by the dispatch mode
     text = report.header()
-    assert "the native timer is not in use (no C++ compiler" in text
+    assert "(a dispatch mode: the native timer is not in use, no C++ compiler" in text  # one line: which, and why
     assert "a C++ RecordFunction callback" not in text
+
+
+def test_while_its_library_is_built_the_dispatch_mode_times_the_steps_and_the_capture_line_says_so(
+    no_library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run on a machine with the native timer (no library in the cache yet): the build runs in the
+    background (here it is only said to), the steps are timed as today, and one line says by what and why."""
+    builds: list[bool] = []
+    monkeypatch.setattr(native_build, "compiler", lambda: "g++")
+    monkeypatch.setattr("fxtui.ops.native_recorder.start_build", lambda: builds.append(True) or True)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with fxtui.watch(warmup=1, every=2, timer="native") as w:
+        for _ in range(8):
+            opt.zero_grad()
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+    report = w.report()
+    assert builds == [True] and report.rows
+    assert report.program is not None and report.program.timer == "mode"
+    capture = [line for line in report.header().splitlines() if line.startswith("capture")]
+    assert (
+        len(capture) == 1
+        and "(a dispatch mode: the native timer is not in use, its library is being built)" in capture[0]
+    )
+    assert "warning" not in report.header()
 
 
 def test_the_dispatch_mode_stops_at_the_op_limit_and_the_step_is_set_aside() -> None:
@@ -105,7 +131,7 @@ def test_a_watched_step_of_too_many_ops_is_set_aside(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("fxtui.agent.step_recording.OP_LIMIT", 40)
     model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(30)])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with fxtui.watch(warmup=1, every=1) as w:
+    with fxtui.watch(warmup=1, every=1, timer="mode") as w:  # the dispatch mode's path
         for _ in range(4):
             opt.zero_grad()
             model(torch.randn(2, 4)).sum().backward()

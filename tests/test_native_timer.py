@@ -503,3 +503,61 @@ def test_fxtui_run_timer_native_times_a_corpus_program_natively(lib: Any) -> Non
     assert run.meta["program"]["timer"] == "native"
     assert "a C++ RecordFunction callback: --timer native" in run.stdout
     assert run.rows
+
+
+def _fake_compiler(folder: Path, body: str) -> Path:
+    """A compiler that runs ``body`` with the file after ``-o`` in ``$out`` (no C++ is compiled)."""
+    fake = folder / "fake-c++"
+    fake.write_text(f'#!/bin/sh\nwhile [ $# -gt 0 ] && [ "$1" != "-o" ]; do shift; done\nout="$2"\n{body}\n')
+    fake.chmod(0o755)
+    return fake
+
+
+@pytest.mark.parametrize("succeeds", [True, False], ids=["built", "failed"])
+def test_a_build_in_the_background_puts_the_library_in_place_or_says_why_it_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, succeeds: bool
+) -> None:
+    """What a first run on a machine starts (``start_build``: a detached shell at nice 19): the compiler's output
+    renamed into place when it ends well; its message kept as the failure note, which later runs read, when not."""
+    body = 'echo library > "$out"' if succeeds else 'echo "op_timer.cpp:1: no such header" >&2; exit 1'
+    monkeypatch.setenv("CXX", str(_fake_compiler(tmp_path, body)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(native_build, "_child", None)
+    monkeypatch.setattr(native_build, "_load_error", "")
+    assert native_build.start_build()
+    assert native_build.start_build()  # one build at a time: the running one is said to run
+    child = native_build._child
+    assert child is not None and child.wait(300) == 0  # at nice 19: slow to get a core on a busy machine
+    target = native_build.library_path()
+    failed = target.with_suffix(".failed")
+    if succeeds:
+        assert target.read_text() == "library\n" and not failed.exists() and native_build.why_not() == ""
+    else:
+        assert not target.exists() and "no such header" in failed.read_text()
+        assert native_build.why_not() == f"its build failed ({failed})"
+        assert not native_build.start_build()  # later runs do not try again
+    assert not list(native_build.cache_dir().glob("*.tmp*"))
+
+
+def test_a_module_reused_at_two_shapes_keeps_each_calls_shape_in_native_steps(lib: Any) -> None:
+    """The native timer reads no output shapes: each call of a node in its steps has the shape that call had in the
+    step that described it. One ReLU after a 4-channel and a 2-channel convolution: two shapes a step, forward and
+    backward, as the dispatch mode reads them (the collector lists such a node's shapes from these)."""
+    torch.manual_seed(0)
+    model, step = MODELS["reused"]()
+    step(OpRecorder())
+    namer = OpNamer()
+    namer.add_root(model)
+    native = NativeRecorder(lib)
+    relu: set[int] = set()
+    shapes = []
+    for i in range(4):
+        native.start(stacks=i == 0)  # the first describes (the dispatch mode), the others are native
+        step(native)
+        native.stop()
+        assert native.ran == "native" or i == 0
+        ops = namer.resolve(native.take_step())
+        relu |= {n.id for n in namer.take_new()[0] if n.label in ("relu", "∇threshold_backward")}
+        shapes.append([shape for node, _ns, shape, _start in ops if node in relu])
+    assert shapes[0] == ["2×4×6×6", "2×2×6×6", "2×2×6×6", "2×4×6×6"], shapes[0]  # forward twice, then backward
+    assert shapes[1:] == [shapes[0]] * 3  # resolved the long way once, then from the rows

@@ -44,7 +44,8 @@ def _watched(rank: int, world: int, steps: int = 8) -> list[object]:
     from fxtui.wire.agent_contract import AgentOptions
 
     sent: list[object] = []
-    agent = agent_of_rank(sent.append, AgentOptions(warmup=0, every=1), lambda: True, rank, world)
+    # the dispatch mode: a unit test starts no compiler (the native timer's first use would)
+    agent = agent_of_rank(sent.append, AgentOptions(warmup=0, every=1, timer="mode"), lambda: True, rank, world)
     agent.install()
     try:
         _train(steps)

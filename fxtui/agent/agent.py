@@ -78,7 +78,6 @@ class Agent:
         self.kernels = CompiledKernels()
         """The kernels of the program's compiled code, timed on sampled steps."""
         self.recorder = step_recorder(options.timer, self.kernels)
-        self._timer_said = ""
         self.calls = ModuleCalls(self._root_call, self._inner_call)
         self.recording = StepRecording(self.recorder, self.calls)
         self.model = StepModel(_clock, self._emit, self.recording, options, describe=self._describe)
@@ -350,7 +349,7 @@ class Agent:
                 start_ns=step.start,
                 generation=tuple(c.summary() for c in calls),
                 faults=faults,
-                note=self.kernels.unsaid() or self._timer_note(),
+                note=self.kernels.unsaid(),
                 warm=step.warm,
                 holds=step.holds,
                 restart=step.restart,
@@ -358,6 +357,7 @@ class Agent:
                 wait_ns=step.wait_ns,
                 timer=getattr(self.recorder, "ran", "mode") if step.sampled else "",
                 sums=sums,
+                timer_why=self._timer_why() if step.sampled else "",
             )
         )
 
@@ -370,18 +370,15 @@ class Agent:
         self._raw_at[kind] = now
         return True
 
-    def _timer_note(self) -> str:
-        """Once, when the native timer was asked for and cannot be used: why (the dispatch mode times ops)."""
-        timer = getattr(self.recorder, "timer", None)
-        if timer is None or getattr(self.recorder, "lib", None) is not None:
-            return ""
-        from fxtui.ops.native_build import why_not
+    def _timer_why(self) -> str:
+        """Why the native timer, asked for, did not time the latest step: its library is being built (the first run
+        on this machine, this torch or this fxtui) or cannot be (no compiler, a failed build); ``""`` when it ran, was
+        not asked for, or the step was the mode's by design (a describing step, a ``generate()`` call)."""
+        if not hasattr(self.recorder, "take_step") or getattr(self.recorder, "lib", None) is not None:
+            return ""  # the dispatch mode's recorder (--timer mode), or the native one with its library loaded
+        from fxtui.ops.native_build import BUILDING, why_not
 
-        why = why_not()
-        if not why or why == self._timer_said:
-            return ""  # still being built: said when it failed, if it does
-        self._timer_said = why
-        return f"the native timer is not in use ({why}): ops are timed by the dispatch mode"
+        return why_not() or BUILDING
 
     def finish(self) -> None:
         """The program ends: an evaluation call still open is sent, then the goodbye."""

@@ -86,6 +86,9 @@ class ProgramState:
     timer: str = ""
     """The per-op timer of the latest sampled step: ``mode`` or ``native`` (``fxtui run --timer``); ``""`` before
     one."""
+    timer_why: str = ""
+    """Why the latest sampled step was the dispatch mode's when the native timer was asked for: its library is being
+    built, or cannot be (``""`` otherwise)."""
 
     @property
     def script(self) -> str:

@@ -50,8 +50,8 @@ class Collector:
         False: a sampled step whose ops the collector left out, :mod:`fxtui.jobs.intake_lag`)."""
         if isinstance(message, Step):
             self._step(message, ops_taken)
-            if message.timer and message.timer != self.program.timer:
-                self._replace(timer=message.timer)
+            if message.timer and (message.timer, message.timer_why) != (self.program.timer, self.program.timer_why):
+                self._replace(timer=message.timer, timer_why=message.timer_why)
             if message.note:  # shown as the program's warning, as the agent's own failure is
                 self.failed = message.note
         elif isinstance(message, Hello):

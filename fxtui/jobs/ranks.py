@@ -118,9 +118,9 @@ class JobCollector:
         """The figures of ``rank`` (the lowest when None or unknown) and of ``kind``'s steps (the kind the figures
         lead with when None), every rank compared beside them."""
         ranked = self.ranked()
-        timer = next((c.program.timer for _, c in ranked if c.program.timer), self.program.timer)
-        if timer != self.program.timer:
-            self.program = dataclasses.replace(self.program, timer=timer)
+        timed = next((c.program for _, c in ranked if c.program.timer), self.program)
+        if (timed.timer, timed.timer_why) != (self.program.timer, self.program.timer_why):
+            self.program = dataclasses.replace(self.program, timer=timed.timer, timer_why=timed.timer_why)
         remote = self.remote.snapshots(kind, state, {r for r, _ in ranked}) if self.remote else {}
         traces = {r if r < 10_000 else 0: c.trace(kind) for r, c in ranked} if state is State.DONE else {}
         left = {r if r < 10_000 else 0: n for r, c in ranked if (n := c.trace_left_out(kind))} if traces else {}

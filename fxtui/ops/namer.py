@@ -28,6 +28,9 @@ from fxtui.ops.native_steps import NativeStep
 from fxtui.ops.records import OpCall, Record
 from fxtui.ops.step_walk import OUTSIDE, StepWalk, Where
 
+#: Calls of a node whose shapes are kept for the native timer's steps (past them, the last one's).
+CALL_SHAPES = 4096
+
 
 class OpNamer:
     """Turns one step's records into (node id, ns, shape, start); names a node once, the first time it is seen.
@@ -45,6 +48,9 @@ class OpNamer:
         self._param_at: dict[int, tuple[weakref.ref[Any], Where]] = {}
         """The same, by the parameter's TensorImpl address (``param._cdata``: the native timer's rows)."""
         self._shape_of: dict[int, str] = {}
+        self._call_shapes: dict[int, list[str]] = {}
+        """Per node, the output shape of each of its calls in the first step whose shapes were read (the dispatch
+        mode's): what the native timer, which reads none, gives its calls in order."""
         self._ids: dict[tuple[Any, ...], int] = {}
         self._ordinals: dict[tuple[Any, ...], int] = {}
         """(phase, where, label) → positions numbered so far (the ``#n`` of a node's name)."""
@@ -86,7 +92,9 @@ class OpNamer:
             self._path.setdefault(id(sub), (weakref.ref(sub), (index, name)))
             for param in sub.parameters(recurse=False):
                 self._param.setdefault(id(param), (weakref.ref(param), (index, name)))
-                self._param_at.setdefault(param._cdata, (weakref.ref(param), (index, name)))
+                with torch._C.DisableTorchFunction():  # a torch function the program's own mode would count
+                    impl = param._cdata
+                self._param_at.setdefault(impl, (weakref.ref(param), (index, name)))
         if stateless:
             self._by_class[type(module)] = index
         elif inner is not module:
@@ -174,11 +182,33 @@ class OpNamer:
         """The module owning the parameter whose TensorImpl is at ``impl`` (while it lives)."""
         found = self._param_at.get(impl)
         param = found[0]() if found is not None else None
-        return found[1] if found is not None and param is not None and param._cdata == impl else OUTSIDE
+        if found is None or param is None:
+            return OUTSIDE
+        with torch._C.DisableTorchFunction():  # a torch function the program's own mode would count
+            return found[1] if param._cdata == impl else OUTSIDE
 
     def shape_of(self, node_id: int) -> str:
         """The output shape a node was first seen with."""
         return self._shape_of.get(node_id, "")
+
+    def call_shape(self, node_id: int, call: int) -> str:
+        """The output shape of a node's ``call``-th call in a step (from 0), as the first step whose shapes were read
+        saw it (its last call's past those; the node's first shape when no such step saw it)."""
+        shapes = self._call_shapes.get(node_id)
+        if not shapes:
+            return self._shape_of.get(node_id, "")
+        return shapes[min(call, len(shapes) - 1)]
+
+    def note_call_shapes(self, calls: dict[int, list[str]]) -> None:
+        """A step whose shapes were read: each node's calls' shapes, in order, kept for the nodes that have none and
+        ran at more than one (one shape is the node's own: :meth:`shape_of`). At most :data:`CALL_SHAPES` calls a
+        node, each distinct text kept once (an unrolled cell's node is called thousands of times a step)."""
+        for node_id, shapes in calls.items():
+            if node_id in self._call_shapes or len(shapes) < 2:
+                continue
+            distinct = {shape: shape for shape in shapes[:CALL_SHAPES]}
+            if len(distinct) > 1:
+                self._call_shapes[node_id] = [distinct[shape] for shape in shapes[:CALL_SHAPES]]
 
     # -- a step ----------------------------------------------------------------------------------
 

@@ -112,12 +112,17 @@ def start_build() -> bool:
     if target.exists() or cxx is None or why_not():
         return False
     folder = _private_dir()
-    if any(folder.glob(target.name + ".*.tmp")) and _recent_tmp(folder, target.name):
-        return False  # another process of this user builds it
+    if _recent_tmp(folder, target.name):
+        return False  # another process of this user builds it (a torchrun job's ranks start together)
     tmp = f"{target}.{os.getpid()}.tmp"
     failed = target.with_suffix(".failed")
     # sh: the rename, or the failure note, happen when the compiler ends, even if this process has ended by then.
-    script = 'nice -n 19 "$@" 2>"$0.err" && mv -f "$0" "$1" && rm -f "$0.err" || { mv -f "$0.err" "$2"; rm -f "$0"; }'
+    # $0 is the temporary file, $1 and $2 the library and the note; the compiler's command is what follows them.
+    script = (
+        'tmp="$0" target="$1" failed="$2"; shift 2; '
+        'nice -n 19 "$@" 2>"$tmp.err" && mv -f "$tmp" "$target" && rm -f "$tmp.err" || '
+        '{ mv -f "$tmp.err" "$failed"; rm -f "$tmp"; }'
+    )
     try:
         _child = subprocess.Popen(
             ["sh", "-c", script, tmp, str(target), str(failed), *command(tmp, cxx)],
@@ -133,11 +138,18 @@ def start_build() -> bool:
 
 
 def _recent_tmp(folder: Path, name: str) -> bool:
-    """A temporary library younger than the build's timeout (an older one is a build that died)."""
+    """A temporary library, or a build's error file (the compiler writes the library only at its end), younger than
+    the build's timeout (an older one is a build that died)."""
     import time
 
     now = time.time()
-    return any(now - p.stat().st_mtime < BUILD_TIMEOUT_S for p in folder.glob(name + ".*.tmp"))
+    for path in folder.glob(name + ".*.tmp*"):
+        try:
+            if now - path.stat().st_mtime < BUILD_TIMEOUT_S:
+                return True
+        except OSError:  # renamed or removed since: that build ended
+            continue
+    return False
 
 
 def build() -> Path:

@@ -90,7 +90,16 @@ def tensor_impls(value: Any) -> tuple[int, ...]:
 
     A root's call is read on every sampled step: a tensor, or a plain tuple or list of tensors and plain values,
     is read directly (pytree's walk costs a few µs a call); anything else (nested, a named tuple, a model's output
-    class) through pytree."""
+    class) through pytree. ``_cdata`` is read with torch functions off: reading a tensor's attribute is a torch
+    function, which the program's own ``TorchFunctionMode`` (or a tensor subclass of its) would otherwise see."""
+    with _no_torch_function():
+        return _impls(value)
+
+
+_no_torch_function = torch._C.DisableTorchFunction
+
+
+def _impls(value: Any) -> tuple[int, ...]:
     if isinstance(value, torch.Tensor):
         return (value._cdata,)
     kind = type(value)

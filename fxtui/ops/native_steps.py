@@ -215,6 +215,9 @@ def shape_of(step: NativeStep, namer: Any) -> tuple[Any, ...] | None:
             if root >= 0:
                 for t in outputs:
                     derived[t] = root
+            elif derived:
+                for t in outputs:
+                    derived.pop(t, None)  # as the namer: a tensor made from nothing of a root's is no root's
             read.append(root)
 
     tokens: list[Any] = []

@@ -86,6 +86,10 @@ class Naming(Protocol):
 
     def shape_of(self, node_id: int) -> str: ...
 
+    def call_shape(self, node_id: int, call: int) -> str: ...
+
+    def note_call_shapes(self, calls: dict[int, list[str]]) -> None: ...
+
     def where(self, module: torch.nn.Module, caller: Where | None = None) -> Where: ...
 
     def is_loss(self, module: torch.nn.Module) -> bool: ...
@@ -137,6 +141,8 @@ class StepWalk:
         self.stretch_counts: dict[tuple[int, int, str], int] = {}
         self.grad_nodes: dict[int, dict[int, int]] = {}  # per stretch: each autograd node's order in it
         self.out: list[OpTime] = []
+        self.calls: dict[int, list[str]] = {}  # per node, the output shape of each of its calls so far in the step
+        self.shaped = False  # whether an op of the step had its shape read (the dispatch mode's steps)
         self.kernel_ns = 0  # Σ of the step's compiled kernels so far
         self.call_from = 0  # … when the compiled call in progress began
         self.skipping = 0  # compiled modules on the stack
@@ -177,6 +183,8 @@ class StepWalk:
                 self.kernel(record)  # type: ignore[arg-type]
             elif kind is CompiledCall:
                 self.compiled_call(record)  # type: ignore[arg-type]
+        if self.shaped:
+            self.namer.note_call_shapes(self.calls)
         return self.out
 
     # -- module frames --------------------------------------------------------------------------
@@ -261,12 +269,18 @@ class StepWalk:
             key = (self.loss_phase, frame.where, label, frame.position(label))
         shape = record.shape
         target = f"{func.namespace}.{label}"
-        if shape is UNKNOWN_SHAPE:  # the native timer reads no shapes: the node's own, as first seen
+        if shape is UNKNOWN_SHAPE:
+            # The native timer reads no shapes: a node's k-th call in the step has the shape of its k-th call in the
+            # step whose shapes were read first (a module reused at two shapes keeps both, as under the mode).
             node_id = self.namer.node_id(key, target, "", record)
-            shape_text = self.namer.shape_of(node_id)
+            calls = self.calls.setdefault(node_id, [])
+            shape_text = self.namer.call_shape(node_id, len(calls))
+            calls.append(shape_text)
         else:
             shape_text = "×".join(map(str, shape)) if shape is not None else ""
             node_id = self.namer.node_id(key, target, shape_text, record)
+            self.calls.setdefault(node_id, []).append(shape_text)
+            self.shaped = True
         self.out.append((node_id, record.t1 - record.t0, shape_text, record.t0))
 
     def outside_frame(self, record: OpCall) -> _Frame:
@@ -279,6 +293,9 @@ class StepWalk:
                 for output in outputs:
                     self.derived[output] = root
                 return self.losses.setdefault(root, _Frame((root, LOSS)))
+            # made from nothing of a root's: what a root's output left at this tensor's id (or address) died
+            for output in outputs:
+                self.derived.pop(output, None)
         if self.outside.where != (-1, SCRIPT):
             self.outside = _Frame((-1, SCRIPT))
         return self.outside

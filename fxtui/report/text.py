@@ -298,8 +298,13 @@ def capture_lines(report: ReportData) -> list[str]:
     mode = capture_mode(report.capture)
     if not mode.splits:
         how = mode.how
-        if report.program is not None and report.program.timer == "native":  # fxtui run --timer native
+        program = report.program
+        if program is not None and program.timer == "native":  # fxtui run --timer native
             how = how.replace("(a dispatch mode)", "(a C++ RecordFunction callback: --timer native)")
+        elif program is not None and program.timer_why:  # asked for, but its library is being built or cannot be
+            how = how.replace(
+                "(a dispatch mode)", f"(a dispatch mode: the native timer is not in use, {program.timer_why})"
+            )
         return [f"capture    {mode.name}: {how}", *_program_kernels_line(report)]
     breaks = len(report.breaks)
     graphs = f"{report.graphs} graph{'s' if report.graphs != 1 else ''}"

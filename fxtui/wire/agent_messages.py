@@ -94,6 +94,9 @@ class Step:
     """The per-op timer that timed a sampled step: ``mode`` (the dispatch mode) or ``native`` (``""``: unsampled)."""
     sums: NodeSums | None = None
     """A sampled step's ops per node, and a bounded sample of them raw (:mod:`fxtui.core.op_sums`)."""
+    timer_why: str = ""
+    """Why a sampled step the native timer was asked for was the dispatch mode's: its library is being built, or
+    cannot be (``""``: the native timer ran, or was not asked for, or the step is one the mode times by design)."""
 
     def node_sums(self) -> NodeSums:
         """The step's ops per node: as sent, or summed from :attr:`ops`."""

@@ -1,7 +1,8 @@
 """fxtui run on real public programs, run as their READMEs say (small sizes, data made locally), beside python.
 
     python tests/benchmarks/bench_public.py --examples CHECKOUT --nanogpt CHECKOUT --lightning CHECKOUT
-        --timm CHECKOUT [--only NAME,…] [--full] [--pairs N] [--keep DIR]
+        --timm CHECKOUT [--only NAME,…] [--full] [--pairs N] [--keep DIR] [--corpus] [--timer mode native]
+        [--threads N]
 
 The checkouts are pytorch/examples, karpathy/nanoGPT, Lightning-AI/pytorch-lightning and
 huggingface/pytorch-image-models. Each program runs from its
@@ -30,11 +31,20 @@ nanoGPT's data folder is a temporary copy, as its prepare.py writes beside itsel
   under ``inference_mode``, checkpoints saved) on an ``ImageFolder`` of random pictures made here
   (``train/``, ``validation/``), two epochs.
 
+With ``--corpus``, the test corpus's programs too (``tests/programs``: ``corpus_char_gpt``, ``corpus_vae_sampling``,
+…), at sizes that run 5–20 s under python rather than the tests' few seconds, so that fxtui's fixed cost (about
+0.3 s) is not most of what is measured.
+
 Each runs under ``python`` and under ``python -m fxtui run --once --json`` with fxtui's defaults (as a user would),
-in turn, ``--pairs`` times. Printed per program: exit status under each and whether the program's output is the
-same (lines that print times left out), steps by kind, sampled steps, fidelity, overhead, the whole program's wall
-time under fxtui ÷ under python (median of the pairs), root share (Σ node medians charged to no module) and node
-count. The machine's load is printed at the start and the end: read the figures with it.
+in turn, ``--pairs`` times; with ``--timer mode native``, under each timer after python in each pair (their order
+rotated pair by pair), each a row of its own, and the two timers' wall ratio printed per program. ``--threads 1``
+runs both sides on one intra-op thread.
+
+Printed per program: exit status under each and whether the program's output is the same (lines that print times
+left out), steps by kind, sampled steps, fidelity, overhead, the whole program's wall time under fxtui ÷ under
+python (median of the pairs, and their range), the same of the runs' CPU time (user and system, of the process
+and the children it waited for), root share (Σ node medians charged to no module) and node count. The machine's
+load is printed at the start and the end: read the figures with it.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -71,6 +81,7 @@ class Checkouts:
     lightning: Path | None
     full: bool
     timm: Path | None = None
+    corpus: Path | None = None  # tests/programs, with ``--corpus``
 
 
 @dataclass
@@ -258,6 +269,27 @@ def prepare_timm_ema(c: Checkouts, work: Path) -> list[str]:
             "--log-interval", "2", "--output", str(work / "output")]  # fmt: skip
 
 
+#: The test corpus's programs (tests/programs), at sizes that run 5–20 s under python on one intra-op thread (the
+#: corpus tests run them for seconds): each with ``--corpus``, as ``corpus_NAME``.
+CORPUS_SIZES = {
+    "char_gpt": ("--iters", "200", "--eval-iters", "10", "--log-interval", "10"),
+    "vae_sampling": ("--epochs", "4", "--batches", "100", "--test-batches", "6"),
+    "word_lm": ("--words", "40000", "--epochs", "2", "--log-interval", "5"),
+    "reused_module": ("--epochs", "3", "--batches", "30", "--test-batches", "5"),
+    "gan": ("--iters", "60", "--ngf", "64"),
+}
+
+
+def prepare_corpus(name: str) -> Callable[[Checkouts, Path], list[str]]:
+    """A corpus program's command at its size above (it makes its own data, in memory)."""
+
+    def prepare(c: Checkouts, work: Path) -> list[str]:
+        assert c.corpus is not None
+        return [str(c.corpus / f"{name}.py"), *CORPUS_SIZES[name]]
+
+    return prepare
+
+
 PROGRAMS = [
     Public("nanogpt", "nanogpt", prepare_nanogpt, ("numpy",)),
     Public("word_language_model", "examples", prepare_word_lm),
@@ -283,6 +315,7 @@ PROGRAMS = [
     Public("vae", "examples", prepare_vae, ("torchvision", "numpy"), folder="run"),
     Public("super_resolution", "examples", prepare_super_resolution, ("torchvision", "numpy", "PIL")),
     Public("timm_ema", "timm", prepare_timm_ema, ("timm", "numpy", "PIL")),
+    *(Public(f"corpus_{name}", "corpus", prepare_corpus(name)) for name in CORPUS_SIZES),
 ]
 
 
@@ -304,6 +337,7 @@ class Row:
     python: list[ProgramRun]
     fxtui: list[ProgramRun]
     varies: str = ""
+    cpu: list[float] = field(default_factory=list)  # per pair: CPU seconds under fxtui ÷ under python
 
     def cells(self) -> list[str]:
         py, fx = self.python[-1], self.fxtui[-1]
@@ -313,15 +347,19 @@ class Row:
         sampled = " ".join(f"{k} {f.sampled}" for k, f in kinds.items()) or "-"
         fidelity = " ".join(f"{_ratio(f.fidelity)}" for f in kinds.values()) or "-"
         overhead = " ".join(f"{_ratio(f.overhead)}" for f in kinds.values()) or "-"
-        slowdown = statistics.median(f.wall_s / p.wall_s for p, f in zip(self.python, self.fxtui, strict=True))
+        walls = sorted(f.wall_s / p.wall_s for p, f in zip(self.python, self.fxtui, strict=True))
+        slowdown = statistics.median(walls)
         return [
             self.name, f"{py.status}/{fx.status}", same, steps, sampled, fidelity, overhead,
-            f"{slowdown:.2f} ({py.wall_s:.0f}s)", f"{100 * root_share(fx.rows):.1f}%", str(len(fx.rows)),
+            f"{slowdown:.3f} ({walls[0]:.3f}–{walls[-1]:.3f}; {py.wall_s:.0f}s)",
+            f"{statistics.median(self.cpu):.3f} ({min(self.cpu):.3f}–{max(self.cpu):.3f})" if self.cpu else "-",
+            f"{100 * root_share(fx.rows):.1f}%",
+            str(len(fx.rows)),
         ]  # fmt: skip
 
 
 HEADER = ["program", "exit py/fx", "output", "steps by kind", "sampled", "fidelity", "overhead", "wall fx÷py",
-          "root", "nodes"]  # fmt: skip
+          "cpu fx÷py", "root", "nodes"]  # fmt: skip
 
 
 def table(rows: list[list[str]]) -> str:
@@ -364,9 +402,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--full", action="store_true", help="the READMEs' (and issue 37's) sizes, not the small ones")
     p.add_argument("--pairs", type=int, default=1, help="python/fxtui pairs per program (the wall ratio's median)")
     p.add_argument("--keep", type=Path, help="keep each program's working directory under this folder")
+    p.add_argument("--corpus", action="store_true", help="the test corpus's programs too (tests/programs), longer")
+    p.add_argument(
+        "--timer",
+        nargs="+",
+        choices=("mode", "native"),
+        default=[""],
+        help="fxtui run --timer: each one given runs in every pair, in turn (default: fxtui's own default)",
+    )
+    p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both runs (default: the programs' own)")
     a = p.parse_args(argv)
     resolved = [path.resolve() if path else None for path in (a.examples, a.nanogpt, a.lightning, a.timm)]
-    checkouts = Checkouts(*resolved[:3], a.full, resolved[3])
+    corpus = Path(__file__).resolve().parents[1] / "programs" if a.corpus else None
+    checkouts = Checkouts(*resolved[:3], a.full, resolved[3], corpus)
     chosen = [x for x in PROGRAMS if not a.only or x.name in a.only.split(",")]
     print(f"start: {load_text()}; python {PY}")
     rows: list[Row] = []
@@ -380,22 +428,37 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             skipped.append(f"{program.name}: needs {', '.join(missing)} (pip install {' '.join(missing)})")
             continue
-        row = Row(program.name, [], [], program.varies)
-        for _ in range(a.pairs):
+        timed = {timer: Row(f"{program.name} {timer}".strip(), [], [], program.varies) for timer in a.timer}
+        for pair in range(a.pairs):
             with tempfile.TemporaryDirectory(prefix=f"bench-{program.name}-") as directory:
                 work = Path(directory)
                 command = program.prepare(checkouts, work)
-                env = {**_env(), **dict(program.env)}
+                env = {**_env(), **dict(program.env), **({"OMP_NUM_THREADS": str(a.threads)} if a.threads else {})}
                 if (work / SHIM).is_dir():
                     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(work / SHIM), env.get("PYTHONPATH")) if p)
                 cwd = work / program.folder
-                row.python.append(run_python(command, cwd, env=env, timeout=3600))
-                _progress(program.name, "python", row.python[-1])
-                row.fxtui.append(run_fxtui(command, cwd, env=env, timeout=3600))
-                _progress(program.name, "fxtui ", row.fxtui[-1])
+                before = _children_cpu()
+                python = run_python(command, cwd, env=env, timeout=3600)
+                python_cpu = _children_cpu() - before
+                _progress(program.name, "python", python)
+                # the timers in turn after python, their order rotated each pair: a drift of the machine reaches each
+                for timer in a.timer[pair % len(a.timer) :] + a.timer[: pair % len(a.timer)]:
+                    options = ("--timer", timer) if timer else ()
+                    timed[timer].python.append(python)
+                    before = _children_cpu()
+                    timed[timer].fxtui.append(run_fxtui(command, cwd, options, env=env, timeout=3600))
+                    timed[timer].cpu.append((_children_cpu() - before) / python_cpu)
+                    _progress(program.name, f"fxtui {timer}".strip(), timed[timer].fxtui[-1])
                 if a.keep:
                     shutil.copytree(work, a.keep / program.name, symlinks=True, dirs_exist_ok=True)
-        rows.append(row)
+        rows.extend(timed.values())
+        if len(a.timer) == 2:  # the two timers' whole runs against each other, pair by pair
+            first, second = (timed[t].fxtui for t in a.timer)
+            ratios = sorted(s.wall_s / f.wall_s for f, s in zip(first, second, strict=True))
+            cpus = sorted(s / f for f, s in zip(*(timed[t].cpu for t in a.timer), strict=True))
+            print(f"  {program.name}: under --timer {a.timer[1]} ÷ --timer {a.timer[0]}: wall median "
+                  f"{statistics.median(ratios):.3f} ({ratios[0]:.3f}–{ratios[-1]:.3f}), CPU median "
+                  f"{statistics.median(cpus):.3f} ({cpus[0]:.3f}–{cpus[-1]:.3f})")  # fmt: skip
     print()
     print(table([r.cells() for r in rows]))
     print()
@@ -406,6 +469,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped {line}")
     print(f"end: {load_text()}")
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's ended children and what they waited for: a run's, read
+    before and after it. A busy machine stretches a run's wall time far more than its CPU time."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _progress(name: str, under: str, run: ProgramRun) -> None:
