@@ -392,6 +392,10 @@ def describe(row: Row) -> list[str]:
     return notes
 
 
+#: ``--timer unsampled``: every step a warm-up step (none is timed per op), the cost of ``fxtui run`` itself.
+TIMER_OPTIONS = {"unsampled": ("--warmup-steps", "1000000000")}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", type=Path, help="a checkout of pytorch/examples")
@@ -406,9 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--timer",
         nargs="+",
-        choices=("mode", "native"),
+        choices=("mode", "native", "unsampled"),
         default=[""],
-        help="fxtui run --timer: each one given runs in every pair, in turn (default: fxtui's own default)",
+        help="fxtui run --timer: each one given runs in every pair, in turn (default: fxtui's own default); "
+        "unsampled: every step a warm-up step, so no step is timed per op (what fxtui run costs without a sample)",
     )
     p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both runs (default: the programs' own)")
     a = p.parse_args(argv)
@@ -443,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
                 _progress(program.name, "python", python)
                 # the timers in turn after python, their order rotated each pair: a drift of the machine reaches each
                 for timer in a.timer[pair % len(a.timer) :] + a.timer[: pair % len(a.timer)]:
-                    options = ("--timer", timer) if timer else ()
+                    options = TIMER_OPTIONS.get(timer, ("--timer", timer) if timer else ())
                     timed[timer].python.append(python)
                     before = _children_cpu()
                     timed[timer].fxtui.append(run_fxtui(command, cwd, options, env=env, timeout=3600))
@@ -452,11 +457,11 @@ def main(argv: list[str] | None = None) -> int:
                 if a.keep:
                     shutil.copytree(work, a.keep / program.name, symlinks=True, dirs_exist_ok=True)
         rows.extend(timed.values())
-        if len(a.timer) == 2:  # the two timers' whole runs against each other, pair by pair
-            first, second = (timed[t].fxtui for t in a.timer)
+        for other in a.timer[1:]:  # each timer's whole runs against the first one's, pair by pair
+            first, second = timed[a.timer[0]].fxtui, timed[other].fxtui
             ratios = sorted(s.wall_s / f.wall_s for f, s in zip(first, second, strict=True))
-            cpus = sorted(s / f for f, s in zip(*(timed[t].cpu for t in a.timer), strict=True))
-            print(f"  {program.name}: under --timer {a.timer[1]} ÷ --timer {a.timer[0]}: wall median "
+            cpus = sorted(s / f for f, s in zip(timed[a.timer[0]].cpu, timed[other].cpu, strict=True))
+            print(f"  {program.name}: under --timer {other} ÷ --timer {a.timer[0]}: wall median "
                   f"{statistics.median(ratios):.3f} ({ratios[0]:.3f}–{ratios[-1]:.3f}), CPU median "
                   f"{statistics.median(cpus):.3f} ({cpus[0]:.3f}–{cpus[-1]:.3f})")  # fmt: skip
     print()
