@@ -145,7 +145,7 @@ def load(path: str | os.PathLike[str]) -> Report:
     return Report.load(path)
 
 
-def watch(warmup: int = 5, every: int = 0, timer: str = "mode") -> Watch:
+def watch(warmup: int = 5, every: int = 0, timer: str = "native") -> Watch:
     """Profile the steps your own code runs inside a ``with`` block, as ``fxtui run`` profiles a script::
 
         with fxtui.watch() as w:
@@ -157,8 +157,9 @@ def watch(warmup: int = 5, every: int = 0, timer: str = "mode") -> Watch:
     After ``warmup`` steps, a sample of them (one in ``every``; 0: as often as costs the code at
     most 2% of its time) is timed per ATen op, charged to the module it runs in, forward and
     backward (``report.rows``, ``report.modules``). The hooks are removed when the block ends.
-    ``timer="native"`` times them with a C++ callback instead of a Python dispatch mode, as ``fxtui run --timer
-    native`` does (built on first use, in the background; the dispatch mode until then).
+    Ops are timed by a C++ RecordFunction callback (``timer="native"``, as ``fxtui run``; its library is built on
+    first use, in the background, and the dispatch mode times them until then) or by a Python dispatch mode
+    (``timer="mode"``, five to ten times heavier an op).
     """
     return Watch(warmup=warmup, every=every, timer=timer)
 
@@ -173,7 +174,7 @@ class Watch:
     for a sampled one at a few hundred ops), since there is no other process to hand them to.
     """
 
-    def __init__(self, warmup: int = 5, every: int = 0, name: str = "", timer: str = "mode") -> None:
+    def __init__(self, warmup: int = 5, every: int = 0, name: str = "", timer: str = "native") -> None:
         import threading
 
         from fxtui.agent.agent import Agent

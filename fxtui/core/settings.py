@@ -133,8 +133,9 @@ class ProgramSettings:
     step; its peak stays resident)."""
     keep_disturbed: bool = False
     """Keep the sampled steps that waited for a CPU beyond the threshold in the node figures."""
-    timer: str = "mode"
-    """The per-op timer of sampled steps: ``mode`` or ``native`` (:class:`~fxtui.wire.agent_contract.AgentOptions`)."""
+    timer: str = "native"
+    """The per-op timer of sampled steps: ``native`` (a C++ RecordFunction callback; the dispatch mode while its
+    library is built, and where it cannot be) or ``mode`` (:class:`~fxtui.wire.agent_contract.AgentOptions`)."""
 
     def program_env(self) -> dict[str, str]:
         """What the program's environment gets besides the caller's (glibc reads these as it starts)."""

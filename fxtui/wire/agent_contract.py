@@ -48,10 +48,10 @@ class AgentOptions:
     every: int = 0
     """Sample one step in ``every`` (0: adapt to the budget)."""
     budget: float = BUDGET
-    timer: str = "mode"
-    """The per-op timer of sampled steps: ``mode`` (a Python dispatch mode) or ``native`` (a C++ RecordFunction
-    callback, :mod:`fxtui.ops.native_recorder`; the dispatch mode until its library is built, and where it cannot
-    be)."""
+    timer: str = "native"
+    """The per-op timer of sampled steps: ``native`` (a C++ RecordFunction callback, :mod:`fxtui.ops.native_recorder`;
+    the dispatch mode until its library is built, and where it cannot be) or ``mode`` (a Python dispatch mode). An
+    older collector's options, which name no timer, read as ``mode``: the default of the fxtui that wrote them."""
 
     @classmethod
     def of(cls, settings: ProgramSettings) -> AgentOptions:
