@@ -157,8 +157,8 @@ def watch(warmup: int = 5, every: int = 0, timer: str = "native") -> Watch:
     After ``warmup`` steps, a sample of them (one in ``every``; 0: as often as costs the code at
     most 2% of its time) is timed per ATen op, charged to the module it runs in, forward and
     backward (``report.rows``, ``report.modules``). The hooks are removed when the block ends.
-    Ops are timed by a C++ RecordFunction callback (``timer="native"``, as ``fxtui run``; its library is built on
-    first use, in the background, and the dispatch mode times them until then) or by a Python dispatch mode
+    Ops are timed by a C++ RecordFunction callback (``timer="native"``, as ``fxtui run``; its library is built
+    as the first process using it ends, and the dispatch mode times them until then) or by a Python dispatch mode
     (``timer="mode"``, five to ten times heavier an op).
     """
     return Watch(warmup=warmup, every=every, timer=timer)

@@ -89,11 +89,11 @@ def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_th
 def test_while_its_library_is_built_the_dispatch_mode_times_the_steps_and_the_capture_line_says_so(
     no_library: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first run on a machine with the native timer (no library in the cache yet): the build runs in the
-    background (here it is only said to), the steps are timed as today, and one line says by what and why."""
+    """The first run on a machine with the native timer (no library in the cache yet): the build is left for the
+    program's end (here it is only asked for), the steps are timed as today, and one line says by what and why."""
     builds: list[bool] = []
     monkeypatch.setattr(native_build, "compiler", lambda: "g++")
-    monkeypatch.setattr("fxtui.ops.native_recorder.start_build", lambda: builds.append(True) or True)
+    monkeypatch.setattr("fxtui.ops.native_recorder.build_at_exit", lambda: builds.append(True))
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with fxtui.watch(warmup=1, every=2, timer="native") as w:
@@ -107,7 +107,7 @@ def test_while_its_library_is_built_the_dispatch_mode_times_the_steps_and_the_ca
     capture = [line for line in report.header().splitlines() if line.startswith("capture")]
     assert (
         len(capture) == 1
-        and "(a dispatch mode: the native timer is not in use, its library is being built)" in capture[0]
+        and f"(a dispatch mode: the native timer is not in use, {native_build.BUILDS_AT_EXIT})" in capture[0]
     )
     assert "warning" not in report.header()
 
@@ -139,3 +139,22 @@ def test_a_watched_step_of_too_many_ops_is_set_aside(monkeypatch: pytest.MonkeyP
     steps = w.report().steps
     assert steps is not None
     assert dict(steps.kinds[0].aside).get(OPS, 0) >= 2, steps.kinds[0].aside
+
+
+def test_the_library_is_built_as_the_process_ends_never_beside_the_program(
+    no_library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build beside the program made a VAE-pattern program's steps 44 times as long on two cores: the recorder
+    asks for it at the process's end, once, and starts nothing while the program runs."""
+    at_exit: list[object] = []
+    started: list[bool] = []
+    monkeypatch.setattr(native_build, "_at_exit", False)
+    monkeypatch.setattr(native_build.atexit, "register", at_exit.append)
+    monkeypatch.setattr(native_build, "start_build", lambda: started.append(True) or True)
+    monkeypatch.setattr(native_build, "compiler", lambda: "g++")
+    from fxtui.ops.native_recorder import NativeRecorder
+
+    NativeRecorder(build=True)
+    NativeRecorder(build=True)
+    assert started == [] and len(at_exit) == 1  # nothing built now; one build, at the end
+    assert native_build.pending() == native_build.BUILDS_AT_EXIT

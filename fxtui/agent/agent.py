@@ -371,14 +371,14 @@ class Agent:
         return True
 
     def _timer_why(self) -> str:
-        """Why the native timer, asked for, did not time the latest step: its library is being built (the first run
+        """Why the native timer, asked for, did not time the latest step: its library is not built yet (the first run
         on this machine, this torch or this fxtui) or cannot be (no compiler, a failed build); ``""`` when it ran, was
         not asked for, or the step was the mode's by design (a describing step, a ``generate()`` call)."""
         if not hasattr(self.recorder, "take_step") or getattr(self.recorder, "lib", None) is not None:
             return ""  # the dispatch mode's recorder (--timer mode), or the native one with its library loaded
-        from fxtui.ops.native_build import BUILDING, why_not
+        from fxtui.ops.native_build import pending, why_not
 
-        return why_not() or BUILDING
+        return why_not() or pending()
 
     def finish(self) -> None:
         """The program ends: an evaluation call still open is sent, then the goodbye."""

@@ -107,7 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("mode", "native"),
         default="native",
         help="how sampled steps time each op: native (the default: a C++ RecordFunction callback, 1–3 µs an op, built "
-        "with the system's compiler on first use, in the background; the dispatch mode until then, and on a machine "
+        "with the system's compiler as the first program ends; the dispatch mode until then, and on a machine "
         "without a compiler) or mode (a Python dispatch mode, 10–17 µs an op)",
     )
     add_table_options(p, program=True)

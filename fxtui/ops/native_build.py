@@ -6,15 +6,19 @@ the torch version, its C++ ABI and a hash of the source and the command, so a ne
 afresh and never loads a stale library. The compiler writes a temporary file renamed into place only once
 complete, so a reader sees the whole library or none.
 
-Building never blocks the program: :func:`start_build` starts the compiler as a detached child at nice 19
-(about 4–30 s of one core, depending on the machine's load) and returns; the agent times ops with the dispatch mode
-until :func:`load` finds the library. A build that failed leaves a ``.failed`` note beside it, so later runs do not
-try again: they time with the dispatch mode and say why (:func:`why_not`). ``python -m fxtui.ops.native_build``
-builds it ahead, in the foreground.
+Building never runs beside the program: on a 2-core machine a build beside a VAE-pattern program made its steps
+44 times as long (7.4 → 323 ms; a nice-19 busy loop beside it cost nothing: the compiler's memory traffic, not its
+CPU share, is what hurts). So a first run times ops with the dispatch mode and says why, and :func:`build_at_exit`
+starts the build as the program's process ends: :func:`start_build` runs the compiler as a detached child at nice
+19 (about 4–30 s of one core, depending on the machine's load), and the next run finds the library (:func:`load`).
+A build that failed leaves a ``.failed`` note beside it, so later runs do not try again: they time with the
+dispatch mode and say why (:func:`why_not`). ``python -m fxtui.ops.native_build`` builds it ahead, in the
+foreground.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -33,10 +37,12 @@ BUILD_TIMEOUT_S = 600.0
 NO_COMPILER = "no C++ compiler (g++ or c++) on PATH"
 NO_HEADERS = "this torch ships no C++ headers"
 BUILDING = "its library is being built"
+BUILDS_AT_EXIT = "its library is built when this program ends, for the next run"
 
 _loaded: ctypes.CDLL | None = None
 _load_error = ""
 _child: subprocess.Popen[bytes] | None = None
+_at_exit = False
 
 
 def cache_dir() -> Path:
@@ -135,6 +141,21 @@ def start_build() -> bool:
     except OSError:
         return False
     return True
+
+
+def build_at_exit() -> None:
+    """Build the library when this process ends (:func:`start_build` from ``atexit``), once, not beside the program
+    it watches (the module's docstring says why)."""
+    global _at_exit
+    if not _at_exit:
+        _at_exit = True
+        atexit.register(start_build)
+
+
+def pending() -> str:
+    """Why the library, missing, is not in use yet: another process builds it now, or this one will as it ends."""
+    folder = cache_dir()
+    return BUILDING if folder.is_dir() and _recent_tmp(folder, library_path().name) else BUILDS_AT_EXIT
 
 
 def _recent_tmp(folder: Path, name: str) -> bool:

@@ -31,7 +31,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from fxtui.core.step_aside import OP_LIMIT
-from fxtui.ops.native_build import load, start_build, why_not
+from fxtui.ops.native_build import build_at_exit, load, pending, why_not
 from fxtui.ops.native_steps import NativeStep, merge
 from fxtui.ops.recorder import OpRecorder, _clock, _sequence_nr, is_compiled
 from fxtui.ops.records import (
@@ -123,7 +123,7 @@ class NativeRecorder(OpRecorder):
         self.limit = OP_LIMIT  # the rows' buffer is allocated at it
         self.lib: Any = lib if lib is not None else load()  # a ctypes library: its functions are looked up by name
         if self.lib is None and build:
-            start_build()  # in the background: the dispatch mode times ops until the library is there
+            build_at_exit()  # never beside the program: the dispatch mode times ops until a later run finds it
         self.allowed = True
         """Whether the next step may be timed natively (the agent's ``generate()`` steps note indices into the
         records as they run, so they are the dispatch mode's)."""
@@ -313,7 +313,7 @@ class NativeRecorder(OpRecorder):
         if self.lib is not None:
             return "ops timed by the native timer (a C++ RecordFunction callback)"
         why = why_not()
-        return f"ops timed by the dispatch mode: the native timer is not in use ({why or 'its library is being built'})"
+        return f"ops timed by the dispatch mode: the native timer is not in use ({why or pending()})"
 
     def op(self, name_id: int) -> NativeOp:
         """The op of a row's name id (names cross from C++ once each)."""
