@@ -40,6 +40,9 @@ from tests.python_twins import run_python_twins
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 PROGRAMS = Path(__file__).parent / "programs"
+#: Imported once before the plain runs' forks (``tests/python_twins.py``): most programs make an optimizer, whose
+#: first one imports TorchDynamo (about 2 s of a few-second plain run, each time).
+PRELOAD = ("torch._dynamo",)
 #: Figures from a few steps: a warm-up of two, then one step in two sampled.
 PACED = ("--warmup-steps", "2", "--sample-every", "2")
 #: The programs run with one intra-op thread, under python as under fxtui. With torch's default of one thread a
@@ -189,7 +192,7 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             batched[:] = [n for n in wanted(request.session.items) if _twin(CASES[n])]
             cwds = [tmp_path_factory.mktemp(n) for n in batched]
             if batched:
-                runs = run_python_twins([CASES[n].command for n in batched], cwds, env)
+                runs = run_python_twins([CASES[n].command for n in batched], cwds, env, preload=PRELOAD)
                 plain.update(zip(batched, zip(cwds, runs, strict=True), strict=True))
             batched.append("")  # made once, whatever the selection held
         if name not in plain:
