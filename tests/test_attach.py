@@ -151,15 +151,22 @@ def test_a_jobs_files_are_its_users_alone(shared: JobInfo) -> None:
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
-def test_a_job_that_ends_while_watched_leaves_its_last_figures_and_its_status(shared: JobInfo) -> None:
-    """The shared job's end: the tests above watched it running (its loop would spin beside the tests below)."""
-    job = shared
-    figures(job, at_least=3)
+def _watching(job: JobInfo) -> tuple[AttachSource, list[object], threading.Thread]:
+    """A viewer of the job on a thread of its own, once its first snapshot came: the source, what it has seen (it
+    goes on growing), and the thread."""
     source = AttachSource(job)
     seen: list[object] = []
     watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
     watcher.start()
     until(lambda: seen, "the viewer's first snapshot")
+    return source, seen, watcher
+
+
+def test_a_job_that_ends_while_watched_leaves_its_last_figures_and_its_status(shared: JobInfo) -> None:
+    """The shared job's end: the tests above watched it running (its loop would spin beside the tests below)."""
+    job = shared
+    figures(job, at_least=3)
+    source, _seen, watcher = _watching(job)
     Path(job.command[0]).with_name("stop").write_text("3")  # beside the loop's script
     watcher.join(60)
     assert source.last is not None and source.last.state is State.DONE
@@ -181,11 +188,7 @@ def test_a_viewer_can_stop_the_program(job: JobInfo) -> None:
 
 def test_a_killed_collector_leaves_the_viewer_its_last_figures(job: JobInfo) -> None:
     figures(job, at_least=3)
-    source = AttachSource(job)
-    seen: list[object] = []
-    watcher = threading.Thread(target=source.run, args=(seen.append,), daemon=True)
-    watcher.start()
-    until(lambda: seen, "the viewer's first snapshot")
+    _source, seen, watcher = _watching(job)
     os.kill(job.pid, signal.SIGKILL)
     watcher.join(30)
     last = seen[-1]

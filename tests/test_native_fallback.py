@@ -69,9 +69,8 @@ def test_the_library_is_named_by_torch_and_source_in_a_private_folder(no_library
     assert native_build._private_dir().stat().st_mode & 0o777 == 0o700
 
 
-def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_the_header_says_why(
-    no_library: Path,
-) -> None:
+def _watched_with_the_native_timer() -> fxtui.Report:
+    """Eight training steps of a toy model under ``fxtui.watch(timer="native")``; its report."""
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with fxtui.watch(warmup=1, every=2, timer="native") as w:
@@ -79,7 +78,13 @@ def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_th
             opt.zero_grad()
             model(torch.randn(3, 4)).sum().backward()
             opt.step()
-    report = w.report()
+    return w.report()
+
+
+def test_a_watched_program_without_a_compiler_runs_with_the_dispatch_mode_and_the_header_says_why(
+    no_library: Path,
+) -> None:
+    report = _watched_with_the_native_timer()
     assert report.rows  # nodes were timed, by the dispatch mode
     text = report.header()
     assert "(a dispatch mode: the native timer is not in use, no C++ compiler" in text  # one line: which, and why
@@ -94,14 +99,7 @@ def test_while_its_library_is_built_the_dispatch_mode_times_the_steps_and_the_ca
     builds: list[bool] = []
     monkeypatch.setattr(native_build, "compiler", lambda: "g++")
     monkeypatch.setattr("fxtui.ops.native_recorder.build_at_exit", lambda: builds.append(True))
-    model = torch.nn.Linear(4, 2)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with fxtui.watch(warmup=1, every=2, timer="native") as w:
-        for _ in range(8):
-            opt.zero_grad()
-            model(torch.randn(3, 4)).sum().backward()
-            opt.step()
-    report = w.report()
+    report = _watched_with_the_native_timer()
     assert builds == [True] and report.rows
     assert report.program is not None and report.program.timer == "mode"
     capture = [line for line in report.header().splitlines() if line.startswith("capture")]

@@ -143,6 +143,7 @@ class StepWalk:
         self.out: list[OpTime] = []
         self.calls: dict[int, list[str]] = {}  # per node, the output shape of each of its calls so far in the step
         self.shaped = False  # whether an op of the step had its shape read (the dispatch mode's steps)
+        self.call_counts: dict[int, int] = {}  # per node, its calls so far in a step whose shapes are not read
         self.kernel_ns = 0  # Σ of the step's compiled kernels so far
         self.call_from = 0  # … when the compiled call in progress began
         self.skipping = 0  # compiled modules on the stack
@@ -273,9 +274,9 @@ class StepWalk:
             # The native timer reads no shapes: a node's k-th call in the step has the shape of its k-th call in the
             # step whose shapes were read first (a module reused at two shapes keeps both, as under the mode).
             node_id = self.namer.node_id(key, target, "", record)
-            calls = self.calls.setdefault(node_id, [])
-            shape_text = self.namer.call_shape(node_id, len(calls))
-            calls.append(shape_text)
+            call = self.call_counts.get(node_id, 0)
+            self.call_counts[node_id] = call + 1
+            shape_text = self.namer.call_shape(node_id, call)
         else:
             shape_text = "×".join(map(str, shape)) if shape is not None else ""
             node_id = self.namer.node_id(key, target, shape_text, record)
