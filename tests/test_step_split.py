@@ -31,11 +31,12 @@ def _step(kf: KindTally, index: int, wall_ms: float, wait_ms: float, op_ms: floa
 
 def _loaded_tally() -> KindTally:
     """A program on a busy machine whose part medians, taken one by one, come to 112% of a step: its unsampled
-    steps waited 89% of their time (100 ms, 89 ms waiting), its quiet sampled steps' ops took 23 ms."""
+    steps waited 89% of their time (100 ms, 89 ms waiting), its quiet sampled steps' ops took 23 ms (and they
+    waited not at all, so the split's ops are the fidelity)."""
     kf = KindTally("train")
     for i in range(30):
         _step(kf, 2 * i, 100 + i % 3, 89 + i % 3)
-        _step(kf, 2 * i + 1, 30, 1, 23)
+        _step(kf, 2 * i + 1, 30, 0, 23)
     return kf
 
 
@@ -70,7 +71,7 @@ def test_steps_whose_parts_leave_room_keep_the_measured_wait_and_python_is_the_r
     kf = KindTally("train")
     for i in range(30):
         _step(kf, 2 * i, 100, 40 + (i % 5))  # waits 40–44 ms: median share 0.42
-        _step(kf, 2 * i + 1, 60, 1, 45 + (i % 7))  # ops 45–51 ms: median 48 ms of a 100 ms step
+        _step(kf, 2 * i + 1, 60, 0, 45 + (i % 7))  # ops 45–51 ms: median 48 ms of a 100 ms step
     waiting = kf.summary(0.05).waiting
     assert waiting is not None
     split = waiting.split

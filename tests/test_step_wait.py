@@ -14,6 +14,7 @@ from fxtui.core.nodes import Spread
 from fxtui.core.step_waiting import StepWaiting
 from fxtui.jobs.kind_tally import KindTally
 from fxtui.jobs.step_wait import StepWaits
+from fxtui.report import waiting_text
 from fxtui.wire.agent_messages import Step
 
 pytestmark = pytest.mark.unit
@@ -141,6 +142,28 @@ def test_keep_disturbed_keeps_them_and_a_machine_busy_all_the_time_keeps_them_wi
         # The waiting is not counted twice: a kept step's ops are counted less the share its thread waited.
         assert waiting.ops_share is not None and waiting.ops_share < waiting.ops.median  # type: ignore[union-attr]
         assert abs(waiting.waiting_share - 0.75) < 1e-9  # type: ignore[operator]
+
+
+def test_the_split_takes_every_sampled_steps_ops_whether_or_not_the_node_figures_leave_the_disturbed_ones_out() -> None:
+    """The CNN at two threads, quiet: most sampled steps wait a little for its own DataLoader workers. Whether four
+    or six of them are quiet (the node figures keep the disturbed ones, or leave them out) must not move the split:
+    it read the program's Python 23% in one quiet run and 0% in the next as that count crossed five."""
+    splits = []
+    for quiet in (4, 6):
+        kf = KindTally("train")
+        for i in range(20):
+            _plain(kf, 2 * i, 10, 2)  # a step of 10 ms waits 2 ms
+            _sampled(kf, 2 * i + 1, 10, 2.5, 8)  # its ops took 8 ms of it, a quarter of which was waiting
+        for i in range(quiet):  # quiet sampled steps whose ops, a small selection, ran long
+            _sampled(kf, 100 + i, 10, 0, 9)
+        waiting = kf.summary(0.01).waiting
+        assert waiting is not None and waiting.split is not None and waiting.running_ops is not None
+        assert bool(waiting.left_out) is (quiet >= 5)
+        splits.append(waiting.split)
+        assert waiting.ops_less_wait and "(less the time they waited)" in waiting_text.split_text(waiting)
+    assert splits[0] == splits[1]
+    ops, waiting_share, python = splits[0].ops, splits[0].waiting, splits[0].python
+    assert abs(ops - 0.6) < 1e-9 and abs(waiting_share - 0.2) < 1e-9 and abs(python - 0.2) < 1e-9
 
 
 def test_the_split_adds_up_and_names_what_other_processes_used() -> None:

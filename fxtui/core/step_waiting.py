@@ -26,7 +26,8 @@ class StepWaiting:
     ops: Spread | None = None
     """Each counted sampled step's Σ op times ÷ the unsampled steps' median: the fidelity."""
     running_ops: Spread | None = None
-    """The same, each step's ops less the share of them its thread spent waiting: ops as the split counts them."""
+    """Each sampled step's ops less the share of it its threads spent waiting, ÷ the unsampled median: ops as the
+    split counts them (every sampled step's, those the node figures leave out too)."""
     in_ops: tuple[Spread | None, ...] = ()
     """Per phase (:data:`~fxtui.core.program_run.STEP_PHASES`): each counted sampled step's ops in it ÷ the phase's
     unsampled median."""
@@ -55,10 +56,19 @@ class StepWaiting:
 
     @property
     def ops_share(self) -> float | None:
-        """The share of a step in ops, as the split counts it: the fidelity, or, where the figures keep steps that
-        waited, each step's ops less the share of them its thread spent waiting (else the wait counts twice)."""
-        ops = self.running_ops if self.kept_disturbed and self.running_ops is not None else self.ops
+        """The share of a step in ops, as the split counts it: each sampled step's ops less the share of it its
+        threads spent waiting (else the wait counts twice: an op's time holds its thread's wait), or the fidelity
+        where that was not measured."""
+        ops = self.running_ops if self.running_ops is not None else self.ops
         return ops.median if ops is not None else None
+
+    @property
+    def ops_less_wait(self) -> bool:
+        """The split's ops are not the fidelity: its sampled steps waited while their ops ran (or the node figures
+        leave some of them out)."""
+        if self.running_ops is None or self.ops is None:
+            return False
+        return abs(self.ops.median - self.running_ops.median) > 1e-9
 
     @property
     def split(self) -> StepSplit | None:

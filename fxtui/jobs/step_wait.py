@@ -10,8 +10,11 @@ kind of step, over the latest :data:`WINDOW` steps:
   workers), at most its wall time;
 * **ops** (the headline *fidelity*) is each sampled step's Σ op times ÷ the unsampled steps' median; the figure
   is the median of these per-step ratios, so it lies inside the p25–p75 it is printed with. Ops timed while
-  their thread waited include that wait: a kept step's ops are counted less its wait in the same proportion
-  (:attr:`SampledStep.running_ops`), for the split only;
+  their thread waited include that wait: for the split, each sampled step's ops are counted less its wait in the
+  same proportion (:attr:`SampledStep.running_ops`), every sampled step's, whether or not the node figures leave
+  the disturbed ones out (a split that took the quiet steps' ops when enough were quiet and the kept steps' ops
+  less their wait otherwise moved the CNN's Python share by 23 points between two quiet runs, as the count of
+  quiet steps crossed the line);
 * **in ops** per phase: each sampled step's Σ op times in a phase ÷ that phase's unsampled median, the median
   of those per-step ratios (ops as timed, as the fidelity);
 * **the program's Python** is what remains of the step: 1 − ops − waiting, where the split of the median step
@@ -74,9 +77,9 @@ class StepWaits:
         """The process's other threads' wait that held its steps up, second by second (read by the collector)."""
         self.plain = Ring(WINDOW, 3)
         """Unsampled steps: wall, own thread's wait (-1 unknown), start (``perf_counter_ns``)."""
-        self.sampled = Ring(WINDOW, 5 + PHASES)
-        """Sampled steps: wall, wait, Σ ops, disturbed, how many phases' ops it said, each phase's ops
-        (:class:`SampledStep` read back by :meth:`steps`)."""
+        self.sampled = Ring(WINDOW, 7 + PHASES)
+        """Sampled steps: wall, wait, Σ ops, disturbed, start, own thread's wait, how many phases' ops it said, each
+        phase's ops (:class:`SampledStep` read back by :meth:`steps`)."""
         self.sampled_disturbed = 0
         """Sampled steps after warm-up that waited beyond the threshold, over the whole run."""
         self.known = False
@@ -94,16 +97,20 @@ class StepWaits:
         """A sampled step after warm-up; True when it waited beyond the threshold (its ops may be left out). Its
         ops go into the node figures now: its other threads' wait is the latest second's rate."""
         self.known = self.known or wait_ns >= 0
-        wait_ns = self.beside.step_wait(start_ns, wall_ns, wait_ns)
+        own_ns = wait_ns
+        wait_ns = self.beside.step_wait(start_ns, wall_ns, own_ns)
         waited = disturbed(wall_ns, wait_ns)
         self.sampled_disturbed += waited
-        self.sampled.add((wall_ns, wait_ns, ops_ns, int(waited), len(phase_ops_ns), *phase_ops_ns))
+        self.sampled.add((wall_ns, wait_ns, ops_ns, int(waited), start_ns, own_ns, len(phase_ops_ns), *phase_ops_ns))
         return waited
 
     def steps(self) -> list[SampledStep]:
-        """The sampled steps kept, oldest first."""
+        """The sampled steps kept, oldest first; each one's wait as the other threads' seconds now say (a sampled
+        step was judged disturbed or not as it came, by the latest second then)."""
         out = []
-        for wall, wait, ops, waited, phases, *phase_ops in self.sampled.rows().tolist():
+        step_wait = self.beside.step_wait
+        for wall, _wait, ops, waited, start, own, phases, *phase_ops in self.sampled.rows().tolist():
+            wait = step_wait(start, wall, own)
             out.append(SampledStep(wall, wait, ops, tuple(phase_ops[: min(phases, PHASES)]), bool(waited)))
         return out
 
@@ -132,12 +139,13 @@ class StepWaits:
         waits = [
             step_wait(start, wall, w) / wall for wall, w, start in self.plain.rows().tolist() if wall > 0 and w >= 0
         ]
-        counted = self.counted()
+        every = self.steps()
+        counted = [s for s in every if not s.disturbed] if self.leaves_out() else every
         if not waits and not counted:
             return None
         wait = _spread(waits)
         ops = _spread([s.ops_ns / base_ns for s in counted]) if base_ns else None
-        running = _spread([s.running_ops / base_ns for s in counted]) if base_ns else None
+        running = _spread([s.running_ops / base_ns for s in every]) if base_ns else None
         kept = [s for s in counted if s.disturbed]
         in_ops: list[Spread | None] = []
         for i, _phase in enumerate(STEP_PHASES):

@@ -29,7 +29,7 @@ def split_text(waiting: StepWaiting | None) -> str:
     if waiting is None or split is None:
         return ""
     ops, _waiting, python = whole_percents(split)
-    less = " (less the time they waited)" if waiting.kept_disturbed and waiting.running_ops is not None else ""
+    less = " (less the time they waited)" if waiting.ops_less_wait else ""
     return f"ops {ops}%{less}, {waiting.waiting_text()}, the program's Python {python}% of the median step"
 
 
@@ -40,8 +40,8 @@ def split_lines(lead: KindSummary) -> list[str]:
         return []
     said = split_text(waiting)
     if said:
-        kept = waiting.kept_disturbed and waiting.running_ops is not None  # then the ops say it themselves
-        lines = [f"split      {said} (the three add up{'' if kept else '; ops is the fidelity'})"]
+        less = waiting.ops_less_wait  # then the ops say it themselves
+        lines = [f"split      {said} (the three add up{'' if less else '; ops is the fidelity'})"]
     else:  # the ops are not known yet (no sampled step counted): the wait alone
         lines = [f"split      {waiting.waiting_text() or 'waiting for a CPU –'} of a step (median of per-step shares)"]
     if figures := waiting.figures_text():
