@@ -273,7 +273,7 @@ def test_steps_of_the_programs_kind_are_sampled(corpus: Callable[[str], Runs], n
 
 
 def test_gpt_training_steps_are_sampled_at_the_pace_of_training_steps(corpus: Callable[[str], Runs]) -> None:
-    """28 training steps after a warm-up of 2: the first samples come one step in five (``MIN_EVERY``)."""
+    """28 training steps after a warm-up of 2: the first samples come one step in five (``FIRST_EVERY``)."""
     assert corpus("char_gpt").kind("train").sampled >= 3
 
 

@@ -217,6 +217,7 @@ class StepModel:
         """End ``step`` (``at``: its phases as they were at an earlier moment, its last root call's end)."""
         if step is self.current:
             self.current = None
+        closing = self.clock() if step.sampled else 0
         if step.sampled:
             self._stop(step)
         self._stop_waiting(step)
@@ -233,6 +234,8 @@ class StepModel:
         self.emit(ClosedStep(kind, step.index, step.start, wall, tuple(acc), step.sampled, step.describing, warm,
                              step.records, tuple(sorted(step.holds.items())), restart, step.aside,
                              min(step.waited, wall) if step.waited >= 0 else -1))  # fmt: skip
+        if step.sampled:  # stopping its timer, resolving and sending its ops: its cost too, after its wall
+            pace.after(step.index, self.clock() - closing)
 
     def _stop_waiting(self, step: OpenStep) -> None:
         """Add the thread's run-queue delay since the step opened or resumed to the step's."""

@@ -392,8 +392,10 @@ def describe(row: Row) -> list[str]:
     return notes
 
 
-#: ``--timer unsampled``: every step a warm-up step (none is timed per op), the cost of ``fxtui run`` itself.
-TIMER_OPTIONS = {"unsampled": ("--warmup-steps", "1000000000")}
+#: ``--timer unsampled``: every step a warm-up step (none is timed per op), the cost of ``fxtui run`` itself;
+#: ``--timer every5``: the native timer at one step in five, the pace's ceiling before it let cheap samples come one
+#: step in two (the comparison of that change, in one run).
+TIMER_OPTIONS = {"unsampled": ("--warmup-steps", "1000000000"), "every5": ("--timer", "native", "--sample-every", "5")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -410,10 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--timer",
         nargs="+",
-        choices=("mode", "native", "unsampled"),
+        choices=("mode", "native", "unsampled", "every5"),
         default=[""],
         help="fxtui run --timer: each one given runs in every pair, in turn (default: fxtui's own default); "
-        "unsampled: every step a warm-up step, so no step is timed per op (what fxtui run costs without a sample)",
+        "unsampled: every step a warm-up step, so no step is timed per op (what fxtui run costs without a sample); "
+        "every5: the native timer at one step in five",
     )
     p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both runs (default: the programs' own)")
     a = p.parse_args(argv)

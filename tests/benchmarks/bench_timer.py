@@ -13,10 +13,11 @@ part (the machine is shared: read the figures with it).
    unsampled one, the sampled ÷ unsampled step median, µs per op to resolve the step after it (the native step's:
    merged into per-op records and walked, as before, and from its rows, :mod:`fxtui.ops.native_steps`, on the
    same recording; checked equal), and the sampled steps per minute the default budget (2%) allows: one in
-   N = ⌈(ratio − 1) ÷ 0.02⌉ steps, 5 ≤ N ≤ 200 (:mod:`fxtui.agent.pace`). Module calls are seen as the agent
-   sees them (``--calls agent``: ``Module.__call__`` replaced, :mod:`fxtui.agent.module_calls`) or through global
-   module hooks (``hooks``); the native timer runs once a round per way of passing an op's inner ops by
-   (``--inner``: ``callback``, the default, ``rf-off``, as before, ``lazy``; ``fx_inner`` in ``op_timer.cpp``).
+   N = ⌈(ratio − 1 + resolve) ÷ 0.02⌉ steps, 2 ≤ N ≤ 200, the resolve after the step counted as the pace counts
+   it (:mod:`fxtui.agent.pace`; the message's sums and send after it are not in this figure). Module calls are
+   seen as the agent sees them (``--calls agent``: ``Module.__call__`` replaced, :mod:`fxtui.agent.module_calls`)
+   or through global module hooks (``hooks``); the native timer runs once a round per way of passing an op's inner
+   ops by (``--inner``: ``callback``, the default, ``rf-off``, as before, ``lazy``; ``fx_inner`` in ``op_timer.cpp``).
 2. **A step of about a million ops** (the corpus's ``lbfgs_sine.py`` pattern: LBFGS over two LSTMCells unrolled
    ``--length`` times, 20 closures a step; 400: about 10⁶ ops): the extra CPU time of its first sampled step (which
    describes nodes, as the agent's first does), and of a later one, recording and resolving included, against an
@@ -47,6 +48,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fxtui.agent.module_calls import ModuleCalls
+from fxtui.agent.pace import MAX_EVERY, MIN_EVERY
 from fxtui.core import step_aside
 from fxtui.ops import native_build
 from fxtui.ops.namer import OpNamer
@@ -293,10 +295,12 @@ def per_op(name: str, step: Callable[..., None], rounds: int, lib: Any, ways: li
         # difference moves less than the difference of two medians)
         extra = statistics.median(w - p for w, p in zip(walls[timer], walls["plain"], strict=True))
         ratio = statistics.median(w / p for w, p in zip(walls[timer], walls["plain"], strict=True))
-        every = min(200, max(5, math.ceil(max(ratio - 1, 0) / BUDGET)))
-        per_minute = 60e9 / (every * plain)
         first = timer in ("mode", timers[2][0])
         kind = "mode" if timer == "mode" else "native"
+        # What the agent does after a sampled step ends counts in the pace: the mode's records, the native rows.
+        after = statistics.median(resolve["mode" if timer == "mode" else "rows"]) * ops / plain
+        every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(max(ratio - 1 + after, 0) / BUDGET - 1e-9)))
+        per_minute = 60e9 / (every * plain)
         records = f"{statistics.median(resolve[kind]) / 1e3:.2f}" if first else "-"
         rows = f"{statistics.median(resolve['rows']) / 1e3:.2f}" if timer == timers[2][0] else "-"
         print(
