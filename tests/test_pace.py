@@ -1,5 +1,5 @@
 """How often the agent samples a kind of step: the first samples, then the pace a sampled step's whole cost allows
-under the budget (fxtui/agent/pace.py)."""
+under the budget (fxtui/agent/pace.py), and the cost line that says what sampling took."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import itertools
 import pytest
 
 from fxtui.agent.pace import FIRST_EVERY, FIRST_SAMPLES, MIN_EVERY, Pace
+from fxtui.agent.steps import ClosedStep, StepModel
+from fxtui.jobs.kind_tally import KindTally
 from fxtui.wire.agent_contract import AgentOptions
+from fxtui.wire.agent_messages import Step
 
 pytestmark = pytest.mark.unit
 
@@ -75,3 +78,48 @@ def test_a_cost_after_an_older_step_is_not_counted_twice() -> None:
         pace.after(index, STEP_NS)  # not the latest sampled step: its ratio is gone from the pace's reach
     index, _ = pace.open()
     assert index - seen[-1] <= MIN_EVERY
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_a_step_model_whose_sampled_steps_cost_time_after_they_close_is_paced_by_that_cost_too() -> None:
+    """The agent resolves and sends a sampled step's ops as the step closes, after its wall: 9% of a step here, 10%
+    with its wall's 1%, so one step in five (2% budget), where the walls alone would allow one in two."""
+    clock, closed = _Clock(), []
+
+    def emit(step: ClosedStep) -> None:
+        closed.append(step)
+        if step.sampled:
+            clock.now += STEP_NS * 9 // 100  # resolving its ops
+
+    model = StepModel(clock, emit, options=AgentOptions(warmup=0, every=0, budget=0.02))
+    optimizer = object()
+    for _ in range(200):
+        model.root_enter(1, grad=True, training=True)
+        clock.now += STEP_NS + (STEP_NS // 100 if model.current is not None and model.current.sampled else 0)
+        model.root_exit()
+        model.optimizer_enter(optimizer, "SGD")
+        model.optimizer_exit(optimizer)
+    sampled = [s for s in closed if s.sampled]
+    assert all(s.closing_ns > 0 for s in sampled) and not any(s.closing_ns for s in closed if not s.sampled)
+    assert _gaps_after_the_first_samples([s.index for s in sampled]) == {5}
+
+
+def test_the_cost_line_counts_what_sampled_steps_cost_after_their_wall() -> None:
+    tally = KindTally("train")
+    for i in range(100):
+        sampled = i % 5 == 0
+        wall = STEP_NS + (STEP_NS // 100 if sampled else 0)
+        ops = [(1, wall // 2, "8", 0)] if sampled else []
+        after = STEP_NS // 20 if sampled else 0
+        tally.add(Step(i, "train", wall, (0, 0, 0, 0, wall), sampled, False, ops, after_ns=after))
+    steps = tally.step_summary()
+    assert steps.sampled_after_s == pytest.approx(STEP_NS / 20 / 1e9)
+    # 20 sampled steps, each 1% longer and 5% more after it: 1.2 steps of 100.2
+    assert steps.sampling_share == pytest.approx(20 * 0.06 / (80 + 20 * 1.01))

@@ -358,6 +358,7 @@ class Agent:
                 timer=getattr(self.recorder, "ran", "mode") if step.sampled else "",
                 sums=sums,
                 timer_why=self._timer_why() if step.sampled else "",
+                after_ns=_clock() - step.closing_ns if step.sampled and step.closing_ns else 0,
             )
         )
 

@@ -101,6 +101,9 @@ class ClosedStep:
     """Why fxtui left it unsampled (:data:`~fxtui.core.step_aside.ASIDE`): not a plain unsampled step either."""
     wait_ns: int = -1
     """Time its thread was ready to run but waited for a CPU (:mod:`fxtui.agent.cpu_wait`); -1 where unknown."""
+    closing_ns: int = 0
+    """A sampled step's clock where its close began (its timer stopped after it): what the agent does from there on
+    is the step's cost after its wall."""
 
 
 class Recording:
@@ -233,7 +236,7 @@ class StepModel:
         warm = pace.close(step.index, wall, step.sampled, step.describing or bool(step.aside))
         self.emit(ClosedStep(kind, step.index, step.start, wall, tuple(acc), step.sampled, step.describing, warm,
                              step.records, tuple(sorted(step.holds.items())), restart, step.aside,
-                             min(step.waited, wall) if step.waited >= 0 else -1))  # fmt: skip
+                             min(step.waited, wall) if step.waited >= 0 else -1, closing))  # fmt: skip
         if step.sampled:  # stopping its timer, resolving and sending its ops: its cost too, after its wall
             pace.after(step.index, self.clock() - closing)
 

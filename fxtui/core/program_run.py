@@ -227,14 +227,17 @@ class StepSummary:
     """The share of the steps that hold what most do: below :data:`ALIKE`, the steps are not alike."""
     kinds: tuple[KindSummary, ...] = ()
     """Every kind of step the program ran, the one these figures are of included (:data:`STEP_KINDS` order)."""
+    sampled_after_s: float = 0.0
+    """Median of what a sampled step cost the program after its wall time (its ops resolved to nodes, summed)."""
 
     @property
     def sampling_share(self) -> float | None:
         """What sampling cost the program, as a share of its steps' time: each sampled step's extra time over an
-        unsampled one (medians), over every step's. None before both kinds of step exist."""
+        unsampled one and what it cost after its wall (medians), over every step's. None before both kinds of step
+        exist."""
         if not self.steps or not self.step_median_s or self.sampled_median_s is None:
             return None
-        extra = max(self.sampled_median_s - self.step_median_s, 0.0) * self.sampled
+        extra = (max(self.sampled_median_s - self.step_median_s, 0.0) + self.sampled_after_s) * self.sampled
         return extra / (self.step_median_s * (self.steps - self.sampled) + self.sampled_median_s * self.sampled)
 
     @property

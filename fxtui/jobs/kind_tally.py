@@ -87,6 +87,8 @@ class KindTally:
         """The latest unsampled steps' phases, whose medians the figures show (however many sampled ones between)."""
         self._plain = Ring(FIGURES_WINDOW)
         self._sampled = Ring(FIGURES_WINDOW)
+        self._after = Ring(FIGURES_WINDOW)
+        """What each sampled step cost after its wall (:attr:`~fxtui.wire.agent_messages.Step.after_ns`)."""
         self._sampled_ops = Ring(FIGURES_WINDOW)
         self._faults = Ring(FIGURES_WINDOW)
         self._history: list[float] = []
@@ -139,6 +141,8 @@ class KindTally:
             self._plain.add((step.wall_ns,))
             self.waits.add_plain(step.wall_ns, step.wait_ns, step.phases_ns, step.start_ns)
             return
+        if not step.describing and step.after_ns > 0:
+            self._after.add((step.after_ns,))
         if not ops_taken:
             self.untaken += 1
             if not step.describing:
@@ -302,6 +306,7 @@ class KindTally:
             phase_median_s=phase_medians(plain),
             step_median_s=statistics.median(self._plain.column()) / 1e9 if self._plain else None,
             sampled_median_s=statistics.median(self._sampled.column()) / 1e9 if self._sampled else None,
+            sampled_after_s=statistics.median(self._after.column()) / 1e9 if self._after else 0.0,
             recent=flat,
             recent_sampled=recent[:, 2].astype(np.uint8).tobytes(),
             history=array("d", [*self._history, *([statistics.median(self._stretch) / 1e9] if self._stretch else [])]),

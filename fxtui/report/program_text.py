@@ -59,7 +59,7 @@ def program_lines(report: ReportData) -> list[str]:
     if (share := steps.sampling_share) is not None:
         lines.append(
             f"cost       sampling took about {100 * share:.1f}% of the steps' time "
-            "(the sampled steps' extra over an unsampled step)"
+            "(the sampled steps' extra over an unsampled step, and their ops resolved after each)"
         )
     if steps.faults_median is not None and steps.faults_median >= FAULTS_HINT:
         lines.append(

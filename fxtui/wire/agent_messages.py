@@ -97,6 +97,9 @@ class Step:
     timer_why: str = ""
     """Why a sampled step the native timer was asked for was the dispatch mode's: its library is being built, or
     cannot be (``""``: the native timer ran, or was not asked for, or the step is one the mode times by design)."""
+    after_ns: int = 0
+    """What a sampled step cost the program after its wall time, until this message was made: its timer stopped,
+    its ops resolved to nodes and summed (ns; the program loses it between its steps)."""
 
     def node_sums(self) -> NodeSums:
         """The step's ops per node: as sent, or summed from :attr:`ops`."""
