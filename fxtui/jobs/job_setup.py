@@ -15,15 +15,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fxtui.core.settings import ProgramSettings
-from fxtui.core.snapshot import Snapshot, State
-from fxtui.jobs.cross_node import CrossNode
-from fxtui.jobs.job_state import JobState
 from fxtui.jobs.launch import ProgramJob
-from fxtui.jobs.viewers import ViewerServer
 from fxtui.wire.agent_contract import AgentOptions, ProgramExit
 from fxtui.wire.job_directory import KEY, LOG, VIEWER
+
+if TYPE_CHECKING:
+    from fxtui.core.snapshot import Snapshot
+    from fxtui.jobs.cross_node import CrossNode
+    from fxtui.jobs.job_state import JobState
+    from fxtui.jobs.viewers import ViewerServer
+
+# What aggregates and serves a job (its state, the viewers' server, its part in a job across nodes) is imported where
+# a detached job is made: ``fxtui run --once`` makes only the program's job before it becomes the program, and every
+# import on that path is time before the program's first line. Its forked collector imports the rest.
 
 
 def program_job(
@@ -79,6 +86,11 @@ def detached_job(
     """The collector of the job in ``directory``, in its working directory: the program's output goes to the job's
     log, viewers attach on its socket (and on TCP when it listens), its agents report on ``agents_on`` (None:
     ranks on other servers one port above the viewers', when it listens on TCP)."""
+    from fxtui.core.snapshot import State
+    from fxtui.jobs.cross_node import CrossNode
+    from fxtui.jobs.job_state import JobState
+    from fxtui.jobs.viewers import ViewerServer
+
     os.umask(0o077)  # everything the collector makes (sockets, files) is the user's alone
     settings, listen, cwd = read_settings(directory)
     os.chdir(cwd)
