@@ -117,9 +117,9 @@ def main() -> None:
         "fxtui run --detach + wait": lambda script: detached(script, env),
     }
     if args.before:
-        before = {**environ, "PYTHONPATH": str(Path(args.before).resolve())}
-        sides["before: --once"] = lambda script: once(script, before)
-        sides["before: --detach + wait"] = lambda script: detached(script, before)
+        older = {**environ, "PYTHONPATH": str(Path(args.before).resolve())}
+        sides["before: --once"] = lambda script: once(script, older)
+        sides["before: --detach + wait"] = lambda script: detached(script, older)
     if environ.get("PYTHONPYCACHEPREFIX"):
         print(f"bytecode: cached in {environ['PYTHONPYCACHEPREFIX']}")
     elif environ.get("PYTHONDONTWRITEBYTECODE"):
