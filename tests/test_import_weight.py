@@ -108,7 +108,8 @@ def test_fxtui_run_once_loads_only_the_parser_and_the_programs_job_before_the_pr
         extra = {m.removeprefix(folder + ".") for m in loaded if m.startswith(folder + ".")} - allowed
         assert not extra, f"{folder}: {sorted(extra)} imported before the program starts"
     assert not [m for m in loaded if m.startswith(("fxtui.ui", "fxtui.agent", "fxtui.measure", "fxtui.ops"))], loaded
-    heavy = {"fxtui.core.snapshot", "fxtui.core.program_run", "fxtui.wire.agent_messages", "fxtui.wire.job_link"}
+    heavy = {"fxtui.core.snapshot", "fxtui.core.program_run", "fxtui.wire.agent_messages", "fxtui.wire.job_link",
+             "fxtui.core.nodes", "fxtui.core.rows"}  # fmt: skip
     assert not heavy & set(loaded), sorted(heavy & set(loaded))
 
 
