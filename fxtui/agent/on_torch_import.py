@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fxtui.wire.agent_contract import AGENT_ADDRESS
+from fxtui.wire.agent_env import AGENT_ADDRESS  # a name only: this runs as every process starts
 
 
 class _AfterTorchImport:

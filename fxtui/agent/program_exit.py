@@ -15,7 +15,10 @@ import contextlib
 import os
 import sys
 
-from fxtui.wire.agent_contract import AGENT_ADDRESS, AGENT_KEY, PROGRAM_PID, ProgramExit, connect
+from fxtui.wire.agent_env import AGENT_ADDRESS, AGENT_KEY, PROGRAM_PID
+
+# The boot imports this module before the program's first line: what says the exit (the message, the connection)
+# is imported as the program ends.
 
 #: Seconds the program waits for the collector to take its exit status (it answers at once, but yields the cores to
 #: the program: on a busy machine it may take a moment).
@@ -42,6 +45,8 @@ def say_exit(code: int) -> None:
             if stream is not None:
                 stream.flush()
     try:  # a collector that waits for nothing (a detached job's) is not waited for long
+        from fxtui.wire.agent_contract import ProgramExit, connect
+
         timeout = ANSWER_S if waits else QUICK_S
         connection = connect(address, bytes.fromhex(os.environ.get(AGENT_KEY, "")), timeout=timeout)
     except Exception:  # no collector: nothing to say

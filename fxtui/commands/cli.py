@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from fxtui.commands.output import say
@@ -31,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(invocation)
     except FxtuiError as e:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         say(f"fxtui: {e}", sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
@@ -44,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as e:  # a bug in fxtui rather than in the user's input
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         say(f"fxtui: internal error {type(e).__name__}: {e} (run with --debug for details)", sys.stderr)
         return EXIT_INTERNAL
 
@@ -57,3 +56,11 @@ def _run(invocation: Invocation) -> int:
         sys.stdout.write(help_text(invocation.args.topic))
         return 0
     return invocation.runner()(invocation.args)
+
+
+def _print_traceback() -> None:
+    """``--debug``: the traceback of the error being handled (its module imported only then: ``fxtui run`` imports
+    this one before its program starts)."""
+    import traceback
+
+    traceback.print_exc()

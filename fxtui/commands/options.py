@@ -117,7 +117,7 @@ def column_keys(args: argparse.Namespace) -> tuple[str, ...]:
 
 def add_kind_option(p: argparse.ArgumentParser) -> None:
     """``fxtui run`` and ``fxtui attach``: which kind of step's nodes the table shows."""
-    from fxtui.core.program_run import STEP_KINDS
+    from fxtui.core.step_kinds import STEP_KINDS
 
     p.add_argument(
         "--kind",

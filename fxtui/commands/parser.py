@@ -229,6 +229,11 @@ def takes_value() -> set[str]:
 
 def _command_word(argv: Sequence[str]) -> int | None:
     """The index of the first argument that is not an option (nor an option's value); None when there is none."""
+    if argv and (not argv[0].startswith("-") or argv[0] == "-"):
+        # The usual command line (fxtui run train.py): the command word comes first. Knowing which options take a
+        # value needs every command's parser, each command's module imported: time before fxtui run's program
+        # starts, and of no use here.
+        return 0
     parsers = [command_parser(name) for name in BY_NAME]
     valued = _takes_value(parsers)
     optional_value = {

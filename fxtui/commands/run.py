@@ -9,10 +9,12 @@ the table print, and fxtui exits with the program's status.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fxtui.commands.options import (
@@ -127,9 +129,6 @@ def run(args: argparse.Namespace) -> int:
     from fxtui.jobs.launch import check_command
 
     check_command(command)
-    from fxtui.jobs.job_start import prune_ended
-
-    prune_ended()  # ended jobs' directories older than a week
     settings = ProgramSettings(
         tuple(command),
         warmup=args.warmup_steps,
@@ -141,18 +140,17 @@ def run(args: argparse.Namespace) -> int:
     if args.detach:
         return detach(settings, args.listen)
     if args.once or not sys.stdout.isatty():
-        from fxtui.commands.next_command import program_next_command
-
-        return headless(settings, output, program_next_command(getattr(args, "argv", ()), command, output, "run"))
+        return headless(settings, output, argv=getattr(args, "argv", ()))
     return live(settings, output, args.listen)
 
 
 def detach(settings: ProgramSettings, listen: str = "") -> int:
     """Start the job in the background and say how to watch it."""
-    from fxtui.jobs.job_start import start_detached
+    from fxtui.jobs.job_start import prune_ended, start_detached
     from fxtui.jobs.launch import SITE_DIR
     from fxtui.wire.job_directory import LOG, read_key
 
+    prune_ended()  # ended jobs' directories older than a week
     job, directory = start_detached(settings, listen)
     say(f"started job {job.id}: {' '.join(settings.command)} (pid {job.program_pid})")
     say(f"  its output: {directory / LOG}")
@@ -165,28 +163,50 @@ def detach(settings: ProgramSettings, listen: str = "") -> int:
     return 0
 
 
-def headless(settings: ProgramSettings, output: OutputSettings, next_command: NextCommand | None = None) -> int:
-    """Become the program, its collector beside it printing the profile (and ``next_command``) as it ends
-    (:mod:`fxtui.jobs.beside`): its pid, signals and exit status are its own. Where processes cannot fork, run it
-    as a child instead."""
+def headless(settings: ProgramSettings, output: OutputSettings, argv: Sequence[str] = ()) -> int:
+    """Become the program, its collector beside it printing the profile (and the next command to try, from the
+    command line ``argv``) as it ends (:mod:`fxtui.jobs.beside`): its pid, signals and exit status are its own.
+    Where processes cannot fork, run it as a child instead."""
     if hasattr(os, "fork"):
         from fxtui.jobs.beside import become_the_program
 
-        def report(snapshot: Snapshot) -> None:  # in the collector, after the fork
+        @functools.cache
+        def suggestion() -> NextCommand | None:
+            return _next_command(argv, settings, output)
+
+        def prepare() -> None:  # in the collector as the program starts: not before its first line nor after its last
+            from fxtui.commands import program_report  # noqa: F401  (what prints the profile)
+            from fxtui.jobs.job_start import prune_ended
+
+            suggestion()
+            prune_ended()  # ended jobs' directories older than a week
+
+        def report(snapshot: Snapshot) -> None:  # in the collector, as the program ends
             from fxtui.commands.program_report import print_snapshot
 
-            print_snapshot(snapshot, output, next_command)
+            print_snapshot(snapshot, output, suggestion())
 
-        become_the_program(settings, report, kind=output.kind or None)
-    return _headless_child(settings, output, next_command)
+        become_the_program(settings, report, kind=output.kind or None, prepare=prepare)
+    return _headless_child(settings, output, _next_command(argv, settings, output))
+
+
+def _next_command(argv: Sequence[str], settings: ProgramSettings, output: OutputSettings) -> NextCommand | None:
+    """The command a program's table suggests next. ``--once``'s collector works it out as the program starts: it
+    reads every command's options (each command's module imported), time the program would otherwise wait for
+    before its first line."""
+    from fxtui.commands.next_command import program_next_command
+
+    return program_next_command(argv, settings.command, output, "run")
 
 
 def _headless_child(settings: ProgramSettings, output: OutputSettings, next_command: NextCommand | None = None) -> int:
     """Run the program with the terminal its own, then print the profile; the program's exit status."""
     from fxtui.core.snapshot import State
+    from fxtui.jobs.job_start import prune_ended
     from fxtui.jobs.launch import ProgramJob, exit_status
     from fxtui.jobs.ranks import JobCollector
 
+    prune_ended()  # ended jobs' directories older than a week
     collector = JobCollector(settings.command, warmup=settings.warmup, keep_disturbed=settings.keep_disturbed)
     lock = threading.Lock()
 
@@ -223,7 +243,8 @@ def live(settings: ProgramSettings, output: OutputSettings, listen: str = "") ->
     """The app on the program, run as a job (so it can be detached: D); when the app closes, the program stops
     as Ctrl+C would, its profile prints, and fxtui exits with its status."""
     from fxtui.commands.job_app import watch
-    from fxtui.jobs.job_start import start_detached
+    from fxtui.jobs.job_start import prune_ended, start_detached
 
+    prune_ended()  # ended jobs' directories older than a week
     job, _ = start_detached(settings, listen)
     return watch(job, output, stop_on_quit=True)

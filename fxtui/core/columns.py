@@ -15,24 +15,44 @@ without making a record per node.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from fxtui.core.errors import FxtuiError
-from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO, NodeInfo, NodeStats
-from fxtui.core.rows import Rates
 from fxtui.core.units import format_bytes, format_pct, format_seconds
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from fxtui.core.nodes import NodeInfo, NodeStats
+    from fxtui.core.rows import Rates
+
+    NO_RATES: Rates
+    """No rates (the app's nodes): what a cell reads when it is given none."""
+
+# The nodes' and rows' modules are imported where a cell is read, not with the registry: ``fxtui run`` checks --sort
+# and --columns against it before its program starts, and every import there is time before the program's first line.
+
 SortValue = float | str
-Read = Callable[[NodeInfo, "NodeStats | None", Rates], Any]
+Read = Callable[["NodeInfo", "NodeStats | None", "Rates"], Any]
 #: A column's sort values for every node from the statistics' columns (given a field name, its column).
 ByColumns = Callable[[Callable[[str], Sequence[float]]], "Sequence[SortValue] | np.ndarray"]
 
-NO_RATES = Rates()
+
+@functools.cache
+def _no_rates() -> Rates:
+    from fxtui.core.rows import Rates
+
+    return Rates()
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`NO_RATES`, made when first asked for."""
+    if name == "NO_RATES":
+        return _no_rates()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +89,9 @@ class Column:
         """The order depends on the statistics, so it changes with every snapshot."""
         return bool(self.stat or self.by_columns)
 
-    def text(self, info: NodeInfo, stats: NodeStats | None, rates: Rates = NO_RATES) -> str:
-        """The cell for one node."""
-        return str(self.cell(info, stats, rates))
+    def text(self, info: NodeInfo, stats: NodeStats | None, rates: Rates | None = None) -> str:
+        """The cell for one node (``rates``: none, as in the app, when not given)."""
+        return str(self.cell(info, stats, _no_rates() if rates is None else rates))
 
 
 def _stat(field: str) -> Read:
@@ -102,6 +122,8 @@ def caution(stats: NodeStats | None) -> bool:
 def _caution_by_columns(column: Callable[[str], Sequence[float]]) -> np.ndarray:
     """:func:`caution` of every node from the columns: NodeStats.noisy and .unsteady, one array operation each."""
     import numpy as np
+
+    from fxtui.core.nodes import NOISY_IQR_RATIO, UNSTEADY_MIN_S, UNSTEADY_RATIO
 
     count, median, iqr, fastest = (
         np.asarray(column(f), dtype=np.float64) for f in ("count", "median_s", "iqr_s", "min_s")

@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fxtui.core.nodes import PHASES, NodeInfo
-from fxtui.core.snapshot import OPCODES
-
 if TYPE_CHECKING:
     import numpy as np
+
+    from fxtui.core.nodes import NodeInfo
+
+# The names a filter may take (opcodes, phases) are imported where they are checked: parsing ``fxtui run``'s options
+# needs this module before the program starts, and the snapshot's module is not light.
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -53,11 +55,15 @@ def _parse_names(text: str, known: Sequence[str], what: str) -> frozenset[str]:
 
 def parse_ops(text: str) -> frozenset[str]:
     """``"call_module,call_function"`` → the opcodes; ValueError names an unknown one."""
+    from fxtui.core.snapshot import OPCODES
+
     return _parse_names(text, OPCODES, "op type")
 
 
 def parse_phases(text: str) -> frozenset[str]:
     """``"forward,backward"`` → the phases; ValueError names an unknown one."""
+    from fxtui.core.nodes import PHASES
+
     return _parse_names(text, PHASES, "phase")
 
 

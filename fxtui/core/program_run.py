@@ -15,15 +15,12 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fxtui.core.step_kinds import STEP_KINDS as STEP_KINDS  # its home: parsing --kind needs it alone
 from fxtui.core.step_waiting import StepWaiting
 
 #: How a step's wall time splits: waiting on a DataLoader, the model's forward calls, backward,
 #: the optimizer (step, zero_grad, gradient clipping), and the script's own Python between them.
 STEP_PHASES = ("data", "forward", "backward", "optimizer", "other")
-#: The kinds of step the agent tells apart, in the order the figures lead with them: training steps (an
-#: iteration: its forwards, backwards and optimizer steps), evaluation calls (a root module called without
-#: gradients, or in eval() mode once trained) and transformers' generate() calls.
-STEP_KINDS = ("train", "eval", "generate")
 #: The share of a kind's steps that must hold the same calls for its steps to read as alike.
 ALIKE = 0.9
 #: A fidelity above this, over at least :data:`OVERCOUNT_SAMPLED` sampled steps, is not a reading of the program:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import sys
@@ -33,16 +32,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from fxtui.core.settings import ProgramSettings
-from fxtui.jobs.cross_node import CrossNode
 from fxtui.jobs.job_setup import program_job
 from fxtui.jobs.launch import AGENTS_END_S, program_argv
-from fxtui.jobs.pid_watch import watch_pid
 from fxtui.wire.agent_contract import PROGRAM_PID, ProgramExit
 from fxtui.wire.private_dir import private_dir
 
 if TYPE_CHECKING:
     from fxtui.core.snapshot import Snapshot
+    from fxtui.jobs.cross_node import CrossNode
     from fxtui.jobs.job_state import JobState
+
+# Before the fork only the program's job is made (its socket, its environment): every module imported by then is time
+# before the program's first line, and then thrown away by the exec. What collects (the job's state, the link to
+# other nodes, the pid watch) is imported in the forked collector, at its lower priority, while the program starts.
 
 #: Seconds between the collector's looks at the program's pid, while it waits for the program to say it ends (a
 #: program killed without a word is noticed this late at most).
@@ -50,14 +52,21 @@ POLL_S = 0.2
 
 
 def become_the_program(
-    settings: ProgramSettings, report: Callable[[Snapshot], None], kind: str | None = None
+    settings: ProgramSettings,
+    report: Callable[[Snapshot], None],
+    kind: str | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> NoReturn:
     """Fork the collector (which calls ``report(snapshot)`` as the program ends, the figures of ``kind``'s steps, or
     of the kind the collector leads with), then become the program.
 
+    ``prepare()``, when given, runs in the collector as the program starts (at the collector's lower priority): what
+    ``report`` will need, made ready, so that neither the program's start nor its end waits for it.
+
     Never returns: this process is the program from here on, and ends with its status.
     """
     beside = _Beside(settings, report, kind)
+    beside.prepare = prepare
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     program = beside.program
@@ -100,11 +109,13 @@ class _Beside:
             settings,
             self.receive,
             self.directory,
-            secrets.token_bytes(32),
+            os.urandom(32),  # as secrets.token_bytes makes it, without importing hmac and OpenSSL before the fork
             on_exit=self.on_exit,
             on_link=self.on_link,
         )
         self.cross: CrossNode | None = None
+        self.prepare: Callable[[], object] | None = None
+        """Runs in the collector as the program starts (:func:`become_the_program`)."""
 
     # -- the agents' threads ------------------------------------------------------------------------
 
@@ -138,14 +149,16 @@ class _Beside:
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)  # never the terminal's input
             os.close(devnull)
+            from fxtui.jobs.cross_node import CrossNode
             from fxtui.jobs.job_state import JobState
+            from fxtui.jobs.pid_watch import watch_pid
 
             self.state = JobState(self.settings)
             self.state.collector.started(program, "")
             self.cross = CrossNode(self.state, warn=_say)
             self.ready.set()
             self.job.listen()
-            threading.Thread(target=_warm, daemon=True, name="fxtui-report-imports").start()
+            threading.Thread(target=_warm, args=(self.prepare,), daemon=True, name="fxtui-report-imports").start()
             from fxtui.jobs import collector_gc, heap_trim
 
             collector_gc.take_over()  # in the forked collector only: the program's own collector is never touched
@@ -208,8 +221,12 @@ def _say(sentence: str) -> None:
         print(f"fxtui: {sentence}", file=sys.stderr, flush=True)
 
 
-def _warm() -> None:
-    """Import what printing the profile needs while the program runs (on the collector's lower priority)."""
+def _warm(prepare: Callable[[], object] | None = None) -> None:
+    """Import what printing the profile needs while the program runs (on the collector's lower priority), and run
+    ``prepare`` (:func:`become_the_program`)."""
     with contextlib.suppress(Exception):
         import fxtui.report.api
         import fxtui.report.text  # noqa: F401
+    if prepare is not None:
+        with contextlib.suppress(Exception):
+            prepare()

@@ -31,14 +31,20 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fxtui.core.snapshot import State
-from fxtui.jobs import collector_gc, heap_trim
+from fxtui.jobs import collector_gc
 from fxtui.jobs.job_setup import detached_job
-from fxtui.jobs.job_state import JobState
-from fxtui.jobs.profile_keeper import ProfileKeeper
-from fxtui.jobs.viewers import ViewerServer
 from fxtui.wire.job_directory import PROFILE, JobInfo, write_info
+
+if TYPE_CHECKING:
+    from fxtui.jobs.job_state import JobState
+    from fxtui.jobs.launch import ProgramJob
+    from fxtui.jobs.profile_keeper import ProfileKeeper
+    from fxtui.jobs.viewers import ViewerServer
+
+# The program starts before this process imports what aggregates and serves it (the job's state, numpy, the viewers'
+# server: :func:`~fxtui.jobs.job_setup.detached_job`): each is imported where it is used.
 
 #: Seconds between snapshots for attached viewers.
 INTERVAL = 0.25
@@ -52,11 +58,12 @@ LINGER = 10.0
 
 def run(directory: Path) -> int:
     """Run the job described in ``directory``; the program's exit status."""
+    from fxtui.jobs.profile_keeper import ProfileKeeper
+
     collector_gc.take_over()  # this process is the collector's alone: full passes between snapshots
-    made = detached_job(directory)
+    made = detached_job(directory, start=_start)
     settings, cwd, state, server, job, stop = made.settings, made.cwd, made.state, made.server, made.job, made.stop
     cross = made.cross
-    job.start()
     pid = job.process.pid if job.process else 0
     with state.lock:
         state.collector.started(pid, str(job.log_path or ""))
@@ -64,7 +71,6 @@ def run(directory: Path) -> int:
                    listen=server.tcp_address, agents=job.agents_address)  # fmt: skip
     write_info(directory, info)
     leave = leave_on_sigterm()
-    os.nice(10)  # after the program started: it keeps its own priority, the collector yields to it
     server.start()
     keeper = ProfileKeeper(directory / PROFILE)
     info = watch(lambda: job.running, state, server, keeper, directory, info, stop, leave)
@@ -78,12 +84,20 @@ def run(directory: Path) -> int:
     return code
 
 
+def _start(job: ProgramJob) -> None:
+    """Start the program, first: the collector's own set-up follows at its lower priority."""
+    job.start()
+    os.nice(10)  # after the program started: it keeps its own priority, the collector yields to it
+
+
 def finish(
     state: JobState, server: ViewerServer, keeper: ProfileKeeper, directory: Path, info: JobInfo, code: int | None
 ) -> None:
     """The program ended with ``code`` (None: it did not say, and this collector is not its parent): the last
     profile saved and sent to the attached viewers with the status, ``job.json`` final, the viewers' socket
     closed once they have it."""
+    from fxtui.core.snapshot import State
+
     with state.lock:
         state.collector.ended(code)  # type: ignore[arg-type]
     final = state.snapshot(State.DONE)  # the status line says how the program ended
@@ -111,6 +125,9 @@ def watch(
 ) -> JobInfo:
     """While ``running()`` says the program runs: snapshots to attached viewers, ``job.json`` and the profile kept
     current. Returns when the program ended, a viewer asked to stop it, or the collector was asked to go."""
+    from fxtui.core.snapshot import State
+    from fxtui.jobs import heap_trim
+
     written = saved = time.monotonic()
     saved_at = -1
     took = 0.0
@@ -139,6 +156,8 @@ def _go_leaving_the_program(
     state: JobState, server: ViewerServer, keeper: ProfileKeeper, directory: Path, info: JobInfo
 ) -> int:
     """SIGTERM: the collector goes, the program runs on; what it showed stays (``fxtui attach`` says so)."""
+    from fxtui.core.snapshot import State
+
     last = state.snapshot(State.RUNNING)
     keeper.save_now(last)
     write_info(directory, replace(info, steps=state.steps))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -76,7 +75,7 @@ def start_detached(settings: ProgramSettings, listen: str = "") -> tuple[JobInfo
     directory = Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
     fd = os.open(directory / KEY, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(32))
+        f.write(os.urandom(32).hex())  # secrets.token_hex(32), without importing hmac and OpenSSL
     settings_path = directory / "settings.json"
     settings_path.write_text(json.dumps({**asdict(settings), "listen": listen, "cwd": os.getcwd()}))
     info = start_collector(directory, DAEMON, "the job's collector", lambda info, pid: True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -25,13 +24,19 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fxtui.core.errors import FxtuiError
 from fxtui.wire.agent_contract import AGENT_ADDRESS, AGENT_KEY, AGENT_OPTIONS, AgentOptions, ProgramExit
 from fxtui.wire.agent_intake import AgentIntake
-from fxtui.wire.job_link import JOB_SCOPE, JoinLead, LeadAsk
 from fxtui.wire.private_dir import private_dir
 from fxtui.wire.sockets import AGENT_LIMIT, GuardedListener
+
+if TYPE_CHECKING:
+    from fxtui.wire.job_link import JoinLead, LeadAsk
+
+# ``fxtui run --once`` imports this module before it becomes the program: what only the collector reads (the messages
+# of a job across nodes) is imported where it is read, after the fork.
 
 #: The module that starts a program with the agent in it (``python -m``): it runs in the program's process.
 AGENT_BOOT = "fxtui.agent.boot"
@@ -126,7 +131,7 @@ class ProgramJob:
         self.options = options or AgentOptions()
         self.dir = directory or Path(tempfile.mkdtemp(prefix="job-", dir=private_dir()))
         self.log_path = self.dir / "output.log" if log else None
-        self._key = key or secrets.token_bytes(32)
+        self._key = key or os.urandom(32)  # as secrets.token_bytes makes it, without importing hmac and OpenSSL
         self._listener = GuardedListener(
             str(self.dir / "agent.sock"), self._key, self._drain, warn=warn, name="fxtui-agents"
         )
@@ -203,6 +208,8 @@ class ProgramJob:
     def _drain(self, connection: Connection) -> None:
         """Read one agent's messages until its connection ends: handed to the intake's one thread (this is the thread
         its handshake ran in, which ends here)."""
+        from fxtui.wire.job_link import JoinLead, LeadAsk
+
         with self._agents_lock:
             agent = self._agents
             self._agents += 1
@@ -309,6 +316,8 @@ def _scope(command: Sequence[str]) -> dict[str, str]:
     (:mod:`fxtui.agent.job_store`)."""
     world = os.environ.get("WORLD_SIZE", "")
     if os.environ.get("RANK") and world.isdigit() and int(world) > 1 and not is_executable(command):
+        from fxtui.wire.job_link import JOB_SCOPE
+
         return {JOB_SCOPE: "rank"}
     return {}
 

@@ -10,21 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+# The environment's names (where the collector listens, its key, the agent's options, the program's pid), read as
+# every process of the program starts, are in a module of their own that imports nothing (this one needs dataclasses).
+from fxtui.wire.agent_env import AGENT_ADDRESS as AGENT_ADDRESS
+from fxtui.wire.agent_env import AGENT_KEY as AGENT_KEY
+from fxtui.wire.agent_env import AGENT_OPTIONS as AGENT_OPTIONS
+from fxtui.wire.agent_env import PROGRAM_PID as PROGRAM_PID
+
 if TYPE_CHECKING:  # imported where used: every Python process a program starts reads this module's names
     import socket
     from multiprocessing.connection import Connection
 
     from fxtui.core.settings import ProgramSettings
-
-#: Where the collector listens for agents (a unix socket path, or ``HOST:PORT``).
-AGENT_ADDRESS = "FXTUI_AGENT"
-#: The key an agent proves itself with (hex).
-AGENT_KEY = "FXTUI_AGENT_KEY"
-#: The agent's options (sampling, warm-up), encoded.
-AGENT_OPTIONS = "FXTUI_AGENT_OPTIONS"
-#: The pid of the program's own process when a collector beside it prints the profile as the program ends
-#: (``fxtui run --once``): that process, and no other it starts, says how it ended and waits for the profile.
-PROGRAM_PID = "FXTUI_PROGRAM_PID"
 
 #: Share of the program's time the sampled steps may cost it.
 BUDGET = 0.02

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fxtui.core.errors import FxtuiError
-from fxtui.core.program_run import exit_text
 from fxtui.wire.private_dir import private_dir
 
 #: A job's files.
@@ -54,6 +53,8 @@ class JobInfo:
         """One line for a list of jobs: id, what runs, pid, when it started, steps so far, state."""
         started = time.strftime("%H:%M:%S", time.localtime(self.started)) if self.started else "?"
         if not self.running:
+            from fxtui.core.program_run import exit_text  # the figures' module: not for every reader of a job's files
+
             state = exit_text(self.exit_code)
         else:
             state = "running" if self.alive else "lost (its collector is gone)"

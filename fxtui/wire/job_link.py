@@ -16,9 +16,10 @@ fingerprint of the key derived from the user's fxtui secret and that nonce — n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fxtui.wire.agent_messages import Hello
+if TYPE_CHECKING:  # an annotation only: the command that starts a program reads JOB_SCOPE here, before it starts
+    from fxtui.wire.agent_messages import Hello
 
 #: The key prefix fxtui writes under in the job's store (then the job's run id, torchrun's ``--rdzv-id``).
 STORE_PREFIX = "fxtui/"

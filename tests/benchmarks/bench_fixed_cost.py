@@ -13,7 +13,14 @@ each side's extra over python, and the processor time of the processes each run 
 program, and fxtui's command, which becomes it: a figure a busy machine changes less than wall time; the
 collectors that run beside are not in it); the machine's load average at the start and the end: read the
 figures with it (run when ``uptime`` is under ~1.5). ``--before CHECKOUT`` adds both fxtui sides run
-from another checkout of fxtui (its directory first on ``PYTHONPATH``), in the same rounds.
+from another checkout of fxtui (its directory first on ``PYTHONPATH``), in the same rounds; the other sides run this
+file's checkout. Every side runs in the script's directory (``python -m`` puts the working directory first on the
+path: run from a checkout, both sides would import that one).
+
+Python compiles a module it has no bytecode cache for at each import: with ``PYTHONDONTWRITEBYTECODE=1`` in the
+environment, and no ``__pycache__`` in the checkout, that is every fxtui module of every process, each run. An
+installed fxtui has its cache; ``--bytecode-cache DIR`` gives every side one (``PYTHONPYCACHEPREFIX``, written in the
+first round, which is not counted). The first line says which.
 """
 
 from __future__ import annotations
@@ -50,9 +57,13 @@ def _marks(text: str) -> tuple[float, float]:
     return first, last
 
 
-def plain(script: Path) -> tuple[float, float, float]:
+#: This file's checkout of fxtui: the sides not run ``--before``.
+HERE = str(Path(__file__).resolve().parents[2])
+
+
+def plain(script: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     t0 = time.time()
-    done = subprocess.run([PY, str(script)], capture_output=True, text=True, check=True)
+    done = subprocess.run([PY, str(script)], capture_output=True, text=True, check=True, cwd=script.parent, env=env)
     end = time.time()
     first, last = _marks(done.stdout)
     return first - t0, last - first, end - last
@@ -61,7 +72,7 @@ def plain(script: Path) -> tuple[float, float, float]:
 def once(script: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     t0 = time.time()
     done = subprocess.run([PY, "-m", "fxtui", "run", "--once", str(script)], capture_output=True, text=True,
-                          check=True, env=env)  # fmt: skip
+                          check=True, env=env, cwd=script.parent)  # fmt: skip
     end = time.time()
     first, last = _marks(done.stdout)
     return first - t0, last - first, end - last
@@ -70,7 +81,7 @@ def once(script: Path, env: dict[str, str] | None = None) -> tuple[float, float,
 def detached(script: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     t0 = time.time()
     done = subprocess.run([PY, "-m", "fxtui", "run", "--detach", str(script)], capture_output=True, text=True,
-                          check=True, env=env)  # fmt: skip
+                          check=True, env=env, cwd=script.parent)  # fmt: skip
     log = Path(next(line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if "its output:" in line))
     info = log.parent / "job.json"
     while json.loads(info.read_text()).get("running", True):
@@ -93,12 +104,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=7, help="rounds (each runs every side once; default 7)")
     parser.add_argument("--before", metavar="CHECKOUT", help="also run both fxtui sides from this checkout")
+    parser.add_argument("--bytecode-cache", metavar="DIR", help="every side with Python's bytecode cached in DIR")
     args = parser.parse_args()
-    sides = {"python": plain, "fxtui run --once": once, "fxtui run --detach + wait": detached}
+    environ = dict(os.environ)
+    if args.bytecode_cache:
+        environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        environ["PYTHONPYCACHEPREFIX"] = str(Path(args.bytecode_cache).resolve())
+    env = {**environ, "PYTHONPATH": os.pathsep.join(p for p in (HERE, environ.get("PYTHONPATH", "")) if p)}
+    sides = {
+        "python": lambda script: plain(script, environ),
+        "fxtui run --once": lambda script: once(script, env),
+        "fxtui run --detach + wait": lambda script: detached(script, env),
+    }
     if args.before:
-        env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())}
-        sides["before: --once"] = lambda script: once(script, env)
-        sides["before: --detach + wait"] = lambda script: detached(script, env)
+        older = {**environ, "PYTHONPATH": str(Path(args.before).resolve())}
+        sides["before: --once"] = lambda script: once(script, older)
+        sides["before: --detach + wait"] = lambda script: detached(script, older)
+    if environ.get("PYTHONPYCACHEPREFIX"):
+        print(f"bytecode: cached in {environ['PYTHONPYCACHEPREFIX']}")
+    elif environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("bytecode: PYTHONDONTWRITEBYTECODE is set: modules without a __pycache__ are compiled at every start")
+    else:
+        print("bytecode: each checkout's __pycache__, as Python writes it")
     print(f"load average at the start: {load()}  ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "linear.py"
