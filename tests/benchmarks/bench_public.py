@@ -2,7 +2,7 @@
 
     python tests/benchmarks/bench_public.py --examples CHECKOUT --nanogpt CHECKOUT --lightning CHECKOUT
         --timm CHECKOUT [--only NAME,…] [--full] [--pairs N] [--keep DIR] [--corpus] [--timer mode native]
-        [--threads N]
+        [--threads N] [--bytecode-cache DIR]
 
 The checkouts are pytorch/examples, karpathy/nanoGPT, Lightning-AI/pytorch-lightning and
 huggingface/pytorch-image-models. Each program runs from its
@@ -419,7 +419,17 @@ def main(argv: list[str] | None = None) -> int:
         "every5: the native timer at one step in five",
     )
     p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both runs (default: the programs' own)")
+    p.add_argument(
+        "--bytecode-cache",
+        metavar="DIR",
+        help="both runs with Python's bytecode cached in DIR (PYTHONPYCACHEPREFIX), as an installed fxtui and the "
+        "program's own modules have it; without it, PYTHONDONTWRITEBYTECODE=1 (as this machine sets) compiles every "
+        "fxtui module of every process at each start",
+    )
     a = p.parse_args(argv)
+    if a.bytecode_cache:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(a.bytecode_cache).resolve())
     resolved = [path.resolve() if path else None for path in (a.examples, a.nanogpt, a.lightning, a.timm)]
     corpus = Path(__file__).resolve().parents[1] / "programs" if a.corpus else None
     checkouts = Checkouts(*resolved[:3], a.full, resolved[3], corpus)
