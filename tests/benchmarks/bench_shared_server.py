@@ -11,7 +11,9 @@ run of its own round:
 * the unsampled step's median, and the machine's load average when the run ended;
 * **split**: the header's split of the median step, ops + waiting + the program's Python (they add up to 100);
 * **python**: the program's Python share, and how far it moved from the quiet run's, in points (the issue asks
-  for ±10);
+  for ±10), and that share of the step in milliseconds (*py ms*): as a step waits longer, its Python's share must
+  fall (a program whose Python is 20% of a quiet step is 8% of one that waits 60% of its time), while its time
+  stays;
 * **waiting**: the waiting-for-a-CPU share fxtui reports, and the median of per-step shares as measured (more
   where the split found part of it inside the ops), beside the share the load took, from two sources: the busy
   processes' CPU time (``/proc/PID/stat``) over the run, in cores and as a share of the machine, and the step
@@ -204,8 +206,8 @@ def table(runs: dict[tuple[int, str, int], list[Run]], programs: list[str], thre
     print(f"\nthreads {threads or 'default (torch)'}")
     head = (
         f"{'program':<9} {'rd':>2} {'busy':>4} {'load':>5} {'step':>9} {'split ops+wait+py':>17} {'python':>7} "
-        f"{'Δpts':>5} {'waiting':>7} {'measured':>8} {'grown':>6} {'Δgrown':>6} {'busy cores':>10} {'took':>5} "
-        f"{'others':>6} {'nodes busy÷quiet':>22} {'fidelity (p25–p75)':>24}"
+        f"{'Δpts':>5} {'py ms':>6} {'waiting':>7} {'measured':>8} {'grown':>6} {'Δgrown':>6} {'busy cores':>10} "
+        f"{'took':>5} {'others':>6} {'nodes busy÷quiet':>22} {'fidelity (p25–p75)':>24}"
     )
     print(head)
     print("-" * len(head))
@@ -238,7 +240,8 @@ def table(runs: dict[tuple[int, str, int], list[Run]], programs: list[str], thre
                 said = others if others is None else round(others, 2)
                 print(
                     f"{name:<9} {rd:>2} {busy:>4} {run.load:>5.2f} {1e3 * run.step_s:>7.1f}ms {split:>17} "
-                    f"{100 * run.python:>6.1f}% {100 * (run.python - quiet.python):>+5.1f} {100 * run.waiting:>6.1f}% "
+                    f"{100 * run.python:>6.1f}% {100 * (run.python - quiet.python):>+5.1f} "
+                    f"{1e3 * run.python * run.step_s:>6.2f} {100 * run.waiting:>6.1f}% "
                     f"{100 * run.measured:>7.1f}% {100 * grown:>5.1f}% {100 * (run.waiting - grown):>+6.1f} "
                     f"{run.busy_cores:>10.2f} {100 * took:>4.0f}% {said!s:>6} "
                     f"{nodes:>22} {fidelity:>24}"
