@@ -28,6 +28,9 @@ class StepWaiting:
     all_ops: Spread | None = None
     """Each sampled step's Σ op times ÷ the unsampled steps' median, every sampled step's (those the node figures
     leave out too): the split's ops, before the share of a step its threads waited is taken out of them."""
+    step_ops: Spread | None = None
+    """Each sampled step's ops less that step's own wait share, ÷ the unsampled median: the split's ops taken step by
+    step, kept beside it (in the JSON) to compare the two ways."""
     in_ops: tuple[Spread | None, ...] = ()
     """Per phase (:data:`~fxtui.core.program_run.STEP_PHASES`): each counted sampled step's ops in it ÷ the phase's
     unsampled median."""

@@ -140,6 +140,13 @@ class StepWaits:
         wait = _spread(waits)
         ops = _spread([s.ops_ns / base_ns for s in counted]) if base_ns else None
         all_ops = _spread([s.ops_ns / base_ns for s in every]) if base_ns else None
+        step_ops = (
+            _spread(
+                [s.ops_ns * (1 - min(1.0, max(0, s.wait_ns) / s.wall_ns)) / base_ns for s in every if s.wall_ns > 0]
+            )
+            if base_ns
+            else None
+        )
         kept = [s for s in counted if s.disturbed]
         in_ops: list[Spread | None] = []
         for i, _phase in enumerate(STEP_PHASES):
@@ -152,6 +159,7 @@ class StepWaits:
             wait=wait,
             ops=ops,
             all_ops=all_ops,
+            step_ops=step_ops,
             in_ops=tuple(in_ops),
             sampled=len(self.sampled),
             disturbed=self._disturbed(),
