@@ -30,16 +30,17 @@ def _step(kf: KindTally, index: int, wall_ms: float, wait_ms: float, op_ms: floa
 
 
 def _loaded_tally() -> KindTally:
-    """A program on a busy machine whose part medians, taken one by one, come to 112% of a step: its steps waited
-    89% of their time (100 ms, 89 ms waiting), and its sampled steps' ops took 23 ms of theirs."""
+    """A program on a busy machine whose part medians, taken one by one, come to 112% of a step: its unsampled
+    steps waited 89% of their time (100 ms, 89 ms waiting), its quiet sampled steps' ops took 23 ms (and they
+    waited not at all, so the split's ops are the fidelity)."""
     kf = KindTally("train")
     for i in range(30):
         _step(kf, 2 * i, 100 + i % 3, 89 + i % 3)
-        _step(kf, 2 * i + 1, 100, 89, 23)
+        _step(kf, 2 * i + 1, 30, 0, 23)
     return kf
 
 
-def test_part_medians_that_overlap_give_a_split_that_adds_up_and_keeps_the_measured_wait() -> None:
+def test_part_medians_that_overlap_give_a_split_that_adds_up_with_ops_as_the_fidelity() -> None:
     summary = _loaded_tally().summary(0.02)
     waiting = summary.waiting
     assert waiting is not None and summary.fidelity is not None and summary.step_median_s is not None
@@ -48,18 +49,17 @@ def test_part_medians_that_overlap_give_a_split_that_adds_up_and_keeps_the_measu
     split = waiting.split
     assert split is not None
     assert abs(split.ops + split.waiting + split.python - 1.0) < 1e-12
-    # The wait as measured; the ops' 23% of the step held their share of it, as the Python's 77% did.
-    assert abs(split.waiting - waiting.wait.median) < 1e-12 and split.overlap == 0.0
-    assert abs(split.ops - summary.fidelity * (1 - split.waiting)) < 1e-12
-    assert abs(split.python - (1 - summary.fidelity) * (1 - split.waiting)) < 1e-12
+    assert abs(split.ops - summary.fidelity) < 1e-12  # the same figure as the fidelity line beside it
+    assert abs(split.measured_waiting - waiting.wait.median) < 1e-12
+    assert split.python == 0.0 and abs(split.overlap - (waiting.ops.median + waiting.wait.median - 1.0)) < 1e-12
     # What the header, the JSON and the unattributed line print come from that one split.
     assert waiting.waiting_share == split.waiting and waiting.python_share == split.python
-    assert waiting.waiting_text() == f"waiting for a CPU {whole_percents(split)[1]}%"
+    said = waiting.waiting_text()
+    assert said.startswith(f"waiting for a CPU {whole_percents(split)[1]}% (of 89% measured, ")
     line = split_lines(summary)[0]
     ops, wait, python = whole_percents(split)
-    said = f"ops {ops}% (less the time they waited), waiting for a CPU {wait}%"
-    assert said in line and f"the program's Python {python}%" in line
-    assert ops + wait + python == 100 and wait == 89
+    assert f"ops {ops}%, waiting for a CPU {wait}%" in line and f"the program's Python {python}%" in line
+    assert ops + wait + python == 100 and ops == round(100 * summary.fidelity)
     meta = waiting_json(waiting)
     assert meta["ops_share"] + meta["waiting_share"] + meta["python_share"] == pytest.approx(1.0)  # type: ignore[operator]
     assert meta["waiting_measured_share"] == split.measured_waiting and meta["split_line"] == split_text(waiting)
@@ -71,14 +71,13 @@ def test_steps_whose_parts_leave_room_keep_the_measured_wait_and_python_is_the_r
     kf = KindTally("train")
     for i in range(30):
         _step(kf, 2 * i, 100, 40 + (i % 5))  # waits 40–44 ms: median share 0.42
-        _step(kf, 2 * i + 1, 100, 40 + (i % 5), 45 + (i % 7))  # ops 45–51 ms: median 48 ms of a 100 ms step
+        _step(kf, 2 * i + 1, 60, 0, 45 + (i % 7))  # ops 45–51 ms: median 48 ms of a 100 ms step
     waiting = kf.summary(0.05).waiting
     assert waiting is not None
     split = waiting.split
     assert split is not None and split.overlap == 0.0
-    # 42% waiting; the ops' 48% and the Python's 52% each held their share of it
-    assert split.waiting == pytest.approx(0.42) and split.ops == pytest.approx(0.48 * 0.58)
-    assert split.python == pytest.approx(0.52 * 0.58)
+    assert split.waiting == pytest.approx(0.42) and split.ops == pytest.approx(0.48)
+    assert split.python == pytest.approx(0.10)
     assert "measured" not in waiting.waiting_text()
 
 
@@ -99,7 +98,7 @@ def test_a_split_waits_for_its_ops_and_a_kept_steps_ops_lose_their_wait() -> Non
     assert waiting.split is None and split_text(waiting) == ""  # no sampled step counted yet: the wait alone
     assert split_lines(KindSummary("train", 10, waiting=waiting))[0].startswith("split      waiting for a CPU 60%")
     kept = dataclasses.replace(
-        waiting, ops=Spread(0.5, 0.4, 0.6), all_ops=Spread(0.5, 0.4, 0.6), sampled=8, disturbed=8
+        waiting, ops=Spread(0.5, 0.4, 0.6), running_ops=Spread(0.2, 0.15, 0.25), sampled=8, disturbed=8
     )
     split = kept.split
     assert split is not None and split.ops == 0.2 and split.waiting == 0.6 and split.python == pytest.approx(0.2)

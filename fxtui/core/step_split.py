@@ -6,16 +6,16 @@ the headline *fidelity*), waiting on the unsampled ones (each one's wait ÷ its 
 need not add up: under load a split read ``ops 23%, waiting 89%, Python 0%``, 112% of a step. Here the step is the
 unsampled median, the time the ``step`` line prints, and its parts are taken in order:
 
-1. **ops** is the sampled steps' Σ op times ÷ the unsampled median (the median over every sampled step, at most
-   the whole step), less the share of a step its threads waited: an op's time holds the waits that fell in it, and
-   a step's waits are taken to fall evenly on its ops and its Python (:attr:`StepWaiting.ops_share`);
-2. **waiting for a CPU** is the median of the per-step wait shares, at most what the ops leave of the step (with
-   ops taken so, they always leave it);
-3. **the program's Python** is what remains: the rest of the step, less its share of the wait.
+1. **ops** is each sampled step's ops less the share of it its threads waited (the fidelity where none waited),
+   the median over every sampled step, at most the whole step;
+2. **waiting for a CPU** is the median of the per-step wait shares, at most what the ops leave of the step;
+3. **the program's Python** is what remains.
 
-Where ops given from elsewhere leave less than the measured wait, the two overlap; the split then gives waiting what
-the ops leave, the program's Python none, and keeps the measured wait beside it (:attr:`StepSplit.measured_waiting`),
-so the header can say so. Why ops come first: they are measured op by op, and a program's Python is only ever what
+Where the measured wait is more than the ops leave, the two overlap: the ops of a sampled step took longer than
+an unsampled step had outside its wait (an op timed while a partner thread waited, the profiler's own time inside
+ops, or threads that took turns on one core counted as all waiting). The split then gives waiting what the ops
+leave, the program's Python none, and keeps the measured wait beside it (:attr:`StepSplit.measured_waiting`), so
+the header can say so. Why ops come first: they are measured op by op, and a program's Python is only ever what
 no op and no wait accounts for.
 """
 

@@ -25,12 +25,12 @@ class StepWaiting:
     threads' while it was blocked on them (:mod:`fxtui.jobs.thread_waits`)."""
     ops: Spread | None = None
     """Each counted sampled step's Σ op times ÷ the unsampled steps' median: the fidelity."""
+    running_ops: Spread | None = None
+    """Each sampled step's ops less the share of it its threads spent waiting, ÷ the unsampled median: ops as the
+    split counts them (every sampled step's, those the node figures leave out too)."""
     all_ops: Spread | None = None
-    """Each sampled step's Σ op times ÷ the unsampled steps' median, every sampled step's (those the node figures
-    leave out too): the split's ops, before the share of a step its threads waited is taken out of them."""
-    step_ops: Spread | None = None
-    """Each sampled step's ops less that step's own wait share, ÷ the unsampled median: the split's ops taken step by
-    step, kept beside it (in the JSON) to compare the two ways."""
+    """Each sampled step's Σ op times ÷ the unsampled median, every sampled step's, no wait taken out: kept in the
+    JSON to compare the split taken step by step with one taken as their median less the steps' median wait."""
     in_ops: tuple[Spread | None, ...] = ()
     """Per phase (:data:`~fxtui.core.program_run.STEP_PHASES`): each counted sampled step's ops in it ÷ the phase's
     unsampled median."""
@@ -59,24 +59,19 @@ class StepWaiting:
 
     @property
     def ops_share(self) -> float | None:
-        """The share of a step in ops, as the split counts it: the sampled steps' ops (every one's, at most the whole
-        step) less the share of a step its threads waited, the measured median (else the wait counts twice: an op's
-        time holds the waits that fell in it); the fidelity where the wait was not measured."""
-        ops = self.all_ops if self.all_ops is not None else self.ops
-        if ops is None:
-            return None
-        share = min(1.0, ops.median)
-        waited = self.measured_waiting_share
-        return share * (1.0 - waited) if waited is not None else share
+        """The share of a step in ops, as the split counts it: each sampled step's ops less the share of it its
+        threads spent waiting (else the wait counts twice: an op's time holds its thread's wait), or the fidelity
+        where that was not measured."""
+        ops = self.running_ops if self.running_ops is not None else self.ops
+        return ops.median if ops is not None else None
 
     @property
     def ops_less_wait(self) -> bool:
-        """The split's ops are not the fidelity: the steps waited, and their ops' share of it is taken out (or the
-        node figures leave some sampled steps out)."""
-        share = self.ops_share
-        if share is None or self.ops is None:
+        """The split's ops are not the fidelity: its sampled steps waited while their ops ran (or the node figures
+        leave some of them out)."""
+        if self.running_ops is None or self.ops is None:
             return False
-        return abs(self.ops.median - share) > 1e-9
+        return abs(self.ops.median - self.running_ops.median) > 1e-9
 
     @property
     def split(self) -> StepSplit | None:

@@ -10,12 +10,15 @@ kind of step, over the latest :data:`WINDOW` steps:
   workers), at most its wall time;
 * **ops** (the headline *fidelity*) is each sampled step's Σ op times ÷ the unsampled steps' median; the figure
   is the median of these per-step ratios, so it lies inside the p25–p75 it is printed with. Ops timed while
-  their threads waited include that wait: the split takes every sampled step's ratio (whether or not the node
-  figures leave the disturbed ones out), and takes out of their median the share of a step the steps waited (the
-  measured median), as if a step's waits fell evenly on its ops and its Python (:class:`StepWaiting`). Both are
-  medians over many steps; the same taken step by step, each sampled step's ops less its own wait, read the quiet
-  CNN's Python share 18% and 37% in two rounds, char_gpt's ops beside one busy loop 28% and 50%, from 9–36 sampled
-  steps each;
+  their thread waited include that wait: for the split, each sampled step's ops are counted less its wait in the
+  same proportion (:attr:`SampledStep.running_ops`), every sampled step's, whether or not the node figures leave
+  the disturbed ones out (a split that took the quiet steps' ops when enough were quiet and the kept steps' ops
+  less their wait otherwise moved the CNN's Python share by 23 points between two quiet runs, as the count of
+  quiet steps crossed the line). Step by step, not as the median of every step's ops less the steps' median wait:
+  on one machine in one run (``bench_shared_server.py``, one intra-op thread, quiet and beside one and two busy
+  loops, two rounds), the program's Python share moved from the quiet run's by at most 12 points step by step
+  (one of eight busy runs beyond 10) and by up to 15 the other way (four of eight): a step's waits do not fall
+  evenly on its ops and its Python (a DataLoader's wait falls on the fetch, not on the ops);
 * **in ops** per phase: each sampled step's Σ op times in a phase ÷ that phase's unsampled median, the median
   of those per-step ratios (ops as timed, as the fidelity);
 * **the program's Python** is what remains of the step: 1 − ops − waiting, where the split of the median step
@@ -55,6 +58,13 @@ class SampledStep:
     ops_ns: int
     phase_ops_ns: tuple[int, ...]
     disturbed: bool
+
+    @property
+    def running_ops(self) -> float:
+        """Its ops less the share of them its thread spent waiting (the step's own wait share)."""
+        if self.wait_ns <= 0 or self.wall_ns <= 0:
+            return float(self.ops_ns)
+        return self.ops_ns * max(0.0, 1.0 - self.wait_ns / self.wall_ns)
 
 
 def disturbed(wall_ns: int, wait_ns: int) -> bool:
@@ -139,14 +149,8 @@ class StepWaits:
             return None
         wait = _spread(waits)
         ops = _spread([s.ops_ns / base_ns for s in counted]) if base_ns else None
+        running = _spread([s.running_ops / base_ns for s in every]) if base_ns else None
         all_ops = _spread([s.ops_ns / base_ns for s in every]) if base_ns else None
-        step_ops = (
-            _spread(
-                [s.ops_ns * (1 - min(1.0, max(0, s.wait_ns) / s.wall_ns)) / base_ns for s in every if s.wall_ns > 0]
-            )
-            if base_ns
-            else None
-        )
         kept = [s for s in counted if s.disturbed]
         in_ops: list[Spread | None] = []
         for i, _phase in enumerate(STEP_PHASES):
@@ -158,8 +162,8 @@ class StepWaits:
             known=self.known,
             wait=wait,
             ops=ops,
+            running_ops=running,
             all_ops=all_ops,
-            step_ops=step_ops,
             in_ops=tuple(in_ops),
             sampled=len(self.sampled),
             disturbed=self._disturbed(),

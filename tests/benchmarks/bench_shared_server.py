@@ -13,8 +13,8 @@ run of its own round:
 * **python**: the program's Python share, and how far it moved from the quiet run's, in points (the issue asks
   for ±10), and that share of the step in milliseconds (*py ms*): as a step waits longer, its Python's share must
   fall (a program whose Python is 20% of a quiet step is 8% of one that waits 60% of its time), while its time
-  stays; and *each, Δ*: the Python share and its move had the split taken each sampled step's ops less that step's
-  own wait, rather than their median less the steps' median wait (``step_ops`` in the JSON);
+  stays; and *medians, Δ*: the Python share and its move had the split taken the median of every sampled step's
+  ops less the steps' median wait (``all_ops`` in the JSON), rather than each sampled step's ops less its own wait;
 * **waiting**: the waiting-for-a-CPU share fxtui reports, and the median of per-step shares as measured (more
   where the split found part of it inside the ops), beside the share the load took, from two sources: the busy
   processes' CPU time (``/proc/PID/stat``) over the run, in cores and as a share of the machine, and the step
@@ -47,7 +47,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
-    "char_gpt": ("tests/programs/char_gpt.py", "--iters", "50", "--eval-interval", "1000"),
+    "char_gpt": ("tests/programs/char_gpt.py", "--iters", "120", "--eval-interval", "1000"),
     "cnn": ("tests/programs/loader_workers.py", "--epochs", "3", "--batches", "60", "--batch-size", "32"),
 }
 BUSY = "while True: pass"
@@ -86,14 +86,14 @@ class Run:
         return float(self.meta.get("ops_share") or 0.0)
 
     @property
-    def python_step_by_step(self) -> float | None:
-        """The Python share had the split taken each sampled step's ops less its own wait (``step_ops``)."""
+    def python_by_medians(self) -> float | None:
+        """The Python share had the split taken the median of every sampled step's ops (``all_ops``) less the steps'
+        median wait, as if a step's waits fell evenly on its ops and its Python."""
         waiting = self.kind().get("waiting") or {}
-        step_ops, measured = waiting.get("step_ops"), self.meta.get("waiting_measured_share")
-        if not step_ops or measured is None:
+        all_ops, measured = waiting.get("all_ops"), self.meta.get("waiting_measured_share")
+        if not all_ops or measured is None:
             return None
-        ops = min(1.0, step_ops["median"])
-        return max(0.0, 1.0 - ops - min(measured, 1.0 - ops))
+        return (1.0 - min(1.0, all_ops["median"])) * (1.0 - measured)
 
     @property
     def measured(self) -> float:
@@ -217,7 +217,7 @@ def table(runs: dict[tuple[int, str, int], list[Run]], programs: list[str], thre
     print(f"\nthreads {threads or 'default (torch)'}")
     head = (
         f"{'program':<9} {'rd':>2} {'busy':>4} {'load':>5} {'step':>9} {'split ops+wait+py':>17} {'python':>7} "
-        f"{'Δpts':>5} {'py ms':>6} {'each, Δ':>12} {'waiting':>7} {'measured':>8} {'grown':>6} {'Δgrown':>6} "
+        f"{'Δpts':>5} {'py ms':>6} {'medians, Δ':>12} {'waiting':>7} {'measured':>8} {'grown':>6} {'Δgrown':>6} "
         f"{'busy cores':>10} {'took':>5} {'others':>6} {'nodes busy÷quiet':>22} {'fidelity (p25–p75)':>24}"
     )
     print(head)
@@ -248,7 +248,7 @@ def table(runs: dict[tuple[int, str, int], list[Run]], programs: list[str], thre
                 others = run.kind().get("waiting", {}).get("others_cores")
                 split = f"{100 * run.ops:.0f}+{100 * run.waiting:.0f}+{100 * run.python:.0f}"
                 took = run.busy_cores / (os.cpu_count() or 1)
-                each, each_quiet = run.python_step_by_step, quiet.python_step_by_step
+                each, each_quiet = run.python_by_medians, quiet.python_by_medians
                 by_step = (
                     f"{100 * each:.1f}% {100 * (each - each_quiet):+.1f}" if None not in (each, each_quiet) else "—"
                 )

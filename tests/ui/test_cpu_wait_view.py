@@ -20,7 +20,7 @@ from fxtui.ui.widgets.status_bar import StatusBar
 pytestmark = pytest.mark.unit
 
 WAITED = StepWaiting(
-    known=True, wait=Spread(0.61, 0.55, 0.7), ops=Spread(0.77, 0.7, 0.8), all_ops=Spread(0.77, 0.7, 0.8),
+    known=True, wait=Spread(0.61, 0.55, 0.7), ops=Spread(0.7, 0.65, 0.8), running_ops=Spread(0.3, 0.28, 0.33),
     others_cores=1.3, cpus=2, sampled=8, disturbed=6, left_out=0, kept_wait=0.58,
 )  # fmt: skip
 
