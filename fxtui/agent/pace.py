@@ -18,10 +18,11 @@ take 60 ms and whose training steps take 840 ms samples each at its own rate.
   them (:meth:`Pace.after`): time the program loses all the same, between its steps.
 
 Why one in two at most, and not one in five as the first samples: the native timer's sampled step
-costs 1–9% more than an unsampled one, so a 2% budget allows a sample every one to five steps; one
-in five left three quarters of the samples it allows untaken, and the live table sharpened no
-faster than under the dispatch mode. Every other step stays unsampled, so the unsampled median
-(the step line, the fidelity's base, the pace itself) is always measured.
+costs 1–9% more than an unsampled one, so a 2% budget allows a sample every one to five steps, and
+one in five left most of them untaken where a sample is cheap (a char-level GPT: 39 of its 195
+training steps sampled at one in five, 76 now, at the same whole-program cost). Every other step
+stays unsampled, so the unsampled median (the step line, the fidelity's base, the pace itself) is
+always measured.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ MIN_EVERY = 2
 FIRST_EVERY = 5
 #: And at least one in this many (a model whose per-op cost is large still gets figures).
 MAX_EVERY = 200
-#: Sampled steps taken one in :data:`MIN_EVERY` before the budget sets the pace: figures soon, in every run.
+#: Sampled steps taken one in :data:`FIRST_EVERY` before the budget sets the pace: figures soon, in every run.
 FIRST_SAMPLES = 8
 #: A kind whose step took this long is warm after it (nanoseconds).
 WARM_NS = 1_000_000_000
