@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from fxtui.core.nodes import NodeInfo, NodeStats
     from fxtui.core.rows import Rates
 
-    NO_RATES: Rates
-    """No rates (the app's nodes): what a cell reads when it is given none."""
-
 # The nodes' and rows' modules are imported where a cell is read, not with the registry: ``fxtui run`` checks --sort
 # and --columns against it before its program starts, and every import there is time before the program's first line.
 
@@ -42,17 +39,11 @@ ByColumns = Callable[[Callable[[str], Sequence[float]]], "Sequence[SortValue] | 
 
 
 @functools.cache
-def _no_rates() -> Rates:
+def no_rates() -> Rates:
+    """No rates (the app's nodes): what a cell reads when it is given none. Made when first asked for."""
     from fxtui.core.rows import Rates
 
     return Rates()
-
-
-def __getattr__(name: str) -> Any:
-    """:data:`NO_RATES`, made when first asked for."""
-    if name == "NO_RATES":
-        return _no_rates()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +82,7 @@ class Column:
 
     def text(self, info: NodeInfo, stats: NodeStats | None, rates: Rates | None = None) -> str:
         """The cell for one node (``rates``: none, as in the app, when not given)."""
-        return str(self.cell(info, stats, _no_rates() if rates is None else rates))
+        return str(self.cell(info, stats, no_rates() if rates is None else rates))
 
 
 def _stat(field: str) -> Read:

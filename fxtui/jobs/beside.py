@@ -65,8 +65,7 @@ def become_the_program(
 
     Never returns: this process is the program from here on, and ends with its status.
     """
-    beside = _Beside(settings, report, kind)
-    beside.prepare = prepare
+    beside = _Beside(settings, report, kind, prepare)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     program = beside.program
@@ -93,7 +92,13 @@ class _Beside:
     """The collector beside the program: made before the fork (the socket the program's agents will find),
     run after it, in the forked process."""
 
-    def __init__(self, settings: ProgramSettings, report: Callable[[Snapshot], None], kind: str | None) -> None:
+    def __init__(
+        self,
+        settings: ProgramSettings,
+        report: Callable[[Snapshot], None],
+        kind: str | None,
+        prepare: Callable[[], object] | None = None,
+    ) -> None:
         self.settings = settings
         self.report = report
         self.kind = kind
@@ -114,7 +119,7 @@ class _Beside:
             on_link=self.on_link,
         )
         self.cross: CrossNode | None = None
-        self.prepare: Callable[[], object] | None = None
+        self.prepare = prepare
         """Runs in the collector as the program starts (:func:`become_the_program`)."""
 
     # -- the agents' threads ------------------------------------------------------------------------

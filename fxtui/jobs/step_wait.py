@@ -129,9 +129,9 @@ class StepWaits:
     def _disturbed(self) -> int:
         return int(self.sampled.rows()[:, 3].sum())
 
-    def counted(self) -> list[SampledStep]:
-        """The sampled steps the figures count."""
-        steps = self.steps()
+    def counted(self, steps: list[SampledStep] | None = None) -> list[SampledStep]:
+        """The sampled steps the figures count, of ``steps`` (default: :meth:`steps`)."""
+        steps = self.steps() if steps is None else steps
         if self.leaves_out():
             return [s for s in steps if not s.disturbed]
         return steps
@@ -144,7 +144,7 @@ class StepWaits:
             step_wait(start, wall, w) / wall for wall, w, start in self.plain.rows().tolist() if wall > 0 and w >= 0
         ]
         every = self.steps()
-        counted = [s for s in every if not s.disturbed] if self.leaves_out() else every
+        counted = self.counted(every)
         if not waits and not counted:
             return None
         wait = _spread(waits)
@@ -155,7 +155,7 @@ class StepWaits:
         in_ops: list[Spread | None] = []
         for i, _phase in enumerate(STEP_PHASES):
             base = phase_base_ns[i] if i < len(phase_base_ns) else 0.0
-            # As the fidelity: the ops as timed (the split alone takes a kept step's wait out of them).
+            # As the fidelity: the ops as timed (the split alone takes each step's wait out of them).
             ratios = [s.phase_ops_ns[i] / base for s in counted if base > 0 and i < len(s.phase_ops_ns)]
             in_ops.append(_spread(ratios))
         return StepWaiting(

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from fxtui.core.column_table import ColumnTable
-from fxtui.core.columns import APP_TIME, BY_KEY, NO_RATES, SortValue
+from fxtui.core.columns import APP_TIME, BY_KEY, SortValue, no_rates
 from fxtui.core.nodes import NodeInfo, NodeStats
 from fxtui.ui.selection import Selection
 
@@ -88,11 +88,11 @@ def sort_names(
         return view.order(np.asarray(values, dtype=np.float64)[view.positions], descending)
     if column.fact:  # one of the node's own fields: read in one C-level pass
         return view.order(list(map(operator.attrgetter(column.fact), nodes)), descending)
-    sort = column.sort
+    sort, rates = column.sort, no_rates()
     if not column.live:  # the node's own facts: its statistics are not looked up (nor made, from columns)
-        return view.order([sort(n, None, NO_RATES) for n in nodes], descending)
+        return view.order([sort(n, None, rates) for n in nodes], descending)
     get = stats.get
-    return view.order([sort(n, get(n.name), NO_RATES) for n in nodes], descending)
+    return view.order([sort(n, get(n.name), rates) for n in nodes], descending)
 
 
 def hotspots(nodes: Sequence[NodeInfo], stats: Mapping[str, NodeStats]) -> tuple[str, ...]:

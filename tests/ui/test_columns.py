@@ -9,7 +9,7 @@ import pytest
 from fakes import resnet_snapshot
 
 from fxtui.core.column_table import ColumnTable
-from fxtui.core.columns import APP_MEMORY, APP_TIME, BY_KEY, NO_RATES, Column
+from fxtui.core.columns import APP_MEMORY, APP_TIME, BY_KEY, Column, no_rates
 from fxtui.core.nodes import NodeStats
 from fxtui.ui.selection import Selection
 from fxtui.ui.table_sort import sort_names
@@ -38,7 +38,7 @@ def test_each_column_sorts_with_ties_in_graph_order(column: Column, descending: 
     # As the app receives them (one array per field, sorted in array operations), or as records.
     stats = ColumnTable.of(NodeStats, snapshot.nodes) if stored == "columns" else dict(snapshot.nodes)
     # The reference order: the column's sort value of each node, ties by graph index.
-    keyed = [(column.sort(n, stats.get(n.name), NO_RATES), n.index, n.name) for n in nodes]
+    keyed = [(column.sort(n, stats.get(n.name), no_rates()), n.index, n.name) for n in nodes]
     expected = [name for _, _, name in sorted(keyed, key=lambda k: (k[0], k[1] if not descending else -k[1]))]
     if descending:
         expected.reverse()
